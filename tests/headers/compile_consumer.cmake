@@ -1,0 +1,10 @@
+execute_process(COMMAND ${CC} -std=c11 -Wall -Wextra -Werror -pedantic -I${INCLUDE} ${SRC} -o ${OUT}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer example does not compile with ${CC}:\n${out}${err}")
+endif()
+execute_process(COMMAND ${OUT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "consumer example failed: ${out}${err}")
+endif()
+message(STATUS "${out}")
