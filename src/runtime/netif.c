@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <linux/if_addr.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -107,6 +108,30 @@ static ssize_t nl_recv(int fd, struct nl_buf *b, int flags, uint32_t *sender)
     }
 }
 
+/* The whole message at off in buf[0..len), or NULL when none fits. Replaces NLMSG_OK/NLMSG_NEXT,
+ * whose int arithmetic mixes signedness; here every length is checked before it is trusted.
+ * Never blocks. */
+static const struct nlmsghdr *nl_msg_at(const void *buf, size_t len, size_t off)
+{
+    if (off > len || len - off < sizeof(struct nlmsghdr))
+        return NULL;
+    const struct nlmsghdr *nh = (const struct nlmsghdr *)((const char *)buf + off);
+    if (nh->nlmsg_len < sizeof *nh || nh->nlmsg_len > len - off)
+        return NULL;
+    return nh;
+}
+
+#define NL_FOR_EACH_MSG(nh, buf, len) \
+    for (size_t nl_off_ = 0; ((nh) = nl_msg_at((buf), (len), nl_off_)) != NULL; nl_off_ += NLMSG_ALIGN((nh)->nlmsg_len))
+
+/* Bytes of attributes after a family header of hdrlen, as the int RTA_OK wants; clamping only
+ * ever shortens what is read. The caller has checked nlmsg_len >= NLMSG_LENGTH(hdrlen). Never blocks. */
+static int rta_space(const struct nlmsghdr *nh, size_t hdrlen)
+{
+    size_t n = nh->nlmsg_len - NLMSG_LENGTH(hdrlen);
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
 /* Reads a scalar attribute of exactly its size; returns 0 if the payload has another size. Never blocks. */
 static int rta_get_u32(const struct rtattr *rta, uint32_t *v)
 {
@@ -145,7 +170,7 @@ static int add_link(struct netif_vec *vec, const struct nlmsghdr *nh)
     nif->naddrs = vec->n;
 
     const struct rtattr *rta = (const struct rtattr *)((const char *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct ifinfomsg)));
-    int len = (int)(nh->nlmsg_len - NLMSG_LENGTH(sizeof(struct ifinfomsg)));
+    int len = rta_space(nh, sizeof(struct ifinfomsg));
     for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
         size_t plen = RTA_PAYLOAD(rta);
         switch (rta->rta_type) {
@@ -235,7 +260,7 @@ static int add_addr(struct netif_vec *vec, const struct nlmsghdr *nh)
     const void *local = NULL, *address = NULL;
     uint32_t flags = ifa.ifa_flags;
     const struct rtattr *rta = (const struct rtattr *)((const char *)NLMSG_DATA(nh) + NLMSG_ALIGN(sizeof(struct ifaddrmsg)));
-    int len = (int)(nh->nlmsg_len - NLMSG_LENGTH(sizeof(struct ifaddrmsg)));
+    int len = rta_space(nh, sizeof(struct ifaddrmsg));
     for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len)) {
         switch (rta->rta_type) {
         case IFA_LOCAL:
@@ -260,7 +285,7 @@ static int add_addr(struct netif_vec *vec, const struct nlmsghdr *nh)
     if (!ip)
         return 0;
 
-    if (ifa.ifa_index == 0 || ifa.ifa_index > INT_MAX)
+    if (ifa.ifa_index == 0 || ifa.ifa_index > INT_MAX || vec->n == 0) /* bsearch wants a real base */
         return 1;
     int key = (int)ifa.ifa_index;
     struct ndk_netif *nif = bsearch(&key, vec->v, vec->n, sizeof *vec->v, cmp_ifindex_key);
@@ -298,10 +323,8 @@ enum parse_phase { PHASE_LINKS, PHASE_ADDRS };
 static int parse_msgs(struct netif_vec *vec, enum parse_phase phase, const void *buf, size_t size,
                       int check, uint32_t seq, uint32_t portid, int *done, int *inconsistent)
 {
-    if (size > INT_MAX)
-        return -EMSGSIZE;
-    int len = (int)size;
-    for (const struct nlmsghdr *nh = buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+    const struct nlmsghdr *nh;
+    NL_FOR_EACH_MSG(nh, buf, size) {
         if (check && (nh->nlmsg_seq != seq || nh->nlmsg_pid != portid))
             continue; /* a stale answer to an earlier request, or not for us */
         if (nh->nlmsg_flags & NLM_F_DUMP_INTR)
@@ -504,8 +527,6 @@ int ndk_netif_parse(const void *buf, size_t len, struct ndk_netif **out, size_t 
         return -EINVAL;
     *out = NULL;
     *count = 0;
-    if (len > INT_MAX)
-        return -EMSGSIZE;
     /* Netlink headers are read in place, so give them the alignment they would have off a socket. */
     void *copy = NULL;
     if ((uintptr_t)buf % NLMSG_ALIGNTO) {
@@ -680,8 +701,8 @@ int ndk_netif_monitor_fd(const struct ndk_netif_monitor *m)
  * count as changes: a needless resnapshot is cheap, a missed change is not. Never blocks. */
 static int notification_relevant(const void *buf, size_t size)
 {
-    int len = size > INT_MAX ? INT_MAX : (int)size;
-    for (const struct nlmsghdr *nh = buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+    const struct nlmsghdr *nh;
+    NL_FOR_EACH_MSG(nh, buf, size) {
         switch (nh->nlmsg_type) {
         case RTM_NEWLINK:
         case RTM_DELLINK: {
