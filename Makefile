@@ -1,0 +1,39 @@
+# OpenNDK: the two commands a new user runs (README):
+#   make run    builds, then runs the main demo
+#   make test   builds and runs the whole suite (gcc, clang, ASan+UBSan, TSan)
+# Both install missing Debian packages when run as root (scripts/deps.sh) and say what to
+# install otherwise.
+BUILD   ?= build/release
+JOBS    ?= $(shell nproc)
+PREFIX  ?= /usr/local
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run demo test test-quick test-interop install bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The demo: what a newcomer sees first.
+run: build
+	@scripts/demo.sh $(BUILD)
+
+test:
+	@scripts/deps.sh test
+	@scripts/test-all.sh
+
+# One configuration only, for a quick local loop: make test-quick [NDK_TEST_REGEX=...]
+test-quick:
+	@scripts/deps.sh test
+	@NDK_TEST_CONFIGS=gcc scripts/test-all.sh
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf build

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages a task needs (when root), or says exactly what to install.
+# Usage: scripts/deps.sh build|test|bench|interop
+set -euo pipefail
+
+build_pkgs=(gcc make cmake pkg-config)
+test_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev iproute2 tshark procps)
+bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev)
+interop_pkgs=("${build_pkgs[@]}" qemu-system-x86 qemu-utils tshark)
+
+case "${1:-build}" in
+  build) want=("${build_pkgs[@]}") ;;
+  test) want=("${test_pkgs[@]}") ;;
+  bench) want=("${bench_pkgs[@]}") ;;
+  interop) want=("${interop_pkgs[@]}") ;;
+  *) echo "usage: $0 build|test|bench|interop" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "Missing Debian packages: ${missing[*]}" >&2
+  echo "Install them with:  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "Installing Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# One update per machine session is enough; the stamp keeps repeated runs fast.
+stamp=/var/lib/apt/periodic/openndk-update-stamp
+if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
+  apt-get update -qq
+  mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
+# tshark asks whether non-root users may capture; answer for it.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,521 @@
+/*
+ * ndkinfo - what the OpenNDK runtime sees on this machine: providers (loaded or why not),
+ * adapters with their interface, addresses, NDK state and every NDK_ADAPTER_INFO field;
+ * with --stats the NDK performance counters, with --connections / --endpoints the ND
+ * connections and listeners (the `netstat -xan` view of Windows admins). --json for scripts.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ndk/runtime.h>
+
+static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_verbose;
+static const char *opt_provider, *opt_adapter;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ndkinfo [--json] [--stats] [--connections] [--endpoints] [--provider NAME]\n"
+            "               [--adapter IFNAME|ADDRESS] [--verbose]\n"
+            "Lists NDK providers and adapters as the OpenNDK runtime binds them.\n"
+            "  --stats        NDK performance counters (OID_NDK_STATISTICS)\n"
+            "  --connections  ND connections (OID_NDK_CONNECTIONS), like netstat -xan\n"
+            "  --endpoints    ND listeners and shared endpoints (OID_NDK_LOCAL_ENDPOINTS)\n"
+            "  --json         one JSON document on stdout\n"
+            "Environment: NDK_PROVIDER_PATH, NDK_CONFIG, NDK_PROVIDERS, NDK_INTERFACES.\n");
+}
+
+static const char *addr_str(const SOCKADDR_INET *a, int with_port, char *buf, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?", scope[IF_NAMESIZE + 2] = "";
+    unsigned port = 0;
+    if (a->si_family == AF_INET) {
+        inet_ntop(AF_INET, &a->Ipv4.sin_addr, ip, sizeof ip);
+        port = ntohs(a->Ipv4.sin_port);
+        if (with_port)
+            snprintf(buf, len, "%s:%u", ip, port);
+        else
+            snprintf(buf, len, "%s", ip);
+        return buf;
+    }
+    if (a->si_family == AF_INET6) {
+        inet_ntop(AF_INET6, &a->Ipv6.sin6_addr, ip, sizeof ip);
+        port = ntohs(a->Ipv6.sin6_port);
+        char name[IF_NAMESIZE];
+        if (a->Ipv6.sin6_scope_id)
+            snprintf(scope, sizeof scope, "%%%s",
+                     if_indextoname(a->Ipv6.sin6_scope_id, name) ? name : "?");
+        if (with_port)
+            snprintf(buf, len, "[%s%s]:%u", ip, scope, port);
+        else
+            snprintf(buf, len, "%s%s", ip, scope);
+        return buf;
+    }
+    snprintf(buf, len, "(family %u)", a->si_family);
+    return buf;
+}
+
+static const char *tech_name(NDK_RDMA_TECHNOLOGY t)
+{
+    switch (t) {
+    case NdkiWarp: return "iWARP";
+    case NdkInfiniBand: return "InfiniBand";
+    case NdkRoCE: return "RoCE";
+    case NdkRoCEv2: return "RoCEv2";
+    default: return "Undefined";
+    }
+}
+
+/* ---- a tiny JSON writer: enough for flat objects and arrays ---- */
+static int json_first = 1;
+static void jsep(void)
+{
+    if (!json_first)
+        printf(",");
+    json_first = 0;
+}
+static void jkey(const char *k)
+{
+    jsep();
+    printf("\"%s\":", k);
+}
+static void jstr(const char *k, const char *v)
+{
+    jkey(k);
+    putchar('"');
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if ((unsigned char)*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}
+static void jnum(const char *k, unsigned long long v)
+{
+    jkey(k);
+    printf("%llu", v);
+}
+static void jbool(const char *k, int v)
+{
+    jkey(k);
+    printf(v ? "true" : "false");
+}
+static void jopen(const char *k, char c)
+{
+    if (k)
+        jkey(k);
+    else
+        jsep();
+    putchar(c);
+    json_first = 1;
+}
+static void jclose(char c)
+{
+    putchar(c);
+    json_first = 0;
+}
+
+struct field {
+    const char *name;
+    unsigned long long value;
+    int hex;
+};
+
+static size_t info_fields(const NDK_ADAPTER_INFO *i, struct field *f)
+{
+    size_t n = 0;
+#define F(name, hex) f[n++] = (struct field){ #name, (unsigned long long)i->name, hex }
+    F(VendorId, 1); F(DeviceId, 1); F(MaxRegistrationSize, 0); F(MaxWindowSize, 0); F(FRMRPageCount, 0);
+    F(MaxInitiatorRequestSge, 0); F(MaxReceiveRequestSge, 0); F(MaxReadRequestSge, 0); F(MaxTransferLength, 0);
+    F(MaxInlineDataSize, 0); F(MaxInboundReadLimit, 0); F(MaxOutboundReadLimit, 0); F(MaxReceiveQueueDepth, 0);
+    F(MaxInitiatorQueueDepth, 0); F(MaxSrqDepth, 0); F(MaxCqDepth, 0); F(LargeRequestThreshold, 0);
+    F(MaxCallerData, 0); F(MaxCalleeData, 0); F(AdapterFlags, 1);
+#undef F
+    return n;
+}
+
+static size_t caps_fields(const NDIS_NDK_CAPABILITIES *c, struct field *f)
+{
+    size_t n = 0;
+#define F(name, hex) f[n++] = (struct field){ #name, (unsigned long long)c->name, hex }
+    F(MaxQpCount, 0); F(MaxCqCount, 0); F(MaxMrCount, 0); F(MaxPdCount, 0); F(MaxInboundReadLimit, 0);
+    F(MaxOutboundReadLimit, 0); F(MaxMwCount, 0); F(MaxSrqCount, 0); F(MissingCounterMask, 1);
+#undef F
+    return n;
+}
+
+static const struct {
+    ULONG flag;
+    const char *name;
+} adapter_flags[] = {
+    { NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED, "IN_ORDER_DMA" },
+    { NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED, "RDMA_READ_SINK_NOT_REQUIRED" },
+    { NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED, "CQ_INTERRUPT_MODERATION" },
+    { NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED, "MULTI_ENGINE" },
+    { NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED, "RDMA_READ_LOCAL_INVALIDATE" },
+    { NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED, "CQ_RESIZE" },
+    { NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED, "LOOPBACK_CONNECTIONS" },
+};
+
+static const char *flags_str(ULONG flags, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof adapter_flags / sizeof adapter_flags[0]; i++)
+        if (flags & adapter_flags[i].flag)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? " " : "", adapter_flags[i].name);
+    return buf;
+}
+
+/* The adapter info as a consumer sees it: open an instance and ask the provider. Falls back
+ * to what the provider advertised at initialisation when the adapter cannot be opened now. */
+static NTSTATUS query_live_info(ndk_rt *rt, const ndk_rt_adapter_info *a, NDK_ADAPTER_INFO *out)
+{
+    NDK_ADAPTER *ad = NULL;
+    NTSTATUS st = ndk_rt_open_adapter(rt, a->id, a->info.Version, &ad);
+    if (st != STATUS_SUCCESS)
+        return st;
+    ULONG size = sizeof *out;
+    st = ad->Dispatch->NdkQueryAdapterInfo(ad, out, &size);
+    ndk_rt_close_adapter(rt, ad);
+    return st;
+}
+
+static const char *counter_names[30] = {
+    "Connect", "Accept", "ConnectFailure", "ConnectionError", "ActiveConnection",
+    [25] = "CQError", [26] = "RDMAInOctets", [27] = "RDMAOutOctets", [28] = "RDMAInFrames", [29] = "RDMAOutFrames",
+};
+
+static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
+{
+    NDIS_NDK_STATISTICS_INFO s;
+    ULONG written = 0, needed = 0;
+    NTSTATUS st = ndk_rt_query_oid(rt, a->id, OID_NDK_STATISTICS, &s, sizeof s, &written, &needed);
+    if (opt_json)
+        jopen("statistics", '{');
+    if (st != STATUS_SUCCESS) {
+        if (opt_json) {
+            jstr("error", ndk_rt_status_name(st));
+            jclose('}');
+        } else
+            printf("    statistics: unavailable (%s)\n", ndk_rt_status_name(st));
+        return;
+    }
+    const ULONG64 *c = &s.CounterSet.Connect;
+    if (!opt_json)
+        printf("    NDK performance counters (OID_NDK_STATISTICS):\n");
+    for (int i = 0; i < 30; i++) {
+        if (!counter_names[i])
+            continue;
+        if (opt_json)
+            jnum(counter_names[i], c[i]);
+        else
+            printf("      %-24s %llu\n", counter_names[i], (unsigned long long)c[i]);
+    }
+    if (opt_json)
+        jclose('}');
+}
+
+/* Queries a variable-size OID, growing the buffer as the provider asks. */
+static void *query_var(ndk_rt *rt, ndk_rt_adapter_id id, NDIS_OID oid, NTSTATUS *pst)
+{
+    ULONG len = 4096, written = 0, needed = 0;
+    for (int tries = 0; tries < 8; tries++) {
+        void *buf = calloc(1, len);
+        if (!buf) {
+            *pst = STATUS_INSUFFICIENT_RESOURCES;
+            return NULL;
+        }
+        NTSTATUS st = ndk_rt_query_oid(rt, id, oid, buf, len, &written, &needed);
+        if (st == STATUS_SUCCESS) {
+            *pst = st;
+            return buf;
+        }
+        free(buf);
+        if (st != NDIS_STATUS_BUFFER_TOO_SHORT || needed <= len) {
+            *pst = st;
+            return NULL;
+        }
+        len = needed;
+    }
+    *pst = NDIS_STATUS_BUFFER_TOO_SHORT;
+    return NULL;
+}
+
+static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
+{
+    NTSTATUS st;
+    NDIS_NDK_CONNECTIONS *c = query_var(rt, a->id, OID_NDK_CONNECTIONS, &st);
+    char l[80], r[80];
+    if (opt_json)
+        jopen("connections", '[');
+    else
+        printf("    ND connections (OID_NDK_CONNECTIONS)%s:\n", c && c->NDConnectionsMappedtoTCPConnections
+                                                                    ? ", each followed by its TCP connection" : "");
+    if (!c) {
+        if (!opt_json)
+            printf("      unavailable (%s)\n", ndk_rt_status_name(st));
+    } else {
+        if (!opt_json && c->Count)
+            printf("      %-6s %-46s %-46s %s\n", "Proto", "Local Address", "Foreign Address", "Owner");
+        for (ULONG i = 0; i < c->Count; i++) {
+            const NDIS_NDK_CONNECTION_ENTRY *e = &c->Connections[i];
+            int tcp_row = c->NDConnectionsMappedtoTCPConnections && (i % 2) == 1;
+            addr_str(&e->Local, 1, l, sizeof l);
+            addr_str(&e->Remote, 1, r, sizeof r);
+            if (opt_json) {
+                jopen(NULL, '{');
+                jstr("kind", tcp_row ? "tcp" : "nd");
+                jstr("local", l);
+                jstr("remote", r);
+                if (!tcp_row) {
+                    jbool("user_mode", e->UserModeOwner);
+                    jnum("pid", e->OwnerPid);
+                }
+                jclose('}');
+            } else if (tcp_row) {
+                printf("      %-6s %-46s %-46s\n", "TCP", l, r);
+            } else {
+                printf("      %-6s %-46s %-46s %s pid %u\n", "ND", l, r, e->UserModeOwner ? "user" : "kernel",
+                       e->OwnerPid);
+            }
+        }
+        if (!opt_json && c->Count == 0)
+            printf("      (none)\n");
+    }
+    if (opt_json)
+        jclose(']');
+    free(c);
+}
+
+static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
+{
+    NTSTATUS st;
+    NDIS_NDK_LOCAL_ENDPOINTS *e = query_var(rt, a->id, OID_NDK_LOCAL_ENDPOINTS, &st);
+    char l[80];
+    if (opt_json)
+        jopen("endpoints", '[');
+    else
+        printf("    ND local endpoints (OID_NDK_LOCAL_ENDPOINTS):\n");
+    if (!e) {
+        if (!opt_json)
+            printf("      unavailable (%s)\n", ndk_rt_status_name(st));
+    } else {
+        for (ULONG i = 0; i < e->Count; i++) {
+            const NDIS_NDK_LOCAL_ENDPOINT_ENTRY *x = &e->LocalEndpoints[i];
+            int tcp_row = e->NDLocalEndpointsMappedtoTCPLocalEndpoints && (i % 2) == 1;
+            addr_str(&x->Local, 1, l, sizeof l);
+            if (opt_json) {
+                jopen(NULL, '{');
+                jstr("kind", tcp_row ? "tcp" : (x->Listener ? "listener" : "shared"));
+                jstr("local", l);
+                if (!tcp_row)
+                    jnum("pid", x->OwnerPid);
+                jclose('}');
+            } else if (tcp_row) {
+                printf("      %-9s %-46s\n", "TCP", l);
+            } else {
+                printf("      %-9s %-46s pid %u\n", x->Listener ? "LISTENER" : "SHARED", l, x->OwnerPid);
+            }
+        }
+        if (!opt_json && e->Count == 0)
+            printf("      (none)\n");
+    }
+    if (opt_json)
+        jclose(']');
+    free(e);
+}
+
+static int adapter_selected(const ndk_rt_adapter_info *a)
+{
+    if (opt_provider && strcmp(opt_provider, a->provider) != 0)
+        return 0;
+    if (!opt_adapter)
+        return 1;
+    if (strcmp(opt_adapter, a->ifname) == 0)
+        return 1;
+    char buf[80];
+    for (ULONG i = 0; i < a->address_count; i++)
+        if (strcmp(opt_adapter, addr_str(&a->addresses[i], 0, buf, sizeof buf)) == 0)
+            return 1;
+    return 0;
+}
+
+static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
+{
+    char buf[256];
+    NDK_ADAPTER_INFO info = a->info;
+    NTSTATUS live = query_live_info(rt, a, &info);
+    struct field f[32];
+    size_t n;
+    if (opt_json) {
+        jopen(NULL, '{');
+        jnum("id", a->id);
+        jstr("provider", a->provider);
+        jstr("interface", a->ifname);
+        jnum("ifindex", a->ifindex);
+        jnum("mtu", a->mtu);
+        jbool("loopback", a->is_loopback);
+        jbool("ndk_enabled", a->enabled);
+        jnum("open_instances", a->open_instances);
+        jopen("addresses", '[');
+        for (ULONG i = 0; i < a->address_count; i++) {
+            jsep();
+            printf("\"%s\"", addr_str(&a->addresses[i], 0, buf, sizeof buf));
+        }
+        jclose(']');
+        jopen("adapter_info", '{');
+        snprintf(buf, sizeof buf, "%u.%u", info.Version.Major, info.Version.Minor);
+        jstr("Version", buf);
+        n = info_fields(&info, f);
+        for (size_t i = 0; i < n; i++)
+            jnum(f[i].name, f[i].value);
+        jstr("AdapterFlagNames", flags_str(info.AdapterFlags, buf, sizeof buf));
+        jstr("RdmaTechnology", tech_name(info.RdmaTechnology));
+        jstr("source", live == STATUS_SUCCESS ? "NdkQueryAdapterInfo" : "advertised");
+        jclose('}');
+        jopen("capabilities", '{');
+        n = caps_fields(&a->capabilities, f);
+        for (size_t i = 0; i < n; i++)
+            jnum(f[i].name, f[i].value);
+        jclose('}');
+    } else {
+        printf("\nAdapter %u: %s on %s (ifindex %u, MTU %u%s)\n", a->id, a->provider, a->ifname, a->ifindex, a->mtu,
+               a->is_loopback ? ", loopback" : "");
+        printf("    NDK %s, %u instance(s) open in this process\n", a->enabled ? "enabled" : "DISABLED",
+               a->open_instances);
+        for (ULONG i = 0; i < a->address_count; i++)
+            printf("    %-5s %s\n", a->addresses[i].si_family == AF_INET ? "IPv4" : "IPv6",
+                   addr_str(&a->addresses[i], 0, buf, sizeof buf));
+        printf("    NDK_ADAPTER_INFO (%s):\n", live == STATUS_SUCCESS ? "NdkQueryAdapterInfo"
+                                                                       : "as advertised; the adapter could not be opened now");
+        printf("      %-24s %u.%u\n", "Version", info.Version.Major, info.Version.Minor);
+        n = info_fields(&info, f);
+        for (size_t i = 0; i < n; i++) {
+            if (f[i].hex)
+                printf("      %-24s 0x%llx\n", f[i].name, f[i].value);
+            else
+                printf("      %-24s %llu\n", f[i].name, f[i].value);
+        }
+        printf("      %-24s %s\n", "(flags)", flags_str(info.AdapterFlags, buf, sizeof buf));
+        printf("      %-24s %s\n", "RdmaTechnology", tech_name(info.RdmaTechnology));
+        if (opt_verbose) {
+            printf("    NDIS_NDK_CAPABILITIES:\n");
+            n = caps_fields(&a->capabilities, f);
+            for (size_t i = 0; i < n; i++)
+                printf("      %-24s %llu\n", f[i].name, f[i].value);
+        }
+    }
+    if (opt_stats)
+        show_stats(rt, a);
+    if (opt_connections)
+        show_connections(rt, a);
+    if (opt_endpoints)
+        show_endpoints(rt, a);
+    if (opt_json)
+        jclose('}');
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' },        { "stats", no_argument, NULL, 's' },
+        { "connections", no_argument, NULL, 'c' }, { "endpoints", no_argument, NULL, 'e' },
+        { "provider", required_argument, NULL, 'p' }, { "adapter", required_argument, NULL, 'a' },
+        { "verbose", no_argument, NULL, 'v' },     { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "jscep:a:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': opt_json = 1; break;
+        case 's': opt_stats = 1; break;
+        case 'c': opt_connections = 1; break;
+        case 'e': opt_endpoints = 1; break;
+        case 'p': opt_provider = optarg; break;
+        case 'a': opt_adapter = optarg; break;
+        case 'v': opt_verbose = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    ndk_rt_config cfg = { 0 };
+    cfg.no_monitor = TRUE;
+    ndk_rt *rt = NULL;
+    NTSTATUS st = ndk_rt_open(&cfg, &rt);
+    if (st != STATUS_SUCCESS) {
+        fprintf(stderr, "ndkinfo: cannot open the NDK runtime: %s\n", ndk_rt_status_name(st));
+        return 1;
+    }
+    ULONG nprov = ndk_rt_provider_count(rt);
+    if (opt_json) {
+        jopen(NULL, '{');
+        jopen("providers", '[');
+    } else {
+        printf("Providers:%s\n", nprov ? "" : " none found (set NDK_PROVIDER_PATH or provider_path in the config file)");
+    }
+    for (ULONG i = 0; i < nprov; i++) {
+        ndk_rt_provider_info p;
+        if (ndk_rt_provider_get(rt, i, &p) != STATUS_SUCCESS)
+            continue;
+        if (opt_json) {
+            jopen(NULL, '{');
+            jstr("name", p.name);
+            jstr("path", p.path);
+            jstr("status", ndk_rt_status_name(p.status));
+            jbool("loaded", p.status == STATUS_SUCCESS);
+            jstr("description", p.description);
+            jstr("message", p.message);
+            jnum("adapters", p.adapter_count);
+            jclose('}');
+        } else if (p.status == STATUS_SUCCESS) {
+            printf("  %-14s loaded   %u adapter(s)  %s  (%s)\n", p.name, p.adapter_count, p.description, p.path);
+        } else {
+            printf("  %-14s SKIPPED  %s: %s  (%s)\n", p.name, ndk_rt_status_name(p.status), p.message, p.path);
+        }
+    }
+    if (opt_json)
+        jclose(']');
+
+    ULONG count = 0;
+    ndk_rt_adapter_list(rt, NULL, &count);
+    ndk_rt_adapter_info *list = calloc(count ? count : 1, sizeof *list);
+    if (!list) {
+        fprintf(stderr, "ndkinfo: out of memory\n");
+        ndk_rt_close(rt);
+        return 1;
+    }
+    ndk_rt_adapter_list(rt, list, &count);
+    if (opt_json)
+        jopen("adapters", '[');
+    int shown = 0;
+    for (ULONG i = 0; i < count; i++) {
+        if (!adapter_selected(&list[i]))
+            continue;
+        show_adapter(rt, &list[i]);
+        shown++;
+    }
+    if (opt_json) {
+        jclose(']');
+        jclose('}');
+        putchar('\n');
+    } else if (!shown) {
+        printf("\nNo adapters%s.\n", opt_adapter || opt_provider ? " match the selection" : "");
+    }
+    free(list);
+    ndk_rt_close(rt);
+    return (opt_adapter || opt_provider) && !shown ? 1 : 0;
+}
