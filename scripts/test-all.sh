@@ -22,6 +22,7 @@ for cfg in $configs; do
     *) echo "unknown configuration $cfg" >&2; exit 2 ;;
   esac
   dir=$build_root/$cfg
+  mkdir -p "$build_root"
   echo "=== [$cfg] configure and build ($cc${san:+, -fsanitize=$san})"
   if ! cmake -S "$root" -B "$dir" -DCMAKE_C_COMPILER=$cc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DNDK_SANITIZE="$san" >"$dir.configure.log" 2>&1 \

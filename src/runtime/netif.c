@@ -7,10 +7,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdio.h>
 #include <linux/if_addr.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -458,7 +458,8 @@ out:
     return rc;
 }
 
-/* Hands vec to the caller as a tight array; an empty result is still a valid allocation. Never blocks. */
+/* Hands vec to the caller as a tight array; an empty result is still a valid allocation.
+ * Consumes vec on every path. Returns 0 or -ENOMEM. Never blocks. */
 static int vec_finish(struct netif_vec *vec, struct ndk_netif **out, size_t *count)
 {
     struct ndk_netif *v;
@@ -470,10 +471,12 @@ static int vec_finish(struct netif_vec *vec, struct ndk_netif **out, size_t *cou
         if (!v)
             v = vec->v; /* shrinking failed; the larger block is still good */
     }
+    size_t n = vec->n;
+    *vec = (struct netif_vec){ 0 };
     if (!v)
         return -ENOMEM;
     *out = v;
-    *count = vec->n;
+    *count = n;
     return 0;
 }
 
@@ -513,8 +516,6 @@ int ndk_netif_snapshot(struct ndk_netif **out, size_t *count)
             continue;
         }
         rc = vec_finish(&vec, out, count);
-        if (rc < 0)
-            free(vec.v);
         break;
     }
     free(b.p);
@@ -546,7 +547,7 @@ int ndk_netif_parse(const void *buf, size_t len, struct ndk_netif **out, size_t 
     }
     if (rc == 0)
         rc = vec_finish(&vec, out, count);
-    if (rc < 0)
+    else
         free(vec.v);
     free(copy);
     return rc;
