@@ -5,6 +5,7 @@
  * only after the consumer has closed it. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,17 +13,39 @@
 #include "testlib.h"
 
 static ndk_rt *rt;
+static pthread_mutex_t instance_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards the two below */
 static NDK_ADAPTER *open_instance;      /* closed by the PnP callback on DISABLE/REMOVAL */
 static ndk_rt_adapter_id instance_adapter;
+
+static void set_instance(NDK_ADAPTER *a, ndk_rt_adapter_id id)
+{
+    pthread_mutex_lock(&instance_lock);
+    open_instance = a;
+    instance_adapter = id;
+    pthread_mutex_unlock(&instance_lock);
+}
+
+static NDK_ADAPTER *get_instance(void)
+{
+    pthread_mutex_lock(&instance_lock);
+    NDK_ADAPTER *a = open_instance;
+    pthread_mutex_unlock(&instance_lock);
+    return a;
+}
 
 static void on_event(void *ctx, const ndk_rt_event *ev)
 {
     /* What a consumer must do: close its instances on disable or removal (§6.5). */
+    NDK_ADAPTER *close_me = NULL;
+    pthread_mutex_lock(&instance_lock);
     if ((ev->type == NDK_RT_EVENT_NDK_DISABLE || ev->type == NDK_RT_EVENT_ADAPTER_REMOVAL) && open_instance &&
         ev->adapter == instance_adapter) {
-        ndk_rt_close_adapter(rt, open_instance);
+        close_me = open_instance;
         open_instance = NULL;
     }
+    pthread_mutex_unlock(&instance_lock);
+    if (close_me)
+        ndk_rt_close_adapter(rt, close_me);
     rttest_on_event(ctx, ev);
 }
 
@@ -101,11 +124,12 @@ int main(void)
     CHECK_EQ(ev.adapter, second);
 
     /* NDK disable reaches the consumer, which closes its instance; opens then fail until enable. */
-    CHECK_STATUS(ndk_rt_open_adapter(rt, lo_ev.adapter, (NDK_VERSION){ 2, 1 }, &open_instance), STATUS_SUCCESS);
-    instance_adapter = lo_ev.adapter;
+    NDK_ADAPTER *inst = NULL;
+    CHECK_STATUS(ndk_rt_open_adapter(rt, lo_ev.adapter, (NDK_VERSION){ 2, 1 }, &inst), STATUS_SUCCESS);
+    set_instance(inst, lo_ev.adapter);
     CHECK_STATUS(ndk_rt_set_state(rt, lo_ev.adapter, FALSE), STATUS_SUCCESS);
     WAIT(NDK_RT_EVENT_NDK_DISABLE, "lo", &ev);
-    CHECK(open_instance == NULL);
+    CHECK(get_instance() == NULL);
     CHECK_STATUS(ndk_rt_adapter_query(rt, lo_ev.adapter, &info), STATUS_SUCCESS);
     CHECK(!info.enabled);
     CHECK_EQ(info.open_instances, 0);
@@ -120,12 +144,12 @@ int main(void)
     ndk_test_sh("ip addr add 198.18.7.1/24 dev ndkt0");
     WAIT(NDK_RT_EVENT_ADAPTER_ARRIVAL, "ndkt0", &ev);
     ndk_rt_adapter_id third = ev.adapter;
-    CHECK_STATUS(ndk_rt_open_adapter(rt, third, (NDK_VERSION){ 1, 1 }, &open_instance), STATUS_SUCCESS);
-    instance_adapter = third;
+    CHECK_STATUS(ndk_rt_open_adapter(rt, third, (NDK_VERSION){ 1, 1 }, &inst), STATUS_SUCCESS);
+    set_instance(inst, third);
     ndk_test_sh("ip link del ndkt0");
     WAIT(NDK_RT_EVENT_ADAPTER_REMOVAL, "ndkt0", &ev);
     CHECK_EQ(ev.adapter, third);
-    CHECK(open_instance == NULL);
+    CHECK(get_instance() == NULL);
     CHECK_STATUS(ndk_rt_adapter_query(rt, third, &info), STATUS_NO_SUCH_DEVICE);
     CHECK_STATUS(ndk_rt_set_state(rt, third, FALSE), STATUS_NO_SUCH_DEVICE);
 
