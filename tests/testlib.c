@@ -77,12 +77,32 @@ void ndk_test_wait_ok(pid_t pid, int timeout_ms, const char *what)
         ndk_test_fail(__FILE__, __LINE__, "%s: exit status %d", what, WEXITSTATUS(status));
 }
 
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
 void ndk_test_enter_netns(void)
 {
     if (unshare(CLONE_NEWNET) != 0) {
-        /* Unprivileged: try a user namespace first, which grants CAP_NET_ADMIN inside. */
+        /* Unprivileged: a user namespace grants CAP_NET_ADMIN inside, once we map ourselves to
+         * root there (without the map, `ip` would run as nobody without capabilities). */
+        uid_t uid = getuid();
+        gid_t gid = getgid();
         if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
             ndk_test_skip("cannot create a network namespace (unshare: %s); run as root", strerror(errno));
+        char map[64];
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
+        int rc = write_file("/proc/self/uid_map", map);
+        write_file("/proc/self/setgroups", "deny");
+        snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
+        rc |= write_file("/proc/self/gid_map", map);
+        if (rc != 0)
+            ndk_test_skip("cannot map the test user into its user namespace (%s); run as root", strerror(errno));
     }
     if (system("ip link set lo up") != 0)
         ndk_test_skip("the 'ip' command (iproute2) is not available in the test namespace");

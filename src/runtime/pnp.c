@@ -103,9 +103,20 @@ static void *event_thread(void *arg)
             break;
         if (rt->monitor && (fds[1].revents & (POLLIN | POLLERR))) {
             int rc = ndk_netif_monitor_drain(rt->monitor);
-            if (rc < 0)
-                rt_log(rt, NDK_LOG_ERROR, "rtnetlink monitor: %s", strerror(-rc));
-            else if (rc > 0)
+            int resync = rc != 0;
+            if (rc < 0) {
+                /* A broken monitor socket would make poll spin: replace it and resynchronise,
+                 * since changes may have been lost with it. */
+                rt_log(rt, NDK_LOG_ERROR, "rtnetlink monitor: %s; reopening it", strerror(-rc));
+                ndk_netif_monitor_close(rt->monitor);
+                rt->monitor = NULL;
+                rc = ndk_netif_monitor_open(&rt->monitor);
+                if (rc < 0) {
+                    rt_log(rt, NDK_LOG_ERROR, "cannot reopen the rtnetlink monitor: %s", strerror(-rc));
+                    rt->monitor = NULL;
+                }
+            }
+            if (resync)
                 rt_registry_sync(rt);
         }
         deliver_events(rt);
