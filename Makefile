@@ -32,6 +32,16 @@ test-quick:
 	@scripts/deps.sh test
 	@NDK_TEST_CONFIGS=gcc scripts/test-all.sh
 
+# Interop with Linux siw in a QEMU guest the harness builds (also part of make test when qemu can run).
+test-interop: build
+	@scripts/deps.sh interop
+	@tests/interop/run.sh $(BUILD)
+
+# Side-by-side benchmarks against the peers a user would pick (iperf3, sockperf, UCX, libfabric).
+bench: build
+	@scripts/deps.sh bench
+	@bench/run.sh $(BUILD)
+
 install: build
 	@cmake --install $(BUILD)
 
