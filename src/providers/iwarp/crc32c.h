@@ -1,4 +1,4 @@
-/* CRC-32C (Castagnoli), the MPA FPDU CRC (RFC 5044 §4.4, same algorithm as iSCSI RFC 3720 B.4).
+/* CRC-32C (Castagnoli), the MPA FPDU CRC (RFC 5044 §4, same algorithm as iSCSI RFC 3720 B.4).
  *
  * Reflected polynomial 0x82F63B78, register preset to all ones, final complement. The API is
  * incremental so a resumable receive engine can feed a frame in whatever pieces TCP hands it:

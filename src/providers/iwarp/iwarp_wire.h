@@ -53,7 +53,7 @@ static inline void iw_put_be64(uint8_t *p, uint64_t v)
     iw_put_be32(p + 4, (uint32_t)v);
 }
 
-/* RFC 5044 §4.4 / iwarp-wire.md §2.6: the CRC-32C value goes on the wire least-significant
+/* RFC 5044 §4 / iwarp-wire.md §2.6: the CRC-32C value goes on the wire least-significant
  * byte first (the same four bytes iSCSI sends). */
 static inline uint32_t iw_get_le32(const uint8_t *p)
 {
@@ -69,7 +69,7 @@ static inline void iw_put_le32(uint8_t *p, uint32_t v)
 }
 
 /* ======================================================================================
- * MPA Request / Reply frames (RFC 5044 §7.1, RFC 6581 §5)
+ * MPA Request / Reply frames (RFC 5044 §7.1, RFC 6581)
  * ====================================================================================== */
 
 #define IW_MPA_KEY_LEN          16
@@ -103,7 +103,7 @@ static inline void iw_put_le32(uint8_t *p, uint32_t v)
 #define IW_MPA_PD_MAX_RFC       512
 #define IW_MPA_PD_MAX_INTEROP   256
 
-/* RFC 6581 §5 enhanced-setup block: the first 4 private-data bytes, two big-endian words. */
+/* RFC 6581 enhanced-setup block: the first 4 private-data bytes, two big-endian words. */
 #define IW_MPA_V2_LEN           4
 #define IW_MPA_V2_OFF_IRD       0       /* word: A | B | IRD */
 #define IW_MPA_V2_OFF_ORD       2       /* word: C | D | ORD */
@@ -126,7 +126,7 @@ static inline void iw_put_le32(uint8_t *p, uint32_t v)
 #define IW_MPA_MARKER_SIZE      4
 #define IW_MPA_MARKER_SPACING   512
 
-/* PAD makes 2 + ULPDU_Length a multiple of 4 (RFC 5044 §4.4). */
+/* PAD makes 2 + ULPDU_Length a multiple of 4 (RFC 5044 §4). */
 static inline uint32_t iw_mpa_pad_len(uint32_t ulpdu_len)
 {
     return (4u - ((ulpdu_len + IW_MPA_LEN_SIZE) & 3u)) & 3u;
@@ -149,7 +149,7 @@ static inline uint32_t iw_mpa_fpdu_len(uint32_t ulpdu_len)
 #define IW_OFF_STAG             4
 #define IW_OFF_TO               8
 /* Untagged buffer model (RFC 5041 §4.3); offsets 4..7 are reserved for the ULP, where RDMAP
- * puts the Invalidate STag of Send with Invalidate (RFC 5040 §4.1). */
+ * puts the Invalidate STag of Send with Invalidate (RFC 5040 §4). */
 #define IW_OFF_INV_STAG         4
 #define IW_OFF_QN               8
 #define IW_OFF_MSN              12
@@ -167,14 +167,14 @@ static inline uint32_t iw_mpa_fpdu_len(uint32_t ulpdu_len)
 #define IW_DDP_CTRL_DV_MASK     0x03u
 #define IW_DDP_VERSION          1
 
-/* RDMAP control byte (offset 3), RFC 5040 §4.2. */
+/* RDMAP control byte (offset 3), RFC 5040 §4. */
 #define IW_RDMAP_CTRL_RV_MASK   0xC0u
 #define IW_RDMAP_CTRL_RV_SHIFT  6
 #define IW_RDMAP_CTRL_RSVD      0x30u
 #define IW_RDMAP_CTRL_OP_MASK   0x0Fu
 #define IW_RDMAP_VERSION        1
 
-/* RDMAP opcodes (RFC 5040 §4.2; 0x8..0xB from RFC 7306, which siw does not implement). */
+/* RDMAP opcodes (RFC 5040 §4; 0x8..0xB from RFC 7306, which siw does not implement). */
 enum iw_rdmap_opcode {
     IW_OP_WRITE             = 0x0,
     IW_OP_READ_REQ          = 0x1,
@@ -191,7 +191,7 @@ enum iw_rdmap_opcode {
 };
 #define IW_OP_RFC5040_MAX       IW_OP_TERMINATE
 
-/* Untagged queue numbers used by RDMAP (RFC 5040 §5.1). */
+/* Untagged queue numbers used by RDMAP (RFC 5040 §5). */
 #define IW_QN_SEND              0
 #define IW_QN_READ_REQ          1
 #define IW_QN_TERMINATE         2
@@ -209,7 +209,7 @@ enum iw_rdmap_opcode {
 
 /* ======================================================================================
  * Terminate (RFC 5040 §4.8) and the error codes it carries (RFC 5040 §7, RFC 5041 §7,
- * RFC 5044 §8, RFC 6581 §6, IANA per RFC 6580)
+ * RFC 5044 §8, RFC 6581, IANA per RFC 6580)
  * ====================================================================================== */
 
 #define IW_TERM_CTRL_LEN        4
@@ -236,7 +236,7 @@ enum iw_term_layer {
     IW_TERM_LAYER_LLP       = 0x2,      /* MPA over TCP */
 };
 
-/* RDMAP layer error types and codes (RFC 5040 §7.2). */
+/* RDMAP layer error types and codes (RFC 5040 §7). */
 enum iw_term_rdmap_etype {
     IW_TERM_ETYPE_RDMAP_CATASTROPHIC = 0x0,
     IW_TERM_ETYPE_RDMAP_REMOTE_PROT  = 0x1,
@@ -277,7 +277,7 @@ enum iw_term_ddp_ecode {
     IW_TERM_DDP_U_VERSION          = 0x06,
 };
 
-/* LLP (MPA) layer: one error type (RFC 5044 §8), codes 5..7 added by RFC 6581 §6. */
+/* LLP (MPA) layer: one error type (RFC 5044 §8), codes 5..7 added by RFC 6581. */
 enum iw_term_llp_etype {
     IW_TERM_ETYPE_LLP_MPA          = 0x0,
 };

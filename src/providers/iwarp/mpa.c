@@ -1,4 +1,4 @@
-/* MPA Request / Reply frame encode and decode (RFC 5044 §7.1, RFC 6581 §5). */
+/* MPA Request / Reply frame encode and decode (RFC 5044 §7.1, RFC 6581). */
 #include "mpa.h"
 
 #include <errno.h>
@@ -42,7 +42,7 @@ void iw_mpa_v2_unpack(const uint8_t in[IW_MPA_V2_LEN], struct iw_mpa_v2 *v)
         v->rtr |= IW_MPA_RTR_READ;
 }
 
-/* RFC 6581 §5: the block exists only when both the revision and the flag say so. */
+/* RFC 6581: the block exists only when both the revision and the flag say so. */
 static bool mpa_wants_v2(uint8_t rev, bool enhanced)
 {
     return rev == IW_MPA_REV2 && enhanced;
@@ -67,7 +67,7 @@ int iw_mpa_encode(const struct iw_mpa_frame *f, uint16_t max_pd, void *buf, size
     /* RFC 5044 §7.1: R has meaning in a Reply only; an initiator sends 0. */
     if (f->kind == IW_MPA_REQUEST && f->reject)
         return -EINVAL;
-    /* RFC 6581 §5: the enhanced bit is reserved in Rev 1 frames. */
+    /* RFC 6581: the enhanced bit is reserved in Rev 1 frames. */
     if (f->rev == IW_MPA_REV1 && f->enhanced)
         return -EINVAL;
     if (f->ulp_pd_len && !f->ulp_pd)

@@ -23,7 +23,7 @@ enum iw_mpa_kind {
     IW_MPA_ANY     = 3,         /* parser only: accept either key (packet dumpers) */
 };
 
-/* RTR message kinds a P2P peer may offer or choose (RFC 6581 §7.1), as a bit mask. */
+/* RTR message kinds a P2P peer may offer or choose (RFC 6581), as a bit mask. */
 #define IW_MPA_RTR_SEND     0x1u
 #define IW_MPA_RTR_WRITE    0x2u
 #define IW_MPA_RTR_READ     0x4u
