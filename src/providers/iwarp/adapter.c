@@ -1,0 +1,363 @@
+/* adapter.c - the device (one bound interface: limits, capabilities, counters, NDK state, OIDs)
+ * and the NDK_ADAPTER instances opened on it (§2.2, §2.3, §6.3-§6.8). */
+#include "iwarp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- device ---- */
+
+static void iw_fill_info(struct iw_device *dev)
+{
+    NDK_ADAPTER_INFO *i = &dev->info;
+
+    memset(i, 0, sizeof(*i));
+    i->Version.Major = 2;
+    i->Version.Minor = IW_VERSION_2_MINOR_MAX;
+    i->VendorId = 0;          /* no IEEE OUI: a software device */
+    i->DeviceId = 0x1;
+    i->MaxRegistrationSize = IW_MAX_REGISTRATION;
+    i->MaxWindowSize = IW_MAX_WINDOW;
+    i->FRMRPageCount = IW_FRMR_PAGE_COUNT;
+    i->MaxInitiatorRequestSge = IW_MAX_SGE;
+    i->MaxReceiveRequestSge = IW_MAX_SGE;
+    i->MaxReadRequestSge = IW_MAX_SGE;
+    i->MaxTransferLength = IW_MAX_TRANSFER;
+    i->MaxInlineDataSize = IW_MAX_INLINE;
+    i->MaxInboundReadLimit = IW_MAX_IRD;
+    i->MaxOutboundReadLimit = IW_MAX_ORD;
+    i->MaxReceiveQueueDepth = IW_MAX_QP_DEPTH;
+    i->MaxInitiatorQueueDepth = IW_MAX_QP_DEPTH;
+    i->MaxSrqDepth = IW_MAX_SRQ_DEPTH;
+    i->MaxCqDepth = IW_MAX_CQ_DEPTH;
+    i->LargeRequestThreshold = IW_LARGE_REQUEST;
+    /* 252 + the 4-byte MPA v2 block = 256, the most siw and cxgb4 accept (iwarp-wire.md §2.1). */
+    i->MaxCallerData = IW_MAX_PRIVATE_DATA;
+    i->MaxCalleeData = IW_MAX_PRIVATE_DATA;
+    /* LOOPBACK: connections over the same address work (kernel TCP does it).
+     * RDMA_READ_SINK_NOT_REQUIRED: like siw, the requester places Read Response data by its own
+     * outstanding-read record into the SGL it posted, so a read sink needs only local write;
+     * the sink STag on the wire is a label.
+     * CQ_RESIZE: implemented (cq.c). No interrupt moderation (no interrupts), no multi-engine. */
+    i->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+                      NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+    i->RdmaTechnology = NdkiWarp;
+
+    NDIS_NDK_CAPABILITIES *c = &dev->caps;
+    memset(c, 0, sizeof(*c));
+    c->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
+    c->Header.Revision = NDIS_NDK_CAPABILITIES_REVISION_1;
+    c->Header.Size = NDIS_SIZEOF_NDK_CAPABILITIES_REVISION_1;
+    c->MaxQpCount = IW_MAX_QP_COUNT;
+    c->MaxCqCount = IW_MAX_CQ_COUNT;
+    c->MaxMrCount = IW_MAX_MR_COUNT;
+    c->MaxPdCount = IW_MAX_PD_COUNT;
+    c->MaxInboundReadLimit = 0;        /* no adapter-wide cap beyond the per-QP ones (§6.4) */
+    c->MaxOutboundReadLimit = 0;
+    c->MaxMwCount = IW_MAX_MW_COUNT;
+    c->MaxSrqCount = IW_MAX_SRQ_COUNT;
+    c->MissingCounterMask = 0;         /* every counter is maintained */
+    c->NdkInfo = &dev->info;
+}
+
+static void iw_pnp_work(struct iw_work *w)
+{
+    struct iw_device *dev = ndk_container_of(w, struct iw_device, pnp_work);
+    int ev = atomic_exchange(&dev->pnp_pending_event, 0);
+
+    /* §6.5: NetPnPEvent only from our own thread, never inside the OID handler. */
+    if (ev && dev->prov->services->NetPnPEvent)
+        dev->prov->services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
+}
+
+NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
+                             struct iw_device **out)
+{
+    struct iw_device *dev = calloc(1, sizeof(*dev));
+    int err;
+
+    if (!dev)
+        return NDIS_STATUS_RESOURCES;
+    dev->prov = prov;
+    dev->miniport_handle = handle;
+    dev->ifindex = ifc->IfIndex;
+    snprintf(dev->ifname, sizeof dev->ifname, "%s", ifc->IfName);
+    dev->mtu = ifc->Mtu;
+    dev->is_loopback = ifc->IsLoopback;
+    iw_fill_info(dev);
+    atomic_init(&dev->enabled, true);
+    dev->pnp_work.fn = iw_pnp_work;
+    ndk_list_init(&dev->pnp_work.link);
+    pthread_mutex_init(&dev->lock, NULL);
+    pthread_mutex_init(&dev->mem_lock, NULL);
+    ndk_list_init(&dev->endpoints);
+    ndk_list_init(&dev->connectors);
+    ndk_list_init(&dev->listeners);
+    ndk_list_init(&dev->timers);
+    ndk_list_init(&dev->adapters);
+    dev->next_ephemeral = (uint16_t)(NDK_EPHEMERAL_PORT_FIRST + (getpid() * 7919u) % 16384u);
+    err = iw_progress_start(dev);
+    if (err) {
+        iw_err("%s: cannot start the progress engine: %s", dev->ifname, strerror(-err));
+        pthread_mutex_destroy(&dev->lock);
+        pthread_mutex_destroy(&dev->mem_lock);
+        free(dev);
+        return ndk_status_from_errno(err);
+    }
+    iw_info("bound to %s (ifindex %u, mtu %u)", dev->ifname, dev->ifindex, dev->mtu);
+    *out = dev;
+    return NDIS_STATUS_SUCCESS;
+}
+
+void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
+{
+    /* Address membership is asked from the runtime at each use; only the MTU is cached. */
+    dev->mtu = ifc->Mtu;
+}
+
+void iw_device_destroy(struct iw_device *dev)
+{
+    /* The runtime closed every adapter instance first (provider.h), so no object is left. */
+    iw_progress_stop(dev);
+    free(dev->stag_tab);
+    free(dev->stag_key);
+    pthread_mutex_destroy(&dev->lock);
+    pthread_mutex_destroy(&dev->mem_lock);
+    free(dev);
+}
+
+bool iw_device_has_address(struct iw_device *dev, const struct sockaddr *addr)
+{
+    SOCKADDR_INET a;
+
+    memset(&a, 0, sizeof a);
+    memcpy(&a, addr, iw_sa_len(addr));
+    /* §8.34 decision: the wildcard address (0.0.0.0 / ::) is accepted for listeners and shared
+     * endpoints and means "every address of this adapter". */
+    if (iw_sa_is_wildcard(&a))
+        return true;
+    if (!dev->prov->services->AdapterHasAddress)
+        return true;
+    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, addr) != FALSE;
+}
+
+static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req)
+{
+    NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
+    ULONG need = (ULONG)sizeof(NDIS_NDK_STATISTICS_INFO);
+
+    if (req->InformationBufferLength < need || !s) {
+        req->BytesNeeded = need;
+        return NDIS_STATUS_BUFFER_TOO_SHORT;
+    }
+    memset(s, 0, need);
+    s->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
+    s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
+    s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
+#define LD(f) atomic_load_explicit(&dev->counters.f, memory_order_relaxed)
+    s->CounterSet.Connect = LD(connect);
+    s->CounterSet.Accept = LD(accept);
+    s->CounterSet.ConnectFailure = LD(connect_failure);
+    s->CounterSet.ConnectionError = LD(connection_error);
+    s->CounterSet.ActiveConnection = LD(active_connection);
+    s->CounterSet.CQError = LD(cq_error);
+    s->CounterSet.RDMAInOctets = LD(rdma_in_octets);
+    s->CounterSet.RDMAOutOctets = LD(rdma_out_octets);
+    s->CounterSet.RDMAInFrames = LD(rdma_in_frames);
+    s->CounterSet.RDMAOutFrames = LD(rdma_out_frames);
+#undef LD
+    req->BytesWritten = need;
+    return NDIS_STATUS_SUCCESS;
+}
+
+NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
+{
+    req->BytesWritten = 0;
+    req->BytesRead = 0;
+    req->BytesNeeded = 0;
+    switch (req->Oid) {
+    case OID_NDK_SET_STATE: {
+        if (!req->IsSet)
+            return NDIS_STATUS_NOT_SUPPORTED;
+        if (req->InformationBufferLength < sizeof(BOOLEAN) || !req->InformationBuffer) {
+            req->BytesNeeded = sizeof(BOOLEAN);
+            return NDIS_STATUS_INVALID_LENGTH;
+        }
+        bool on = *(BOOLEAN *)req->InformationBuffer != 0;
+        bool was = atomic_exchange(&dev->enabled, on);
+        req->BytesRead = sizeof(BOOLEAN);
+        if (was != on) {
+            iw_info("%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
+            atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
+            iw_work_queue(dev, &dev->pnp_work);
+        }
+        return NDIS_STATUS_SUCCESS;   /* §6.5: never pending */
+    }
+    case OID_NDK_STATISTICS:
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_statistics(dev, req);
+    case OID_NDK_CONNECTIONS:
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_cm_oid_connections(dev, req);
+    case OID_NDK_LOCAL_ENDPOINTS:
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_cm_oid_endpoints(dev, req);
+    default:
+        return NDIS_STATUS_INVALID_OID;
+    }
+}
+
+/* ---- adapter instances ---- */
+
+static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size)
+{
+    struct iw_adapter *ad = to_iw_adapter(a);
+    NDK_ADAPTER_INFO tmp;
+    ULONG full = (ULONG)sizeof(NDK_ADAPTER_INFO);
+
+    if (!size)
+        return STATUS_INVALID_PARAMETER;
+    tmp = ad->dev->info;
+    tmp.Version = ad->version;
+    if (info && *size >= full) {
+        *info = tmp;
+        *size = full;
+        return STATUS_SUCCESS;
+    }
+    /* §8.38 decision: a consumer built against the older header passes a buffer without
+     * RdmaTechnology; fill that prefix and report the bytes written. */
+    if (info && *size >= NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY) {
+        memcpy(info, &tmp, NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY);
+        *size = NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY;
+        return STATUS_SUCCESS;
+    }
+    *size = full;
+    return STATUS_BUFFER_TOO_SMALL;
+}
+
+static NTSTATUS iw_adapter_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out)
+{
+    return iw_query_extension(o, id, v, out);
+}
+
+/* ---- LAM (§2.3 NdkBuildLAM): the "adapter logical address" of a page is its process virtual
+ * address, since our DMA engine is the CPU in this process. ---- */
+
+NTSTATUS iw_build_lam(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx,
+                      NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG *lam_size, ULONG *fbo)
+{
+    struct iw_adapter *ad = to_iw_adapter(a);
+    uintptr_t va, first;
+    uint64_t npages, need;
+
+    (void)cb;     /* always synchronous: §8.18 allows a NULL completion, so we never pend */
+    (void)ctx;
+    if (!mdl || !len || !lam_size || !fbo)
+        return STATUS_INVALID_PARAMETER;
+    if (len > NdkMdlChainByteCount(mdl) || !NdkMdlChainIsContiguous(mdl, len))
+        return STATUS_INVALID_PARAMETER;
+    va = (uintptr_t)MmGetMdlVirtualAddress(mdl);
+    first = va & ~(uintptr_t)(PAGE_SIZE - 1);
+    npages = ((va - first) + len + PAGE_SIZE - 1) / PAGE_SIZE;
+    need = offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + npages * sizeof(NDK_LOGICAL_ADDRESS);
+    if (need > MAXULONG || npages > MAXULONG)
+        return STATUS_INVALID_PARAMETER;
+    if (!lam || *lam_size < need) {
+        *lam_size = (ULONG)need;
+        return STATUS_BUFFER_TOO_SMALL;
+    }
+    lam->AdapterContext = ad;
+    lam->AdapterPageCount = (ULONG)npages;
+    for (uint64_t i = 0; i < npages; i++)
+        lam->AdapterPageArray[i].QuadPart = (LONGLONG)(first + i * PAGE_SIZE);
+    *lam_size = (ULONG)need;
+    *fbo = (ULONG)(va - first);
+    return STATUS_SUCCESS;
+}
+
+void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
+{
+    /* Nothing is mapped, so nothing to undo; the MDL is untouched (§2.3 NdkReleaseLAM). */
+    if (lam && lam->AdapterContext != to_iw_adapter(a))
+        iw_warn("NdkReleaseLAM: LAM %p was not built by this adapter", (void *)lam);
+}
+
+static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
+    .NdkQueryExtension = iw_adapter_query_extension,
+    .NdkQueryAdapterInfo = iw_query_adapter_info,
+    .NdkCreateCq = iw_create_cq,
+    .NdkCreatePd = iw_create_pd,
+    .NdkCreateSharedEndpoint = iw_create_shared_endpoint,
+    .NdkCreateConnector = iw_create_connector,
+    .NdkCreateListener = iw_create_listener,
+    .NdkBuildLAM = iw_build_lam,
+    .NdkReleaseLAM = iw_release_lam,
+};
+
+/* §2.2 version negotiation: the consumer names a major and the lowest minor it accepts; we run
+ * at our highest minor of that major. Returns 0 and *out, or -1 for NDIS_STATUS_BAD_VERSION. */
+static int iw_negotiate(NDK_VERSION req, NDK_VERSION *out)
+{
+    USHORT max;
+
+    if (req.Major == 1)
+        max = IW_VERSION_1_MINOR_MAX;
+    else if (req.Major == 2)
+        max = IW_VERSION_2_MINOR_MAX;
+    else
+        return -1;
+    if (req.Minor > max)
+        return -1;
+    out->Major = req.Major;
+    out->Minor = max;
+    return 0;
+}
+
+NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out)
+{
+    struct iw_device *dev = ctx;
+    struct iw_adapter *ad;
+    NDK_VERSION v;
+
+    if (!params || !out)
+        return NDIS_STATUS_INVALID_PARAMETER;
+    if (!atomic_load(&dev->enabled))
+        return NDIS_STATUS_ADAPTER_NOT_READY;
+    if (iw_negotiate(params->Version, &v) < 0)
+        return NDIS_STATUS_BAD_VERSION;
+    ad = calloc(1, sizeof(*ad));
+    if (!ad)
+        return NDIS_STATUS_RESOURCES;
+    ad->dev = dev;
+    ad->version = v;
+    pthread_mutex_init(&ad->lock, NULL);
+    pthread_cond_init(&ad->cond, NULL);
+    ad->ndk.Header.Version = v;
+    ad->ndk.Header.ObjectType = NdkObjectTypeAdapter;
+    ad->ndk.Dispatch = &iw_adapter_dispatch;
+    pthread_mutex_lock(&dev->lock);
+    ndk_list_add_tail(&dev->adapters, &ad->link);
+    pthread_mutex_unlock(&dev->lock);
+    *out = &ad->ndk;
+    return NDIS_STATUS_SUCCESS;
+}
+
+void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
+{
+    struct iw_device *dev = ctx;
+    struct iw_adapter *ad = to_iw_adapter(a);
+
+    if (iw_on_progress_thread(dev))
+        iw_err("CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
+    /* §8 item 1 decision: block until every object of the instance is closed and its close
+     * completion has returned (objects are uncounted only after their completion returned). */
+    pthread_mutex_lock(&ad->lock);
+    while (ad->nobj)
+        pthread_cond_wait(&ad->cond, &ad->lock);
+    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_lock(&dev->lock);
+    ndk_list_del(&ad->link);
+    pthread_mutex_unlock(&dev->lock);
+    pthread_cond_destroy(&ad->cond);
+    pthread_mutex_destroy(&ad->lock);
+    free(ad);
+}

@@ -1,0 +1,238 @@
+/* cq.c - completion queues (§2.4, §3.4, §5.7): a ring of NDK_RESULT_EX, one-shot arming with
+ * the merge rules of §5.7, serialized notifications on the progress thread, overrun latch,
+ * resize. */
+#include "iwarp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* §5.7 rule 4: the broadest arm wins (ANY > SOLICITED > ERRORS). */
+static int iw_arm_rank(int arm)
+{
+    switch (arm) {
+    case IW_CQ_ARM_ANY: return 3;
+    case IW_CQ_ARM_SOLICITED: return 2;
+    case IW_CQ_ARM_ERRORS: return 1;
+    default: return 0;
+    }
+}
+
+/* Progress thread: delivers one notification. Holds the reference taken by iw_cq_fire_locked. */
+static void iw_cq_notify_work(struct iw_work *w)
+{
+    struct iw_cq *cq = ndk_container_of(w, struct iw_cq, notify_work);
+    NTSTATUS st;
+
+    pthread_mutex_lock(&cq->lock);
+    st = cq->notify_status;
+    pthread_mutex_unlock(&cq->lock);
+    /* No notification for a CQ whose close was requested: its close completion must be the
+     * last callback (§3.1), and the consumer has stopped caring. */
+    if (!iw_obj_closing(&cq->obj) && cq->notify_cb)
+        cq->notify_cb(cq->notify_ctx, st);
+    iw_obj_put(&cq->obj);
+}
+
+/* Satisfies the current arm: clears it and queues the callback. cq->lock held. */
+static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
+{
+    cq->arm = IW_CQ_ARM_NONE;
+    cq->unnotified_any = 0;
+    cq->unnotified_sol = 0;
+    cq->notify_status = st;
+    if (st != STATUS_SUCCESS)
+        cq->error_notified = true;
+    iw_obj_get(&cq->obj);
+    if (!iw_work_queue(cq->obj.dev, &cq->notify_work))
+        iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
+}
+
+int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
+{
+    int err = 0;
+
+    pthread_mutex_lock(&cq->lock);
+    if (cq->error) {
+        err = -EOVERFLOW;       /* §3.4: after an overrun no further completions are reported */
+    } else if (cq->count == cq->depth) {
+        cq->error = STATUS_BUFFER_OVERFLOW;
+        IW_COUNT(cq->obj.dev, cq_error, 1);
+        iw_warn("CQ[%u] overrun (depth %u)", cq->obj.id, cq->depth);
+        /* An error satisfies any arm type (§5.7 rule 5). */
+        if (cq->arm != IW_CQ_ARM_NONE)
+            iw_cq_fire_locked(cq, cq->error);
+        err = -EOVERFLOW;
+    } else {
+        cq->ring[(cq->head + cq->count) % cq->depth] = *res;
+        cq->count++;
+        cq->unnotified_any++;
+        if (solicited || res->Status != STATUS_SUCCESS)
+            cq->unnotified_sol++;
+        if (cq->arm == IW_CQ_ARM_ANY ||
+            (cq->arm == IW_CQ_ARM_SOLICITED && (solicited || res->Status != STATUS_SUCCESS)))
+            iw_cq_fire_locked(cq, STATUS_SUCCESS);
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return err;
+}
+
+static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
+{
+    struct iw_cq *cq = to_iw_cq(c);
+
+    if (type > NDK_CQ_NOTIFY_SOLICITED)
+        return;
+    pthread_mutex_lock(&cq->lock);
+    if (iw_arm_rank((int)type) > iw_arm_rank(cq->arm))
+        cq->arm = (int)type;
+    if (cq->error && !cq->error_notified) {
+        /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
+        iw_cq_fire_locked(cq, cq->error);
+    } else if (!cq->error && cq->count) {
+        /* §5.7 rule 2: completions that arrived since the last notification satisfy at once. */
+        if ((cq->arm == IW_CQ_ARM_ANY && cq->unnotified_any) ||
+            (cq->arm == IW_CQ_ARM_SOLICITED && cq->unnotified_sol))
+            iw_cq_fire_locked(cq, STATUS_SUCCESS);
+    }
+    pthread_mutex_unlock(&cq->lock);
+}
+
+static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
+{
+    ULONG got = 0;
+
+    pthread_mutex_lock(&cq->lock);
+    while (got < n && cq->count) {
+        const NDK_RESULT_EX *r = &cq->ring[cq->head];
+        if (ex) {
+            ex[got] = *r;
+        } else {
+            plain[got].Status = r->Status;
+            plain[got].BytesTransferred = r->BytesTransferred;
+            plain[got].QPContext = r->QPContext;
+            plain[got].RequestContext = r->RequestContext;
+        }
+        cq->head = (cq->head + 1) % cq->depth;
+        cq->count--;
+        got++;
+    }
+    if (!cq->count) {
+        cq->unnotified_any = 0;
+        cq->unnotified_sol = 0;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return got;
+}
+
+static ULONG iw_get_cq_results(NDK_CQ *c, NDK_RESULT res[], ULONG n)
+{
+    return res ? iw_cq_pop(to_iw_cq(c), NULL, res, n) : 0;
+}
+
+static ULONG iw_get_cq_results_ex(NDK_CQ *c, NDK_RESULT_EX res[], ULONG n)
+{
+    return res ? iw_cq_pop(to_iw_cq(c), res, NULL, n) : 0;
+}
+
+static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+{
+    struct iw_cq *cq = to_iw_cq(c);
+    NDK_RESULT_EX *ring, *old;
+
+    (void)cb;
+    (void)ctx;
+    if (depth == 0 || depth > IW_MAX_CQ_DEPTH)
+        return STATUS_INVALID_PARAMETER;
+    ring = calloc(depth, sizeof(*ring));
+    if (!ring)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    pthread_mutex_lock(&cq->lock);
+    if (cq->count > depth) {
+        /* §8.31 decision: never drop queued completions; shrinking below them is refused. */
+        pthread_mutex_unlock(&cq->lock);
+        free(ring);
+        return STATUS_INVALID_PARAMETER;
+    }
+    for (uint32_t i = 0; i < cq->count; i++)
+        ring[i] = cq->ring[(cq->head + i) % cq->depth];
+    old = cq->ring;
+    cq->ring = ring;
+    cq->head = 0;
+    cq->depth = depth;
+    pthread_mutex_unlock(&cq->lock);
+    free(old);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS iw_control_cq_moderation(NDK_CQ *c, ULONG interval, ULONG count)
+{
+    /* §2.4: the only legal answer without NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED. */
+    (void)c;
+    (void)interval;
+    (void)count;
+    return STATUS_NOT_SUPPORTED;
+}
+
+static NTSTATUS iw_close_cq(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
+{
+    return iw_obj_close(&to_iw_cq((NDK_CQ *)h)->obj, cb, ctx);
+}
+
+static void iw_cq_destroy(struct iw_obj *o)
+{
+    struct iw_cq *cq = ndk_container_of(o, struct iw_cq, obj);
+
+    atomic_fetch_sub(&o->dev->ncq, 1);
+    pthread_mutex_destroy(&cq->lock);
+    free(cq->ring);
+    free(cq);
+}
+
+static const struct iw_obj_ops iw_cq_ops = { .name = "CQ", .destroy = iw_cq_destroy };
+
+static const NDK_CQ_DISPATCH iw_cq_dispatch = {
+    .NdkCloseCq = iw_close_cq,
+    .NdkQueryExtension = iw_query_extension,
+    .NdkResizeCq = iw_resize_cq,
+    .NdkArmCq = iw_arm_cq,
+    .NdkGetCqResults = iw_get_cq_results,
+    .NdkControlCqInterruptModeration = iw_control_cq_moderation,
+    .NdkGetCqResultsEx = iw_get_cq_results_ex,
+};
+
+NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
+                      GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_CQ **out)
+{
+    struct iw_adapter *ad = to_iw_adapter(a);
+    struct iw_cq *cq;
+
+    (void)aff;    /* a hint (§2.3); the progress thread runs notifications */
+    (void)ccb;
+    (void)ctx;
+    if (!out || depth == 0 || depth > IW_MAX_CQ_DEPTH)
+        return STATUS_INVALID_PARAMETER;
+    if (atomic_fetch_add(&ad->dev->ncq, 1) >= IW_MAX_CQ_COUNT) {
+        atomic_fetch_sub(&ad->dev->ncq, 1);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    cq = calloc(1, sizeof(*cq));
+    if (cq)
+        cq->ring = calloc(depth, sizeof(*cq->ring));
+    if (!cq || !cq->ring) {
+        if (cq)
+            free(cq);
+        atomic_fetch_sub(&ad->dev->ncq, 1);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    iw_obj_init(&cq->obj, &iw_cq_ops, IW_OBJ_CQ, ad, &cq->ndk.Header, &iw_cq_dispatch);
+    pthread_mutex_init(&cq->lock, NULL);
+    cq->depth = depth;
+    cq->arm = IW_CQ_ARM_NONE;
+    cq->notify_cb = cb;
+    cq->notify_ctx = cbctx;
+    cq->notify_work.fn = iw_cq_notify_work;
+    ndk_list_init(&cq->notify_work.link);
+    *out = &cq->ndk;
+    return STATUS_SUCCESS;
+}

@@ -1,0 +1,201 @@
+/* endpoint.c - ND endpoints (local IP, ND port) and their reference counting (§1.8, §5.11.5),
+ * plus the sockaddr helpers the CM uses. For iWARP the ND port is the TCP port (§6.7), so an
+ * endpoint is also a TCP local endpoint; the table here enforces the NDK sharing rules inside
+ * this process, and bind() enforces them against everyone else. */
+#include "iwarp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+socklen_t iw_sa_len(const struct sockaddr *sa)
+{
+    return sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
+}
+
+int iw_sa_from_user(const struct sockaddr *in, ULONG len, SOCKADDR_INET *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!in || len < sizeof(sa_family_t))
+        return -EINVAL;
+    if (in->sa_family == AF_INET) {
+        if (len < sizeof(struct sockaddr_in))
+            return -EINVAL;
+        memcpy(&out->Ipv4, in, sizeof(struct sockaddr_in));
+        return 0;
+    }
+    if (in->sa_family == AF_INET6) {
+        if (len < sizeof(struct sockaddr_in6))
+            return -EINVAL;
+        memcpy(&out->Ipv6, in, sizeof(struct sockaddr_in6));
+        /* An IPv4-mapped IPv6 address is refused: one family per endpoint keeps the port space
+         * rules simple (§8.34). */
+        if (IN6_IS_ADDR_V4MAPPED(&out->Ipv6.sin6_addr))
+            return -EAFNOSUPPORT;
+        return 0;
+    }
+    return -EAFNOSUPPORT;
+}
+
+uint16_t iw_sa_port(const SOCKADDR_INET *a)
+{
+    return ntohs(a->si_family == AF_INET6 ? a->Ipv6.sin6_port : a->Ipv4.sin_port);
+}
+
+void iw_sa_set_port(SOCKADDR_INET *a, uint16_t port)
+{
+    if (a->si_family == AF_INET6)
+        a->Ipv6.sin6_port = htons(port);
+    else
+        a->Ipv4.sin_port = htons(port);
+}
+
+bool iw_sa_is_wildcard(const SOCKADDR_INET *a)
+{
+    if (a->si_family == AF_INET6)
+        return IN6_IS_ADDR_UNSPECIFIED(&a->Ipv6.sin6_addr);
+    return a->Ipv4.sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
+bool iw_sa_addr_equal(const SOCKADDR_INET *a, const SOCKADDR_INET *b)
+{
+    if (a->si_family != b->si_family)
+        return false;
+    if (a->si_family == AF_INET6)
+        return memcmp(&a->Ipv6.sin6_addr, &b->Ipv6.sin6_addr, sizeof(struct in6_addr)) == 0;
+    return a->Ipv4.sin_addr.s_addr == b->Ipv4.sin_addr.s_addr;
+}
+
+bool iw_sa_equal(const SOCKADDR_INET *a, const SOCKADDR_INET *b)
+{
+    return iw_sa_addr_equal(a, b) && iw_sa_port(a) == iw_sa_port(b);
+}
+
+NTSTATUS iw_sa_copy_out(const SOCKADDR_INET *a, PSOCKADDR out, ULONG *len)
+{
+    ULONG need = (ULONG)iw_sa_len((const struct sockaddr *)a);
+
+    if (!len)
+        return STATUS_INVALID_PARAMETER;
+    if (a->si_family != AF_INET && a->si_family != AF_INET6) {
+        /* §8.37: no address yet (not connected / not listening). */
+        *len = 0;
+        return STATUS_INVALID_DEVICE_REQUEST;
+    }
+    if (!out || *len < need) {
+        *len = need;
+        return STATUS_BUFFER_TOO_SMALL;
+    }
+    memcpy(out, a, need);
+    *len = need;
+    return STATUS_SUCCESS;
+}
+
+const char *iw_sa_str(const SOCKADDR_INET *a, char *buf, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (a->si_family == AF_INET6) {
+        inet_ntop(AF_INET6, &a->Ipv6.sin6_addr, ip, sizeof ip);
+        snprintf(buf, cap, "[%s]:%u", ip, iw_sa_port(a));
+    } else if (a->si_family == AF_INET) {
+        inet_ntop(AF_INET, &a->Ipv4.sin_addr, ip, sizeof ip);
+        snprintf(buf, cap, "%s:%u", ip, iw_sa_port(a));
+    } else {
+        snprintf(buf, cap, "(none)");
+    }
+    return buf;
+}
+
+/* Does an existing endpoint e conflict with a new one at a (same family and port, and same
+ * address or either is the wildcard)? */
+static bool iw_ep_conflicts(const struct iw_endpoint *e, const SOCKADDR_INET *a)
+{
+    if (e->addr.si_family != a->si_family || iw_sa_port(&e->addr) != iw_sa_port(a))
+        return false;
+    return iw_sa_addr_equal(&e->addr, a) || iw_sa_is_wildcard(&e->addr) || iw_sa_is_wildcard(a);
+}
+
+static bool iw_ep_in_use(struct iw_device *dev, const SOCKADDR_INET *a)
+{
+    struct ndk_list *pos;
+
+    ndk_list_for_each(pos, &dev->endpoints) {
+        if (iw_ep_conflicts(ndk_list_entry(pos, struct iw_endpoint, link), a))
+            return true;
+    }
+    return false;
+}
+
+static int iw_ep_bind(int fd, const SOCKADDR_INET *a)
+{
+    if (fd < 0)
+        return 0;
+    if (bind(fd, (const struct sockaddr *)a, iw_sa_len((const struct sockaddr *)a)) < 0)
+        return -errno;
+    return 0;
+}
+
+int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_kind kind, int fd,
+                  struct iw_endpoint **out)
+{
+    struct iw_endpoint *ep;
+    SOCKADDR_INET a = *addr;
+    int err;
+
+    if (iw_sa_port(&a) != 0) {
+        if (iw_ep_in_use(dev, &a))
+            return -EADDRINUSE;
+        err = iw_ep_bind(fd, &a);
+        if (err)
+            return err == -EADDRINUSE || err == -EACCES ? -EADDRINUSE : err;
+    } else {
+        /* §5.11.5: port 0 -> a free port of 49152-65535; rotate the start so consecutive
+         * connects do not probe the same ports again. */
+        const unsigned span = NDK_EPHEMERAL_PORT_LAST - NDK_EPHEMERAL_PORT_FIRST + 1;
+        unsigned tries;
+
+        err = -ERANGE;
+        for (tries = 0; tries < span; tries++) {
+            uint16_t port = dev->next_ephemeral;
+            dev->next_ephemeral = port == NDK_EPHEMERAL_PORT_LAST ? NDK_EPHEMERAL_PORT_FIRST : (uint16_t)(port + 1);
+            iw_sa_set_port(&a, port);
+            if (iw_ep_in_use(dev, &a))
+                continue;
+            err = iw_ep_bind(fd, &a);
+            if (err == 0)
+                break;
+            if (err != -EADDRINUSE && err != -EACCES)
+                return err;
+            err = -ERANGE;
+        }
+        if (err)
+            return -ERANGE;
+    }
+    ep = calloc(1, sizeof(*ep));
+    if (!ep)
+        return -ENOMEM;
+    ep->kind = kind;
+    ep->addr = a;
+    ep->refs = 1;
+    ndk_list_init(&ep->conns);
+    ndk_list_add_tail(&dev->endpoints, &ep->link);
+    *out = ep;
+    return 0;
+}
+
+void iw_ep_get(struct iw_endpoint *ep)
+{
+    ep->refs++;
+}
+
+void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep)
+{
+    (void)dev;
+    if (--ep->refs)
+        return;
+    ndk_list_del(&ep->link);
+    free(ep);
+}

@@ -1,0 +1,809 @@
+/*
+ * iwarp.h - the iwarp provider's internal object model: a software RNIC over kernel TCP sockets
+ * that speaks standard iWARP (MPA / DDP / RDMAP) on the wire.
+ *
+ * Shape (NDKPI reference §1, §6; architecture.md):
+ *
+ *   struct iw_provider     driver context (one per loaded module): services, configuration
+ *   struct iw_device       one per bound network interface = MiniportAdapterContext: limits,
+ *                          capabilities, counters, endpoint table, progress engine, STag table
+ *   struct iw_adapter      one NDK_ADAPTER instance (OpenNDKAdapterHandler); negotiated version
+ *   struct iw_obj          base of every NDK object below the adapter: refcount, antecedents,
+ *                          close completion (§5.1)
+ *   iw_pd iw_cq iw_srq iw_mr iw_mw iw_qp iw_connector iw_listener iw_shared_endpoint
+ *
+ * Every object struct starts with its public NDK_xxx struct, then `struct iw_obj obj`. Private
+ * state is found from the public pointer with container_of (the to_iw_xxx() helpers), never via
+ * ->Dispatch, which the consumer may overwrite (§1.5).
+ *
+ * Conventions:
+ *   - Internal functions return 0 or -errno; NTSTATUS only at the NDK boundary, through
+ *     ndk_status_from_errno() (src/common/ndk_status.c, the one table).
+ *   - No consumer callback is ever called with a provider lock held. Callbacks run either on the
+ *     device's progress thread, or inline in a provider function after every lock was dropped
+ *     (and then only where §0.4 allows it: never create/close completions inline).
+ *   - Close completions always run on the progress thread (never inside the consumer's call), so
+ *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
+ *   - Lock order (outermost first): dev->lock (CM) -> qp->lock -> srq->lock -> cq->lock ->
+ *     dev->mem_lock -> dev->wq_lock. adapter->lock is a leaf.
+ *
+ * Data-path plug-in points (issue 4) are marked "DATA PATH HOOK" below; the minimal versions live
+ * in qp.c / srq.c and are meant to be replaced by tx.c / rx.c.
+ */
+#ifndef IWARP_H
+#define IWARP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <ndkpi.h>
+#include <ndisndk.h>
+#include <ndk/provider.h>
+
+#include "ndk_list.h"
+#include "ndk_status.h"
+#include "iwarp_wire.h"
+#include "mpa.h"
+
+#define IW_EXPORT __attribute__((visibility("default")))
+
+/* ====================================================================================
+ * Limits (NDK_ADAPTER_INFO / NDIS_NDK_CAPABILITIES). Software limits: memory bounds them, so
+ * these are the sizes every create is checked against, chosen generously but finite.
+ * ==================================================================================== */
+#define IW_MAX_SGE               16u          /* initiator, receive and read SGEs per request */
+#define IW_MAX_INLINE            256u         /* inline bytes per send / write */
+#define IW_MAX_TRANSFER          (1u << 30)   /* bytes per request (DDP message: 32-bit length) */
+#define IW_MAX_IRD               128u         /* same as siw (iwarp-wire.md §2.3) */
+#define IW_MAX_ORD               128u
+#define IW_MAX_QP_DEPTH          32768u       /* receive and initiator queue depth */
+#define IW_MAX_SRQ_DEPTH         32768u
+#define IW_MAX_CQ_DEPTH          65536u
+#define IW_MAX_REGISTRATION      ((SIZE_T)1 << 36)
+#define IW_MAX_WINDOW            ((SIZE_T)1 << 36)
+#define IW_FRMR_PAGE_COUNT       256u         /* advertised preferred FRMR size (>= 16) */
+#define IW_MAX_FRMR_PAGES        65536u       /* NdkInitializeFastRegisterMr upper bound */
+#define IW_LARGE_REQUEST         16384u
+#define IW_MAX_PRIVATE_DATA      252u         /* 256 on the wire incl. the 4-byte MPA v2 block */
+#define IW_MPA_MAX_PD_WIRE       (IW_MAX_PRIVATE_DATA + IW_MPA_V2_LEN)   /* 256 */
+#define IW_MAX_QP_COUNT          65536u
+#define IW_MAX_CQ_COUNT          65536u
+#define IW_MAX_PD_COUNT          65536u
+#define IW_MAX_MR_COUNT          (1u << 20)
+#define IW_MAX_MW_COUNT          (1u << 20)
+#define IW_MAX_SRQ_COUNT         4096u
+#define IW_STAG_INDEX_BITS       24u          /* STag = index << 8 | key (verbs layout) */
+#define IW_PRIVILEGED_STAG       0u           /* index 0 is never given to an MR / MW */
+#define IW_OBJ_MAX_ANTE          4            /* QP: PD, receive CQ, initiator CQ, SRQ */
+
+/* Version negotiation (§2.2): per supported major, the highest minor. */
+#define IW_VERSION_1_MINOR_MAX   2
+#define IW_VERSION_2_MINOR_MAX   1
+
+struct iw_provider;
+struct iw_device;
+struct iw_adapter;
+struct iw_obj;
+struct iw_qp;
+struct iw_cq;
+struct iw_srq;
+struct iw_connector;
+struct iw_listener;
+struct iw_shared_endpoint;
+struct iw_endpoint;
+
+/* ====================================================================================
+ * Progress engine (progress.c): one thread per device owning an epoll set, a work queue and
+ * the CM timers. Handlers run on that thread only.
+ * ==================================================================================== */
+
+/* Something registered with the device's epoll set. handler runs on the progress thread with no
+ * lock held; events are EPOLL* bits. The owner guarantees the pollable outlives its
+ * registration: it is only unregistered (and its fd closed) on the progress thread. */
+struct iw_pollable {
+    int fd;
+    uint32_t events;                  /* currently registered EPOLL* mask */
+    void (*handler)(struct iw_pollable *p, uint32_t events);
+};
+
+/* A deferred job for the progress thread. Embedded in the object it acts on; the queuer holds a
+ * reference on that object until fn has run (fn drops it). */
+struct iw_work {
+    struct ndk_list link;
+    void (*fn)(struct iw_work *w);
+    bool queued;                      /* protected by dev->wq_lock */
+};
+
+/* May be called from any thread, any lock held except dev->wq_lock. Returns false when the work
+ * was already queued (then nothing changes). Never blocks. */
+bool iw_work_queue(struct iw_device *dev, struct iw_work *w);
+/* Registers / re-arms / removes a pollable. Any thread; never blocks. */
+int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+int iw_poll_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+void iw_poll_del(struct iw_device *dev, struct iw_pollable *p);
+/* Wakes the progress thread so it recomputes timer deadlines. Any thread. */
+void iw_progress_kick(struct iw_device *dev);
+/* TRUE when the caller is dev's progress thread. */
+bool iw_on_progress_thread(const struct iw_device *dev);
+uint64_t iw_now_ms(void);
+
+int iw_progress_start(struct iw_device *dev);   /* may block; called from Initialize */
+void iw_progress_stop(struct iw_device *dev);   /* may block; called from Halt */
+
+/* ====================================================================================
+ * Provider and device
+ * ==================================================================================== */
+
+struct iw_config {
+    bool     crc;                     /* request MPA CRC as initiator / in our Reply ("crc") */
+    bool     p2p;                     /* initiator asks for peer-to-peer mode + RTR ("p2p") */
+    uint8_t  mpa_rev;                 /* initiator's MPA revision, 1 or 2 ("mpa_rev") */
+    uint32_t connect_timeout_ms;      /* TCP connect + MPA Reply wait ("connect_timeout_ms") */
+    uint32_t mpa_request_timeout_ms;  /* responder waits for the Request ("mpa_request_timeout_ms") */
+    uint32_t accept_timeout_ms;       /* Accept waits for the RTR ("accept_timeout_ms") */
+    uint32_t disconnect_timeout_ms;   /* NdkDisconnect waits for the peer ("disconnect_timeout_ms") */
+};
+
+struct iw_provider {
+    const NDK_RUNTIME_SERVICES *services;
+    NDIS_HANDLE driver_handle;
+    struct iw_config cfg;
+    pthread_mutex_t lock;             /* job: the device list */
+    struct ndk_list devices;
+};
+
+/* Logging through the runtime (Services->Log). Never blocks for long; any context. */
+void iw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define iw_err(...)   iw_log(NDK_LOG_ERROR, __VA_ARGS__)
+#define iw_warn(...)  iw_log(NDK_LOG_WARNING, __VA_ARGS__)
+#define iw_info(...)  iw_log(NDK_LOG_INFO, __VA_ARGS__)
+#define iw_dbg(...)   iw_log(NDK_LOG_DEBUG, __VA_ARGS__)
+
+extern struct iw_provider *iw_prov;   /* the one provider instance (set by NdkProviderEntry) */
+
+/* Performance counters (§6.6), as atomics so any thread may bump them lock-free. */
+struct iw_counters {
+    _Atomic uint64_t connect, accept, connect_failure, connection_error, active_connection;
+    _Atomic uint64_t cq_error, rdma_in_octets, rdma_out_octets, rdma_in_frames, rdma_out_frames;
+};
+#define IW_COUNT(dev, field, n) atomic_fetch_add_explicit(&(dev)->counters.field, (uint64_t)(n), memory_order_relaxed)
+
+/* One bound network interface (MiniportAdapterContext). */
+struct iw_device {
+    struct ndk_list link;             /* in iw_provider.devices */
+    struct iw_provider *prov;
+    NDIS_HANDLE miniport_handle;      /* the runtime's handle for NetPnPEvent / AdapterHasAddress */
+    ULONG ifindex;
+    char ifname[NDK_PROVIDER_IFNAME_MAX];
+    ULONG mtu;
+    bool is_loopback;
+
+    NDK_ADAPTER_INFO info;            /* limits, at the highest version; per instance Version differs */
+    NDIS_NDK_CAPABILITIES caps;       /* caps.NdkInfo = &info */
+    atomic_bool enabled;              /* OID_NDK_SET_STATE; open fails while false */
+    struct iw_work pnp_work;          /* raises NetPnPEvent from the progress thread (§6.5) */
+    atomic_int pnp_pending_event;     /* last requested NetEvent, 0 = none */
+    struct iw_counters counters;
+
+    /* Object-count caps (NDIS_NDK_CAPABILITIES); creates fail with INSUFFICIENT_RESOURCES. */
+    atomic_uint nqp, ncq, npd, nmr, nmw, nsrq;
+
+    /* The CM lock. Job: the endpoint table, every listener's and connector's CM state and CM
+     * socket I/O, the list of open adapter instances, the timer list. Held only briefly, never
+     * across a consumer callback. */
+    pthread_mutex_t lock;
+    struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5) */
+    struct ndk_list connectors;       /* every live iw_connector (OID_NDK_CONNECTIONS) */
+    struct ndk_list listeners;        /* every listening iw_listener */
+    struct ndk_list timers;           /* connectors with a CM deadline */
+    struct ndk_list adapters;         /* open iw_adapter instances */
+    uint16_t next_ephemeral;          /* rotating start for ephemeral port choice */
+
+    /* STag table (mem.c). Job of mem_lock: the index -> object map and key counters. */
+    pthread_mutex_t mem_lock;
+    struct iw_obj **stag_tab;         /* index -> struct iw_mr / iw_mw object (NULL = free) */
+    uint32_t stag_cap, stag_hint;
+    uint8_t *stag_key;                /* per-index key, bumped on every reuse */
+
+    /* Progress engine (progress.c). Job of wq_lock: the work list and the queued flags. */
+    pthread_t thread;
+    bool thread_running;
+    int epfd, evfd;
+    atomic_bool stopping;
+    pthread_mutex_t wq_lock;
+    struct ndk_list work;
+};
+
+/* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
+NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
+                             struct iw_device **out);
+void iw_device_destroy(struct iw_device *dev);
+void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
+NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req);
+/* TRUE when addr (port ignored) is an address of this device, or the wildcard (§8.34). */
+bool iw_device_has_address(struct iw_device *dev, const struct sockaddr *addr);
+
+/* ====================================================================================
+ * Adapter instance
+ * ==================================================================================== */
+
+struct iw_adapter {
+    NDK_ADAPTER ndk;                  /* must be first: handed to the consumer */
+    struct ndk_list link;             /* in dev->adapters */
+    struct iw_device *dev;
+    NDK_VERSION version;              /* negotiated (§2.2); written into every object header */
+    /* Job of lock: nobj and the close wait. Leaf lock. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned nobj;                    /* live objects of this instance (incl. close in progress) */
+};
+
+NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
+void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *adapter);
+
+static inline struct iw_adapter *to_iw_adapter(NDK_ADAPTER *a)
+{
+    return ndk_container_of(a, struct iw_adapter, ndk);
+}
+
+/* ====================================================================================
+ * Object base (obj.c) - §5.1 lifetime and close ordering
+ *
+ * refs: 1 for the consumer's handle (dropped by NdkCloseXxx), +1 per successor (taken through
+ * iw_obj_set_ante on the successor), +1 per in-flight asynchronous request, work item or
+ * running callback that names the object. When refs reaches 0 after a close that returned
+ * STATUS_PENDING, the close completion is queued to the progress thread, which calls it, then
+ * releases the object's own antecedent references (so an antecedent's close completion can never
+ * run while ours is still running), then frees the object.
+ * ==================================================================================== */
+
+enum iw_obj_type {
+    IW_OBJ_PD = NdkObjectTypePd,
+    IW_OBJ_CQ = NdkObjectTypeCq,
+    IW_OBJ_SRQ = NdkObjectTypeSrq,
+    IW_OBJ_QP = NdkObjectTypeQp,
+    IW_OBJ_MR = NdkObjectTypeMr,
+    IW_OBJ_MW = NdkObjectTypeMw,
+    IW_OBJ_CONNECTOR = NdkObjectTypeConnector,
+    IW_OBJ_LISTENER = NdkObjectTypeListener,
+    IW_OBJ_SHARED_ENDPOINT = NdkObjectTypeSharedEndpoint,
+};
+
+struct iw_obj_ops {
+    const char *name;
+    /* Close side effects that must happen at once (§5.1 rule 3: flush, stop accepting, abort the
+     * connection). Consumer's thread, no lock held; must not call consumer callbacks inline. */
+    void (*close_start)(struct iw_obj *o);
+    /* Optional. Runs after the last reference is gone and BEFORE the close completion: flushes
+     * whatever requests are still queued so that they complete first (§5.1). Any thread; no
+     * lock held; antecedents are still alive. */
+    void (*quiesce)(struct iw_obj *o);
+    /* Frees type-specific resources after the last reference. Any thread; no lock held. */
+    void (*destroy)(struct iw_obj *o);
+};
+
+struct iw_obj {
+    const struct iw_obj_ops *ops;
+    enum iw_obj_type type;
+    struct iw_adapter *adapter;
+    struct iw_device *dev;
+    NDK_OBJECT_HEADER *hdr;           /* the public header, for logs and identity */
+    atomic_int refs;
+    atomic_bool closing;              /* NdkCloseXxx was called (or internal teardown) */
+    bool handed_out;                  /* FALSE for connectors not yet given to the consumer */
+    NDK_FN_CLOSE_COMPLETION close_cb; /* set before the consumer ref is dropped */
+    void *close_ctx;
+    struct iw_obj *ante[IW_OBJ_MAX_ANTE];   /* each holds one reference on the antecedent */
+    struct iw_work close_work;        /* runs the close completion on the progress thread */
+    uint32_t id;                      /* for logs */
+};
+
+/* Initializes the base and the public header (Version = adapter's, ObjectType, zeroed
+ * NdkReserved, Dispatch). Counts the object on the adapter. refs starts at 1 (the consumer). */
+void iw_obj_init(struct iw_obj *o, const struct iw_obj_ops *ops, enum iw_obj_type type, struct iw_adapter *ad,
+                 NDK_OBJECT_HEADER *hdr, const void *dispatch);
+static inline void iw_obj_get(struct iw_obj *o)
+{
+    atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+}
+/* Drops a reference; the last one finishes a pending close (queued to the progress thread).
+ * Any thread, any lock held except those the destroy path takes (dev->wq_lock). */
+void iw_obj_put(struct iw_obj *o);
+/* Takes a reference on ante and stores it in slot (releasing what was there). */
+void iw_obj_set_ante(struct iw_obj *o, int slot, struct iw_obj *ante);
+/* The common NdkCloseXxx: marks closing, runs close_start, drops the consumer reference.
+ * STATUS_SUCCESS when that was the last reference (antecedents released, object freed),
+ * else STATUS_PENDING (completion later, exactly once, on the progress thread). */
+NTSTATUS iw_obj_close(struct iw_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
+/* Undoes a create that failed after iw_obj_init (no callback, frees at once). */
+void iw_obj_abort_create(struct iw_obj *o);
+static inline bool iw_obj_closing(const struct iw_obj *o)
+{
+    return atomic_load_explicit(&o->closing, memory_order_acquire);
+}
+
+NTSTATUS iw_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out);
+
+/* ====================================================================================
+ * PD
+ * ==================================================================================== */
+struct iw_pd {
+    NDK_PD ndk;
+    struct iw_obj obj;
+};
+static inline struct iw_pd *to_iw_pd(NDK_PD *p) { return ndk_container_of(p, struct iw_pd, ndk); }
+NTSTATUS iw_create_pd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+
+/* ====================================================================================
+ * CQ (cq.c)
+ * ==================================================================================== */
+enum iw_cq_arm {
+    IW_CQ_ARM_NONE = -1,
+    IW_CQ_ARM_ERRORS = NDK_CQ_NOTIFY_ERRORS,
+    IW_CQ_ARM_ANY = NDK_CQ_NOTIFY_ANY,
+    IW_CQ_ARM_SOLICITED = NDK_CQ_NOTIFY_SOLICITED,
+};
+
+struct iw_cq {
+    NDK_CQ ndk;
+    struct iw_obj obj;
+    /* Job of lock: the ring, depth, arm state, unnotified counters and error latch. Taken by
+     * the data path when it pushes completions (never held across a callback). */
+    pthread_mutex_t lock;
+    NDK_RESULT_EX *ring;
+    uint32_t depth, head, count;      /* entries at ring[(head + i) % depth], i < count */
+    int arm;                          /* enum iw_cq_arm */
+    uint32_t unnotified_any;          /* completions since the last notification */
+    uint32_t unnotified_sol;          /* solicited or failed ones among them (§5.7) */
+    NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun) */
+    bool error_notified;
+    NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb;
+    void *notify_ctx;
+    NTSTATUS notify_status;           /* status for the queued notification */
+    struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
+};
+static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, struct iw_cq, ndk); }
+NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
+                      GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_CQ **out);
+
+/* DATA PATH API: appends one completion. solicited: a solicited receive (arms of type
+ * SOLICITED match it; failures always match). Returns 0, or -EOVERFLOW when the CQ was full (the
+ * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
+ * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
+int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
+
+/* ====================================================================================
+ * Work requests and queues (shared by the QP's queues and the SRQ). The data path may extend
+ * iw_wqe; the core only needs the fields to flush a request with STATUS_CANCELLED.
+ * ==================================================================================== */
+enum iw_wr_op {
+    IW_WR_RECEIVE = NdkOperationTypeReceive,
+    IW_WR_SEND = NdkOperationTypeSend,
+    IW_WR_FAST_REGISTER = NdkOperationTypeFastRegister,
+    IW_WR_BIND = NdkOperationTypeBind,
+    IW_WR_INVALIDATE = NdkOperationTypeInvalidate,
+    IW_WR_READ = NdkOperationTypeRead,
+    IW_WR_WRITE = NdkOperationTypeWrite,
+    IW_WR_SEND_INV = 0x1002,          /* NdkSendAndInvalidate; completes as NdkOperationTypeSend */
+};
+
+struct iw_wqe {
+    enum iw_wr_op op;
+    ULONG flags;                      /* NDK_OP_FLAG_* */
+    void *request_context;
+    uint32_t nsge;
+    NDK_SGE sge[IW_MAX_SGE];
+    uint64_t length;                  /* total bytes of the SGL (or inline bytes) */
+    uint8_t *inline_buf;              /* NDK_OP_FLAG_INLINE: copy taken at post time (owned) */
+    uint64_t remote_addr;             /* read / write */
+    uint32_t remote_stag;             /* read / write / send-and-invalidate */
+    struct iw_obj *mem;               /* bind: MW, fast register / invalidate: MR or MW (ref held) */
+    struct iw_obj *mem2;              /* bind: MR (ref held) */
+    uint64_t va;                      /* bind / fast register: base virtual address */
+    uint32_t fbo;                     /* fast register */
+    uint32_t page_count;              /* fast register: pages copied to page_list */
+    uint64_t *page_list;              /* fast register (owned) */
+    /* data-path progress fields (bytes sent / received, MSN, ...) go here in issue 4 */
+    uint64_t done;
+    uint32_t msn;
+};
+
+/* A ring of depth WQEs. Producer: the posting consumer (serialized per queue by §5.4).
+ * Consumer: the data path. Protected by the owning object's lock (qp->lock / srq->lock). */
+struct iw_wq {
+    struct iw_wqe *ring;
+    uint32_t depth, head, count;
+    uint32_t max_sge;
+};
+int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge);
+void iw_wq_free(struct iw_wq *q);
+/* Frees a WQE's owned buffers and drops its memory-object references. */
+void iw_wqe_release(struct iw_wqe *w);
+static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[(q->head + i) % q->depth]; }
+static inline bool iw_wq_full(const struct iw_wq *q) { return q->count == q->depth; }
+
+/* ====================================================================================
+ * SRQ (srq.c)
+ * ==================================================================================== */
+struct iw_srq {
+    NDK_SRQ ndk;
+    struct iw_obj obj;
+    /* Job of lock: rq, threshold/arm state. */
+    pthread_mutex_t lock;
+    struct iw_wq rq;
+    uint32_t threshold;
+    bool armed;
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK notify_cb;
+    void *notify_ctx;
+    struct iw_work notify_work;
+};
+static inline struct iw_srq *to_iw_srq(NDK_SRQ *s) { return ndk_container_of(s, struct iw_srq, ndk); }
+NTSTATUS iw_create_srq(NDK_PD *pd, ULONG depth, ULONG max_sge, ULONG threshold, NDK_FN_SRQ_NOTIFICATION_CALLBACK cb,
+                       PVOID cbctx, GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_SRQ **out);
+/* DATA PATH API: takes the oldest posted receive (into *out) for a QP that needs one; returns
+ * -ENOBUFS when the SRQ is empty. May queue the low-water notification (§5.9). srq->lock is
+ * taken inside; callers may hold qp->lock. */
+int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out);
+
+/* ====================================================================================
+ * MR / MW and the STag table (mem.c)
+ * ==================================================================================== */
+struct iw_mr {
+    NDK_MR ndk;
+    struct iw_obj obj;
+    /* Job of lock: every field below (registration state, page list). */
+    pthread_mutex_t lock;
+    bool fast_register;               /* created with FastRegister = TRUE */
+    bool registered;                  /* NdkRegisterMr done, or fast-registered */
+    bool frmr_initialized;            /* NdkInitializeFastRegisterMr done */
+    bool frmr_remote;                 /* RemoteAccess given at initialization */
+    uint32_t stag;                    /* local token = remote token (siw: lkey == rkey) */
+    uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
+    uint64_t length;
+    ULONG access;                     /* NDK_MR_FLAG_* (registered) or NDK_OP_FLAG_ALLOW_* (fast) */
+    uint32_t page_cap;                /* fast register: pages reserved */
+    uint64_t *pages;                  /* fast register: adapter (virtual) page addresses */
+    uint32_t npages;
+    uint32_t fbo;
+    /* DMA users (data path references taken with iw_mem_get). A deregister while they are
+     * non-zero pends until the last iw_mem_put (§5.10: memory is the consumer's after it). */
+    atomic_int dma_users;
+    NDK_FN_REQUEST_COMPLETION dereg_cb;
+    void *dereg_ctx;
+    struct iw_work dereg_work;
+};
+static inline struct iw_mr *to_iw_mr(NDK_MR *m) { return ndk_container_of(m, struct iw_mr, ndk); }
+
+struct iw_mw {
+    NDK_MW ndk;
+    struct iw_obj obj;
+    pthread_mutex_t lock;             /* job: the binding below (written by the data path's bind) */
+    uint32_t stag;
+    bool bound;
+    uint64_t base_va, length;
+    ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
+    /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
+};
+static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, struct iw_mw, ndk); }
+#define IW_MW_ANTE_MR 1
+
+NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
+NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
+
+/* DATA PATH API: looks up an STag; on success returns the MR or MW object with a reference and
+ * (for MRs) a DMA-user count held: release both with iw_mem_put. -ENOENT when the STag is not
+ * valid (wrong key, free index, deregistered). Any thread; takes dev->mem_lock. */
+int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out);
+void iw_mem_put(struct iw_obj *mem);
+/* DATA PATH API: allocate a fresh key for an index when a fast register / bind changes the
+ * STag (the low 8 bits). Returns the new STag. */
+uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag, uint8_t key);
+
+/* ====================================================================================
+ * QP (qp.c) - state machine, association with a connector, flush
+ * ==================================================================================== */
+enum iw_qp_state {
+    IW_QP_IDLE,                       /* created, not associated with a connection */
+    IW_QP_CONNECTING,                 /* tied to a connector that is establishing */
+    IW_QP_RTS,                        /* established: data moves */
+    IW_QP_CLOSING,                    /* local graceful disconnect: no new TX, draining */
+    IW_QP_TERMINATE,                  /* protocol error: one TERMINATE goes out, then ERROR */
+    IW_QP_ERROR,                      /* flushed / dead; posts complete with STATUS_CANCELLED */
+    IW_QP_STATE_COUNT
+};
+extern const char *const iw_qp_state_name[IW_QP_STATE_COUNT];
+
+/* Connection parameters negotiated by the CM and handed to the data path at establishment. */
+struct iw_conn_params {
+    bool crc;                         /* MPA CRC on the FPDUs of both directions */
+    uint8_t mpa_rev;
+    bool p2p;                         /* RFC 6581 peer-to-peer: RTR exchanged by the CM */
+    uint8_t rtr;                      /* IW_MPA_RTR_* used (0: none) */
+    uint32_t ird, ord;                /* effective inbound / outbound read limits (§5.11.3) */
+    uint32_t mss;                     /* TCP_MAXSEG at establishment (EMSS, iwarp-wire.md §2.8) */
+    uint32_t mulpdu;                  /* largest ULPDU we send */
+    /* The CM consumed a zero-length Read Request RTR (MSN 1 on QN 1) and answered it: the data
+     * path's next inbound Read Request MSN is 2 and one IRD slot is already free again. */
+    bool rtr_read_consumed;
+    /* The peer's Read RTR was sent by us (initiator, Read RTR) and its zero-length Read Response
+     * was consumed by the CM: our next outbound Read Request MSN is 2. */
+    bool rtr_read_sent;
+    /* Responder in non-P2P mode: RFC 5044 §7.1.2 forbids our first FPDU until one FPDU from the
+     * initiator was received and validated. The data path's TX must hold back while this is set
+     * and clear it (under qp->lock) on its first good inbound FPDU. */
+    bool tx_wait_first_rx;
+};
+
+struct iw_qp {
+    NDK_QP ndk;
+    struct iw_obj obj;
+    /* Job of lock: state, conn, fd, params, both work queues (indices and contents). The data
+     * path may split TX/RX progress under its own finer locks, but the state transition and the
+     * fd detach always happen under this lock, so a holder that sees RTS may use fd. */
+    pthread_mutex_t lock;
+    enum iw_qp_state state;
+    void *qp_context;                 /* copied into every completion */
+    struct iw_pd *pd;                 /* obj.ante[0] */
+    struct iw_cq *rcq, *icq;          /* obj.ante[1], ante[2] (may be the same CQ, §8.26) */
+    struct iw_srq *srq;               /* obj.ante[3] or NULL */
+    struct iw_wq sq;                  /* initiator queue (depth, max SGE) */
+    struct iw_wq rq;                  /* receive queue (unused with an SRQ) */
+    uint32_t max_read_sge;
+    uint32_t inline_size;             /* InlineDataSize */
+    struct iw_connector *conn;        /* current connector (it holds a ref on us), or NULL */
+    int fd;                           /* the connection's TCP socket while RTS/CLOSING, else -1 */
+    struct iw_conn_params params;
+    int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
+    void *dp;                         /* DATA PATH private state (tx/rx engines), owned by tx.c/rx.c */
+};
+static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
+#define IW_QP_ANTE_PD 0
+#define IW_QP_ANTE_RCQ 1
+#define IW_QP_ANTE_ICQ 2
+#define IW_QP_ANTE_SRQ 3
+
+NTSTATUS iw_create_qp(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, PVOID qpctx, ULONG rq_depth, ULONG sq_depth,
+                      ULONG rq_sge, ULONG sq_sge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
+                      NDK_QP **out);
+NTSTATUS iw_create_qp_with_srq(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, NDK_SRQ *srq, PVOID qpctx, ULONG sq_depth,
+                               ULONG sq_sge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
+                               NDK_QP **out);
+
+/* The one QP state transition function: validates from -> to, logs "QP[id] A => B", and logs and
+ * rejects (-EINVAL) undefined transitions. Caller holds qp->lock. Never blocks. */
+int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to);
+/* Completes every queued request of both queues with STATUS_CANCELLED (§2.9 NdkFlush) and moves
+ * the QP to ERROR. Caller holds qp->lock (takes the CQ locks inside). */
+void iw_qp_flush_locked(struct iw_qp *qp);
+/* Records the first protocol error (later ones are ignored). Caller holds qp->lock. */
+void iw_qp_set_error_locked(struct iw_qp *qp, int err);
+
+/* ---- DATA PATH HOOKS (minimal versions in qp.c; issue 4 replaces them in tx.c / rx.c) ---- */
+/* Called by the CM on the progress thread, with no lock held, right after the QP entered RTS
+ * (qp->fd and qp->params are set). The data path sets up its engines here. */
+void iw_qp_connection_established(struct iw_qp *qp);
+/* The socket is readable (EPOLLIN) while the QP is RTS/CLOSING. Progress thread, no lock held.
+ * Returns 0 to keep going, -ESHUTDOWN when the peer closed its side (orderly FIN, read 0),
+ * another -errno on a fatal error (the CM then aborts the connection: -EBADMSG/-EPROTO for a
+ * protocol error after the data path sent its TERMINATE). */
+int iw_qp_on_readable(struct iw_qp *qp);
+/* The socket became writable (EPOLLOUT was requested with iw_qp_want_writable). Progress
+ * thread, no lock held. Same return convention. */
+int iw_qp_on_writable(struct iw_qp *qp);
+/* Called by the CM on the progress thread, with no lock held, when the connection is gone (peer
+ * FIN, reset, local disconnect done, abort) and after the QP left RTS; the fd is already
+ * detached. The data path stops its engines; the CM flushes the queues right after. */
+void iw_qp_connection_lost(struct iw_qp *qp, int err);
+/* A new initiator request was queued on an RTS QP: start transmitting. Posting thread; no lock
+ * held. Minimal version: nothing (requests wait for flush). */
+void iw_qp_kick_tx(struct iw_qp *qp);
+/* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket).
+ * Any thread. */
+void iw_qp_want_writable(struct iw_qp *qp, bool on);
+
+/* Posting entry points (the QP / SRQ dispatch slots). The minimal versions validate against the
+ * QP's limits, queue the request, and rely on flush; the data path replaces the bodies. */
+void iw_qp_dispatch_flush(NDK_QP *qp);
+
+/* ====================================================================================
+ * Endpoints (endpoint.c) - §5.11.5 reference counting of local (IP, ND port) pairs.
+ * ND port == TCP port for iWARP.
+ * ==================================================================================== */
+enum iw_ep_kind {
+    IW_EP_LISTENER,                   /* +1 listener, +1 per connector accepted through it */
+    IW_EP_SHARED,                     /* +1 shared endpoint, +1 per connector through it */
+    IW_EP_CONNECT,                    /* exactly one reference, the connector's */
+};
+
+struct iw_endpoint {
+    struct ndk_list link;             /* in dev->endpoints; protected by dev->lock */
+    enum iw_ep_kind kind;
+    SOCKADDR_INET addr;               /* local IP + port (port != 0 once acquired) */
+    unsigned refs;                    /* protected by dev->lock */
+    bool open;                        /* its listener / shared endpoint is open (OID listing) */
+    struct ndk_list conns;            /* shared endpoints: connectors through it (dup 4-tuple check) */
+};
+
+/* Reserves addr for kind; port 0 picks a free ephemeral port (49152-65535) that bind() accepts
+ * on fd when fd >= 0 (the socket is bound here). Returns -EADDRINUSE (SHARING_VIOLATION) when
+ * taken in this process or by the OS, -ERANGE (TOO_MANY_ADDRESSES) when no ephemeral port is
+ * free. Caller holds dev->lock. Never blocks. */
+int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_kind kind, int fd,
+                  struct iw_endpoint **out);
+void iw_ep_get(struct iw_endpoint *ep);                          /* dev->lock held */
+void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock held */
+
+/* Address helpers (any thread). */
+socklen_t iw_sa_len(const struct sockaddr *sa);
+int iw_sa_from_user(const struct sockaddr *in, ULONG len, SOCKADDR_INET *out);   /* -EINVAL / -EAFNOSUPPORT */
+uint16_t iw_sa_port(const SOCKADDR_INET *a);
+void iw_sa_set_port(SOCKADDR_INET *a, uint16_t port);
+bool iw_sa_is_wildcard(const SOCKADDR_INET *a);
+bool iw_sa_equal(const SOCKADDR_INET *a, const SOCKADDR_INET *b);       /* address and port */
+bool iw_sa_addr_equal(const SOCKADDR_INET *a, const SOCKADDR_INET *b);  /* address only */
+/* The "size in / size out / STATUS_BUFFER_TOO_SMALL" getter protocol (§5.11.7). */
+NTSTATUS iw_sa_copy_out(const SOCKADDR_INET *a, PSOCKADDR out, ULONG *len);
+const char *iw_sa_str(const SOCKADDR_INET *a, char *buf, size_t cap);
+
+/* ====================================================================================
+ * Connection management (cm.c)
+ * ==================================================================================== */
+
+/* The connector's CM state machine (one transition function, iw_cm_set_state). */
+enum iw_cm_state {
+    IW_CM_IDLE,                       /* created, unused */
+    IW_CM_TCP_CONNECTING,             /* active: non-blocking connect() in progress */
+    IW_CM_AWAIT_REPLY,                /* active: MPA Request (being) sent, waiting for the Reply */
+    IW_CM_REPLY_RECEIVED,             /* active: peer accepted; NdkConnect completed; waiting for
+                                       * NdkCompleteConnect / NdkReject */
+    IW_CM_AWAIT_READ_RESP,            /* active: Read RTR sent, waiting for its Read Response */
+    IW_CM_AWAIT_REQUEST,              /* passive: TCP accepted, waiting for the MPA Request */
+    IW_CM_REQUEST_RECEIVED,           /* passive: connect event delivered; waiting for Accept/Reject */
+    IW_CM_AWAIT_RTR,                  /* passive: Reply sent (P2P), waiting for the RTR */
+    IW_CM_ESTABLISHED,                /* connection up; the QP's data path owns socket I/O */
+    IW_CM_REJECTING,                  /* passive: MPA reject (R = 1) being sent, then close */
+    IW_CM_DISCONNECTING,              /* NdkDisconnect: FIN sent, waiting for the peer's */
+    IW_CM_CLOSED,                     /* socket gone (refused, rejected, failed, disconnected) */
+    IW_CM_STATE_COUNT
+};
+extern const char *const iw_cm_state_name[IW_CM_STATE_COUNT];
+
+struct iw_connector {
+    NDK_CONNECTOR ndk;
+    struct iw_obj obj;
+    struct ndk_list link;             /* dev->connectors (dev->lock) */
+    struct ndk_list timer_link;       /* dev->timers while deadline != 0 (dev->lock) */
+    struct ndk_list ep_link;          /* shared endpoint's conns (dev->lock) */
+    struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
+    bool polled;                      /* registered with epoll (dev->lock) */
+
+    /* Everything below is protected by dev->lock (the CM lock). */
+    enum iw_cm_state state;
+    bool active;                      /* TRUE: we sent the MPA Request */
+    struct iw_qp *qp;                 /* obj.ante[0] once connected/accepted */
+    struct iw_listener *listener;     /* passive: obj.ante[1] */
+    struct iw_shared_endpoint *sep;   /* active via a shared endpoint: obj.ante[1] */
+    struct iw_endpoint *ep;           /* the endpoint reference this connector holds */
+    SOCKADDR_INET local, peer;        /* ND (= TCP) addresses */
+    uint64_t deadline_ms;             /* CM timer, 0 = none */
+
+    /* requested read limits (capped by adapter maxima) and what the peer stated */
+    uint32_t my_ird, my_ord;
+    uint32_t peer_ird, peer_ord;
+    bool peer_has_limits;             /* MPA v2 block present */
+    uint32_t eff_ird, eff_ord;        /* §5.11.3 effective values */
+
+    /* MPA negotiation */
+    uint8_t mpa_rev;
+    bool crc;
+    bool p2p;
+    uint8_t rtr_offer;                /* initiator: kinds offered / passive: kinds the peer offered */
+    uint8_t rtr;                      /* the kind chosen */
+    struct iw_mpa_parser parser;      /* the peer's Request / Reply */
+    uint8_t peer_pd[IW_MAX_PRIVATE_DATA];
+    uint16_t peer_pd_len;
+    uint8_t my_pd[IW_MAX_PRIVATE_DATA];
+    uint16_t my_pd_len;
+
+    /* pending transmit during the handshake (Request / Reply / reject / RTR / Read Response) */
+    uint8_t txbuf[IW_MPA_HDR_LEN + IW_MPA_PD_MAX_RFC + 64];
+    uint16_t tx_len, tx_off;
+    bool close_after_tx;              /* reject: close the socket once the frame is out */
+    uint8_t rxbuf[64];                /* RTR / Read Response being received */
+    uint16_t rx_len;
+
+    /* pending requests (§3.3): at most one of each kind at a time */
+    NDK_FN_REQUEST_COMPLETION connect_cb;    void *connect_ctx;     /* Connect(WithSharedEndpoint) */
+    NDK_FN_REQUEST_COMPLETION complete_cb;   void *complete_ctx;    /* CompleteConnect(Ex) */
+    NDK_FN_REQUEST_COMPLETION accept_cb;     void *accept_ctx;      /* Accept(Ex) */
+    NDK_FN_REQUEST_COMPLETION disconnect_cb; void *disconnect_ctx;  /* Disconnect */
+    NDK_FN_DISCONNECT_EVENT_CALLBACK disc_event;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_event_ex;
+    void *disc_event_ctx;
+    bool disc_event_done;             /* §3.6: at most once */
+    bool local_disconnect;            /* NdkDisconnect or close came first: no disconnect event */
+    bool peer_gone;                   /* peer FIN / reset seen */
+    bool counted_active;              /* counted in ActiveConnection */
+    int first_error;                  /* first failure (-errno), kept */
+    bool have_peer_data;              /* peer's Request / Reply / reject was parsed */
+    bool peer_rejected;               /* the peer's Reply had R = 1 */
+    bool establish_after_tx;          /* go ESTABLISHED once txbuf is out (Accept v1, Write RTR) */
+    bool dp_want_out;                 /* data path asked for EPOLLOUT */
+    bool internal_ref;                /* passive, not yet delivered: the CM holds the creation ref */
+    bool established_once;            /* reached ESTABLISHED (its QP is spent afterwards) */
+    unsigned actions;                 /* IW_CM_ACT_*: work for the progress thread */
+    int fail_err;                     /* with IW_CM_ACT_FAIL */
+    struct iw_work work;              /* runs the actions on the progress thread */
+};
+#define IW_CM_ACT_KILL        0x1u    /* connector closed: abort and release */
+#define IW_CM_ACT_TX          0x2u    /* something was put in txbuf */
+#define IW_CM_ACT_TIMEOUT     0x4u    /* CM deadline passed */
+#define IW_CM_ACT_FAIL        0x8u    /* data path / flush reported the connection broken */
+#define IW_CM_ACT_DISCONNECT  0x10u   /* NdkDisconnect: send FIN */
+#define IW_CM_ACT_ESTABLISH   0x20u   /* establish now (Accept without P2P, CompleteConnect v1) */
+static inline struct iw_connector *to_iw_connector(NDK_CONNECTOR *c)
+{
+    return ndk_container_of(c, struct iw_connector, ndk);
+}
+#define IW_CONN_ANTE_QP 0
+#define IW_CONN_ANTE_PARENT 1         /* listener or shared endpoint */
+
+struct iw_listener {
+    NDK_LISTENER ndk;
+    struct iw_obj obj;
+    struct ndk_list link;             /* dev->listeners (dev->lock) */
+    struct iw_pollable poll;          /* listening socket */
+    bool polled;
+    /* protected by dev->lock */
+    bool listening;
+    bool paused;                      /* NdkControlConnectEvents(TRUE) (§2.12) */
+    struct iw_endpoint *ep;
+    SOCKADDR_INET local;
+    NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
+    void *connect_event_ctx;
+    struct ndk_list pending;          /* iw_connector (internal) waiting for their MPA Request */
+    struct iw_work kill_work;
+};
+static inline struct iw_listener *to_iw_listener(NDK_LISTENER *l)
+{
+    return ndk_container_of(l, struct iw_listener, ndk);
+}
+
+struct iw_shared_endpoint {
+    NDK_SHARED_ENDPOINT ndk;
+    struct iw_obj obj;
+    struct iw_endpoint *ep;           /* dev->lock */
+    SOCKADDR_INET local;
+    int fd;                           /* bound placeholder socket that reserves the port in the OS */
+};
+static inline struct iw_shared_endpoint *to_iw_shared_endpoint(NDK_SHARED_ENDPOINT *s)
+{
+    return ndk_container_of(s, struct iw_shared_endpoint, ndk);
+}
+
+NTSTATUS iw_create_connector(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_CONNECTOR **out);
+NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PVOID evctx,
+                            NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out);
+NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
+                                   PVOID ctx, NDK_SHARED_ENDPOINT **out);
+/* Progress thread: fires due CM timers; returns the next deadline (0 = none). dev->lock not held. */
+uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now);
+/* OID_NDK_CONNECTIONS / OID_NDK_LOCAL_ENDPOINTS builders (dev->lock taken inside). */
+NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req);
+NDIS_STATUS iw_cm_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req);
+
+/* DATA PATH API: the data path found the connection broken (fatal RX error after sending a
+ * TERMINATE, or a socket error on TX from a posting thread). The CM tears the connection down on
+ * the progress thread (disconnect event to the consumer when it did not start it). Any thread. */
+void iw_cm_connection_failed(struct iw_qp *qp, int err);
+
+/* ---- LAM (adapter.c) ---- */
+NTSTATUS iw_build_lam(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx,
+                      NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG *lam_size, ULONG *fbo);
+void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam);
+
+#endif /* IWARP_H */
