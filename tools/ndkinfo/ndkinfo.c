@@ -266,8 +266,10 @@ static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
     } else {
         if (!opt_json && c->Count)
             printf("      %-6s %-46s %-46s %s\n", "Proto", "Local Address", "Foreign Address", "Owner");
+        /* Through a pointer: Connections[1] is the Windows variable-length idiom. */
+        const NDIS_NDK_CONNECTION_ENTRY *entries = c->Connections;
         for (ULONG i = 0; i < c->Count; i++) {
-            const NDIS_NDK_CONNECTION_ENTRY *e = &c->Connections[i];
+            const NDIS_NDK_CONNECTION_ENTRY *e = &entries[i];
             int tcp_row = c->NDConnectionsMappedtoTCPConnections && (i % 2) == 1;
             addr_str(&e->Local, 1, l, sizeof l);
             addr_str(&e->Remote, 1, r, sizeof r);
@@ -309,8 +311,9 @@ static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
         if (!opt_json)
             printf("      unavailable (%s)\n", ndk_rt_status_name(st));
     } else {
+        const NDIS_NDK_LOCAL_ENDPOINT_ENTRY *entries = e->LocalEndpoints;
         for (ULONG i = 0; i < e->Count; i++) {
-            const NDIS_NDK_LOCAL_ENDPOINT_ENTRY *x = &e->LocalEndpoints[i];
+            const NDIS_NDK_LOCAL_ENDPOINT_ENTRY *x = &entries[i];
             int tcp_row = e->NDLocalEndpointsMappedtoTCPLocalEndpoints && (i % 2) == 1;
             addr_str(&x->Local, 1, l, sizeof l);
             if (opt_json) {
