@@ -605,9 +605,7 @@ void iw_qp_kick_tx(struct iw_qp *qp);
  * Any thread. */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
 
-/* Posting entry points (the QP / SRQ dispatch slots). The minimal versions validate against the
- * QP's limits, queue the request, and rely on flush; the data path replaces the bodies. */
-void iw_qp_dispatch_flush(NDK_QP *qp);
+/* The QP posting entry points and NdkFlush are the data path's (datapath.h, post.c). */
 
 /* ====================================================================================
  * Endpoints (endpoint.c) - §5.11.5 reference counting of local (IP, ND port) pairs.

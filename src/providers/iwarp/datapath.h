@@ -1,0 +1,299 @@
+/*
+ * datapath.h - the iwarp provider's data path (issue 4): work-request posting (post.c), the
+ * transmit engine (tx.c), the receive engine (rx.c) and the STag protection checks (access.c).
+ *
+ * The data path plugs into the core through the "DATA PATH HOOK" functions of iwarp.h. Per
+ * connected QP it keeps a struct iw_dp in qp->dp (created at establishment, freed with the QP).
+ *
+ * Locks (outermost first; extends iwarp.h's order, which starts at dev->lock):
+ *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target,
+ *                 staging buffer). Held by the progress thread while it reads the socket with
+ *                 MSG_DONTWAIT (never blocks), and by dp_stop. Never taken by TX or posting.
+ *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
+ *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
+ *                 nobody ever waits for it except dp_stop, and the holder only does
+ *                 non-blocking sendmsg(); a close or RX never waits behind a blocked write.
+ *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
+ *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
+ *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
+ *                 iw_mem_get) ; mr->lock / mw->lock are taken with qp->lock held and before
+ *                 dev->mem_lock.
+ * No consumer callback is ever called from the data path: completions go through iw_cq_push,
+ * which queues notifications to the progress thread.
+ */
+#ifndef IWARP_DATAPATH_H
+#define IWARP_DATAPATH_H
+
+#include <sys/uio.h>
+
+#include "iwarp.h"
+#include "fpdu.h"
+
+/* ---- completion status mapping (ndkpi-reference §8 item 21), fixed and documented ----
+ *   remote access error (Terminate: invalid STag, not associated, access rights, TO wrap,
+ *     "cannot invalidate")                               -> STATUS_ACCESS_VIOLATION
+ *   remote base/bounds violation (§8 item 19)            -> STATUS_REMOTE_RESOURCES
+ *   local protection error (bad local token, bounds, rights of an SGE) -> STATUS_ACCESS_VIOLATION
+ *   inbound Send longer than the receive buffer          -> STATUS_BUFFER_TOO_SMALL
+ *   any other protocol error (ours or the peer's)        -> STATUS_DATA_ERROR
+ *   flushed (NdkFlush, disconnect, connection loss)      -> STATUS_CANCELLED
+ * NDK_RESULT_EX.ProviderErrorCode of a failed completion = IW_PEC(...) below: which side found
+ * the error and the RFC 5040/5041/5044 Terminate layer / error type / error code. */
+#define IW_PEC_REMOTE   0x01000000u   /* reported by the peer in a Terminate we received */
+#define IW_PEC_LOCAL    0x02000000u   /* found by our RX engine (we sent the Terminate) */
+#define IW_PEC_POSTED   0x04000000u   /* found while processing a local work request */
+#define IW_PEC(src, layer, etype, ecode) \
+    ((src) | (uint32_t)(layer) << 16 | (uint32_t)(etype) << 8 | (uint32_t)(ecode))
+
+/* Access rights, normalized from NDK_MR_FLAG_* (registered MRs) and NDK_OP_FLAG_ALLOW_*
+ * (fast-registered MRs, windows): the two flag spaces differ (§2.6 vs §2.9). */
+#define DP_ACC_LOCAL_WRITE   0x1u
+#define DP_ACC_REMOTE_READ   0x2u
+#define DP_ACC_REMOTE_WRITE  0x4u
+#define DP_ACC_READ_SINK     0x8u
+
+/* A Terminate reason: RFC 5040 §4.8 layer / error type / error code. */
+struct dp_term_code {
+    uint8_t layer, etype, ecode;
+};
+
+/* One resolved local SGE: the memory object (reference + DMA user held; NULL for the privileged
+ * token and for inline data) and the address label the consumer gave. */
+struct dp_sge {
+    struct iw_obj *mem;
+    uint64_t va;
+    uint64_t len;
+};
+
+/* A resolved scatter/gather list. Built at the time the engine starts using a request, so a
+ * deregistration in between is seen (it fails the request instead of touching freed pages). */
+struct dp_sgl {
+    uint32_t n;
+    uint64_t total;
+    struct dp_sge e[IW_MAX_SGE];
+};
+
+/* ---- access.c ---- */
+
+/* Data sink / data source check of an inbound tagged access or Read Request source, in the
+ * order of iwarp-wire.md §5.2 (valid STag + key, same PD, rights, TO wrap, bounds). need is
+ * DP_ACC_REMOTE_WRITE or DP_ACC_REMOTE_READ. rdmap: report with RDMAP layer codes (Read
+ * Request source, RFC 5040 §7.2) instead of DDP tagged codes (RFC 5041 §7.2). On success *mem
+ * holds a reference (release with iw_mem_put). Returns 0 or -EACCES with *tc filled.
+ * Any thread; takes dev->mem_lock and the object's lock; qp->lock may be held. */
+int dp_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
+                    struct iw_obj **mem, struct dp_term_code *tc);
+
+/* Resolves a local SGL (§4.4): the privileged token means a LAM logical address (= host
+ * virtual address, adapter.c), any other token must be a registered MR of the QP's PD with
+ * the range inside it and the rights in need (DP_ACC_LOCAL_WRITE for sinks). Returns 0, or
+ * -EACCES (local protection error, *bad_sge set); takes references released by
+ * dp_sgl_release. Any thread; qp->lock may be held. */
+int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
+                   uint32_t *bad_sge);
+/* An SGL over one private buffer (inline copy). */
+void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len);
+/* An SGL of one memory range inside mem (Read Response source); takes over the reference. */
+void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len);
+void dp_sgl_release(struct dp_sgl *s);
+
+/* Maps [off, off + len) of the SGL to host iovecs (at most max). Stops early when max is
+ * reached; *mapped says how many bytes the iovecs cover. Returns the iovec count.
+ * Any thread; takes mr->lock of fast-registered MRs (their page list may be replaced). */
+int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped);
+
+/* Invalidates stag (Send with Invalidate received, Read with local invalidate, Invalidate
+ * work request). remote: the request came from the peer (RFC 5040 §7.2 codes 0/1/0x09 PD
+ * mismatch or not invalidatable, 0/2/0x09 unknown). Returns 0 or -EACCES with *tc filled.
+ * Any thread; qp->lock may be held. */
+int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc);
+/* The local Invalidate / Bind / Fast Register work requests, executed in SQ order by the TX
+ * engine. Return an NTSTATUS for the completion. qp->lock held. */
+NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w);
+NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w);
+NTSTATUS dp_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w);
+
+/* A fresh, unpredictable 8-bit STag key different from old (getrandom pool). Any thread. */
+uint8_t dp_random_key(uint8_t old);
+
+/* ---- per-QP data-path state ---- */
+
+enum dp_sqe_state {
+    DP_SQE_QUEUED = 0,        /* posted, TX has not reached it */
+    DP_SQE_ACTIVE,            /* TX is transmitting it (Send / Write / Read Request) */
+    DP_SQE_WAIT_RESP,         /* Read Request out, waiting for the Read Response (in the ORQ) */
+    DP_SQE_DONE,              /* finished; retired (completed) in posting order */
+};
+
+/* Data-path state of one SQ ring slot, indexed like qp->sq.ring. Protected by qp->lock. */
+struct dp_sqe {
+    enum dp_sqe_state state;
+    NTSTATUS status;          /* completion status once DONE (or failure recorded early) */
+    ULONG pec;                /* ProviderErrorCode */
+    bool failed;              /* status recorded by an error path; retire it when stopping */
+    struct dp_sgl sgl;        /* resolved source / sink */
+};
+
+/* Outbound read (ORQ, RFC 5040 §5.3: at most ORD in flight). */
+struct dp_orq_ent {
+    uint32_t slot;            /* SQ ring slot of the Read */
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t size;
+    uint32_t got;             /* Read Response bytes received */
+};
+
+/* Inbound read (IRQ, at most IRD): a Read Response to send. */
+struct dp_irq_ent {
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t size;
+    struct dp_sgl src;        /* the source range (reference held); n == 0 for zero length */
+};
+
+/* ---- TX engine (tx.c) ---- */
+enum dp_tx_state {
+    DP_TX_IDLE,               /* no FPDU batch pending: pick / build the next */
+    DP_TX_SENDING,            /* a batch of FPDUs is built and (partly) unwritten */
+    DP_TX_DEAD,               /* Terminate sent, socket error or stopped: never sends again */
+    DP_TX_STATE_COUNT
+};
+enum dp_tx_msg {
+    DP_MSG_NONE,
+    DP_MSG_SQ,                /* Send / Send&Inv / Write / Read Request of SQ slot tx.slot */
+    DP_MSG_RRESP,             /* Read Response for the IRQ head */
+    DP_MSG_TERM,              /* our one Terminate */
+};
+
+#define DP_TX_MAX_FPDUS 16
+#define DP_TX_MAX_IOV   256
+
+struct dp_tx {
+    enum dp_tx_state state;
+    enum dp_tx_msg msg;
+    uint32_t slot;
+    struct iw_fpdu_hdr h;     /* template of the message's segments */
+    const struct dp_sgl *src; /* payload source */
+    uint64_t off, len;        /* message bytes framed so far / total */
+    bool batch_last;          /* the batch holds the message's last segment */
+    int iovcnt, iovpos;
+    size_t batch_bytes;
+    struct iovec iov[DP_TX_MAX_IOV];
+    uint8_t hdr[DP_TX_MAX_FPDUS][IW_FPDU_MAX_BUFFERED];
+    uint8_t trl[DP_TX_MAX_FPDUS][8];
+    uint32_t msn_send;        /* next MSN on QN 0 / QN 1 (RFC 5041 §5.1: starts at 1) */
+    uint32_t msn_rreq;
+    uint32_t mulpdu;
+    bool want_out;            /* EPOLLOUT requested */
+};
+
+/* ---- RX engine (rx.c) ---- */
+enum dp_rx_state {
+    DP_RX_RUN,                /* placing FPDUs */
+    DP_RX_FAILED,             /* we found an error: Terminate queued, stream dead */
+    DP_RX_TERMINATED,         /* the peer's Terminate arrived: stream dead */
+    DP_RX_STATE_COUNT
+};
+enum dp_rx_target {
+    DP_RXT_NONE,              /* nothing to place (no payload) */
+    DP_RXT_SEND,              /* into the current receive's SGL at base + offset */
+    DP_RXT_WRITE,             /* into rx.wmem at rx.wva + offset */
+    DP_RXT_RRESP,             /* into the ORQ head Read's SGL */
+};
+
+#define DP_RX_STAGE   8192u
+#define DP_RX_MAX_IOV 64
+
+struct dp_rx {
+    enum dp_rx_state state;
+    struct iw_fpdu_rx fr;
+    enum dp_rx_target tgt;
+    uint64_t tgt_base;        /* SGL offset of the segment's first payload byte */
+    struct dp_sgl wsgl;       /* Write target (one entry, reference held for the segment) */
+    const struct dp_sgl *rsgl;/* Read Response target (the Read's SQE sgl) */
+    bool have_recv;           /* a receive is being filled (untagged message open) */
+    struct iw_wqe recv;       /* taken from the RQ / SRQ */
+    struct dp_sgl recv_sgl;
+    NTSTATUS recv_status;     /* error recorded for it (else it is flushed CANCELLED) */
+    ULONG recv_pec;
+    bool rr_pending;          /* a Read Request header passed its checks; queue it at END */
+    struct dp_irq_ent rr;
+    uint64_t rx_bytes;
+    bool first_done;          /* one good FPDU seen (RFC 5044 §7.1.2 hold-back released) */
+    int tx_err;               /* socket error the TX engine hit while RX kicked it */
+    size_t st_off, st_len;
+    uint8_t stage[DP_RX_STAGE];
+};
+
+struct iw_dp {
+    pthread_mutex_t rx_mutex;
+    pthread_mutex_t tx_mutex;
+    atomic_bool tx_pending;   /* someone asked the TX engine to run (see dp_tx_kick) */
+    int fd;                   /* the connection's socket (dup of qp->fd; ours to close) */
+    bool crc;
+    /* below: protected by qp->lock */
+    bool stopped;             /* dp_stop ran: engines never run again */
+    bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
+    uint32_t sq_issued;       /* SQ entries from the head that TX has started */
+    struct dp_sqe *sq;        /* [qp->sq.depth] */
+    uint32_t ord, ird;
+    struct dp_orq_ent orq[IW_MAX_ORD];
+    uint32_t orq_head, orq_count;
+    struct dp_irq_ent irq[IW_MAX_IRD];
+    uint32_t irq_head, irq_count;
+    bool term_pending, term_sent;
+    struct iw_fpdu_term term;
+    /* engine-private state, owned by the mutexes above */
+    struct dp_tx tx;
+    struct dp_rx rx;
+};
+
+/* ---- tx.c ---- */
+/* Runs the TX engine unless another thread runs it (then that one loops again). Any thread,
+ * no lock held; never blocks (trylock + non-blocking sendmsg). */
+void dp_tx_kick(struct iw_qp *qp);
+/* Same, but returns a fatal socket error instead of reporting it to the CM. */
+int dp_tx_run(struct iw_qp *qp);
+/* Completes finished SQ entries from the head, in posting order (§5.6). qp->lock held. */
+void dp_sq_retire_locked(struct iw_qp *qp, struct iw_dp *dp);
+/* Queues our Terminate (first error only) and moves the QP to TERMINATE. qp->lock held. */
+void dp_queue_terminate_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_term *t, int err);
+/* Stops both engines for good and completes what only the data path holds (the receive being
+ * filled, SQ entries with a recorded error); the rest is flushed by iw_qp_flush_locked.
+ * Any thread except inside the engines; no lock held (takes rx_mutex, tx_mutex, qp->lock). */
+void dp_stop(struct iw_qp *qp);
+/* Last look at the socket when the connection is lost: FPDUs already received (typically the
+ * peer's Terminate, which names the request it refused) are still processed, so a connection
+ * that dies right after a Terminate reports the reason instead of CANCELLED. Progress thread,
+ * no lock held (takes rx_mutex). Returns the engine's result (ignored by the caller). */
+int dp_rx_drain(struct iw_qp *qp);
+/* Frees qp->dp (QP destroy; engines stopped). */
+void iw_dp_qp_destroy(struct iw_qp *qp);
+
+/* ---- post.c (dispatch slots) ---- */
+NTSTATUS iw_dp_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags);
+NTSTATUS iw_dp_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags, UINT32 token);
+NTSTATUS iw_dp_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge);
+NTSTATUS iw_dp_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
+NTSTATUS iw_dp_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
+NTSTATUS iw_dp_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags);
+NTSTATUS iw_dp_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
+                             ULONG fbo, SIZE_T len, PVOID base_va, ULONG flags);
+NTSTATUS iw_dp_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags);
+void iw_dp_flush(NDK_QP *q);
+
+static inline struct iw_dp *qp_dp(const struct iw_qp *qp)
+{
+    return (struct iw_dp *)qp->dp;
+}
+
+/* NDK_OPERATION_TYPE of a WQE's completion. */
+static inline NDK_OPERATION_TYPE dp_wr_type(enum iw_wr_op op)
+{
+    return op == IW_WR_SEND_INV ? NdkOperationTypeSend : (NDK_OPERATION_TYPE)op;
+}
+
+/* Completion status for a Terminate reason (the table above). */
+NTSTATUS dp_term_status(const struct dp_term_code *tc);
+
+#endif

@@ -1,0 +1,620 @@
+/*
+ * rx.c - the receive engine: reads the socket, drives the resumable FPDU deframer (fpdu.c),
+ * checks every segment before placing a byte, places payload straight into registered memory,
+ * completes receives and reads, answers Read Requests, and turns every protocol error into
+ * exactly one Terminate.
+ *
+ * Two state machines nest: the deframer's (MPA/DDP framing, CRC, MSN/MO/TO continuity, any TCP
+ * split down to one byte) and the engine's (enum dp_rx_state, rx_goto): RUN until an error of
+ * ours (FAILED: Terminate queued) or the peer's Terminate (TERMINATED). Per segment the engine
+ * decides a placement target at the HEADER event, after the checks of iwarp-wire.md §5.2 /
+ * §3.5; payload then goes there either by readv() straight into the target (the deframer is
+ * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
+ * in the staging buffer together with headers, by one copy.
+ *
+ * Context: the progress thread only, holding dp->rx_mutex; qp->lock is taken briefly for
+ * state shared with TX and posting (RQ, ORQ, IRQ, SQE states). Never blocks: the socket is read
+ * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
+ * is level-triggered, so the rest comes on the next call).
+ */
+#include "datapath.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const dp_rx_state_name[DP_RX_STATE_COUNT] = {
+    [DP_RX_RUN] = "RUN", [DP_RX_FAILED] = "FAILED", [DP_RX_TERMINATED] = "TERMINATED",
+};
+
+/* The one RX engine transition function: RUN -> FAILED | TERMINATED, both final. */
+static void rx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_rx_state to)
+{
+    if (dp->rx.state != DP_RX_RUN && dp->rx.state != to) {
+        iw_warn("QP[%u] RX transition undefined: %s => %s", qp->obj.id, dp_rx_state_name[dp->rx.state],
+                dp_rx_state_name[to]);
+        return;
+    }
+    dp->rx.state = to;
+}
+
+/* Runs the TX engine from RX (a Read Response, the Terminate, a freed ORD slot). A socket
+ * error is kept for iw_qp_on_readable to return: reporting it to the CM from here would run
+ * the CM with rx_mutex held. */
+static void rx_kick_tx(struct iw_qp *qp, struct iw_dp *dp)
+{
+    int err = dp_tx_run(qp);
+
+    if (err < 0 && !dp->rx.tx_err)
+        dp->rx.tx_err = err;
+}
+
+/* Records an error found by the engine in the current segment; the deframer then reports it
+ * as an ERROR event with the header attached as RFC 5040 §4.8 wants. */
+static void rx_fail(struct iw_dp *dp, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+    iw_fpdu_rx_set_error(&dp->rx.fr, layer, etype, ecode);
+}
+
+static const struct dp_sgl *rx_target_sgl(struct iw_dp *dp)
+{
+    switch (dp->rx.tgt) {
+    case DP_RXT_SEND:
+        return &dp->rx.recv_sgl;
+    case DP_RXT_WRITE:
+        return &dp->rx.wsgl;
+    case DP_RXT_RRESP:
+        return dp->rx.rsgl;
+    default:
+        return NULL;
+    }
+}
+
+/* ---- HEADER: checks before placement ---- */
+
+static void rx_hdr_write(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_term_code tc;
+    struct iw_obj *mem;
+
+    /* iwarp-wire.md §5.4: a zero-length tagged segment places nothing and is not validated. */
+    if (h->payload_len == 0)
+        return;
+    if (dp_check_remote(qp, h->stag, h->to, h->payload_len, DP_ACC_REMOTE_WRITE, false, &mem, &tc) < 0) {
+        rx_fail(dp, tc.layer, tc.etype, tc.ecode);
+        return;
+    }
+    dp_sgl_mem(&dp->rx.wsgl, mem, h->to, h->payload_len);
+    dp->rx.tgt = DP_RXT_WRITE;
+    dp->rx.tgt_base = 0;
+}
+
+static void rx_hdr_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_orq_ent *o;
+
+    pthread_mutex_lock(&qp->lock);
+    if (!dp->orq_count) {
+        pthread_mutex_unlock(&qp->lock);
+        /* A Response nobody asked for (RFC 5040 §7.2: unexpected opcode). */
+        rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE);
+        return;
+    }
+    o = &dp->orq[dp->orq_head];
+    /* iwarp-wire.md §3.5: aimed at the oldest Read's sink STag and TO, adding up to its size. */
+    if (h->stag != o->sink_stag) {
+        pthread_mutex_unlock(&qp->lock);
+        rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_INV_STAG);
+        return;
+    }
+    if (h->to != o->sink_to + o->got || (uint64_t)o->got + h->payload_len > o->size) {
+        pthread_mutex_unlock(&qp->lock);
+        rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
+        return;
+    }
+    dp->rx.rsgl = &dp->sq[o->slot].sgl;
+    dp->rx.tgt_base = o->got;
+    pthread_mutex_unlock(&qp->lock);
+    if (h->payload_len)
+        dp->rx.tgt = DP_RXT_RRESP;
+}
+
+static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_term_code tc;
+    struct iw_obj *mem = NULL;
+    bool full;
+
+    pthread_mutex_lock(&qp->lock);
+    full = dp->irq_count >= dp->ird;
+    pthread_mutex_unlock(&qp->lock);
+    if (full) {
+        /* More Read Requests in flight than our IRD: what siw answers (iwarp-wire.md §4.3). */
+        rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CATA_STREAM);
+        return;
+    }
+    memset(&dp->rx.rr, 0, sizeof dp->rx.rr);
+    dp->rx.rr.sink_stag = h->rr.sink_stag;
+    dp->rx.rr.sink_to = h->rr.sink_to;
+    dp->rx.rr.size = h->rr.size;
+    /* iwarp-wire.md §5.4: a zero-length Read is answered without validating the source. */
+    if (h->rr.size) {
+        if (dp_check_remote(qp, h->rr.src_stag, h->rr.src_to, h->rr.size, DP_ACC_REMOTE_READ, true, &mem, &tc) < 0) {
+            rx_fail(dp, tc.layer, tc.etype, tc.ecode);
+            return;
+        }
+        dp_sgl_mem(&dp->rx.rr.src, mem, h->rr.src_to, h->rr.size);
+    }
+    dp->rx.rr_pending = true;
+}
+
+static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_rx *rx = &dp->rx;
+
+    if (h->mo == 0 && !rx->have_recv) {
+        /* First segment: consume the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25). */
+        int got = -ENOBUFS;
+        pthread_mutex_lock(&qp->lock);
+        if (qp->srq) {
+            got = iw_srq_take(qp->srq, &rx->recv);
+        } else if (qp->rq.count) {
+            rx->recv = *iw_wq_at(&qp->rq, 0);
+            memset(iw_wq_at(&qp->rq, 0), 0, sizeof(struct iw_wqe));
+            qp->rq.head = (qp->rq.head + 1) % qp->rq.depth;
+            qp->rq.count--;
+            got = 0;
+        }
+        if (got == 0) {
+            rx->have_recv = true;
+            rx->recv_status = STATUS_SUCCESS;
+            rx->recv_pec = 0;
+        }
+        pthread_mutex_unlock(&qp->lock);
+        if (got < 0) {
+            /* iWARP has no receiver-not-ready retry: RFC 5041 §7.3 code 2, connection dies. */
+            rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF);
+            return;
+        }
+        uint32_t bad;
+        if (dp_sgl_resolve(qp, rx->recv.sge, rx->recv.nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, &bad) < 0) {
+            /* Our consumer's receive buffer is not writable: local protection error on the
+             * receive; the stream cannot continue (RFC 5041 §7 local catastrophic). */
+            rx->recv_status = STATUS_ACCESS_VIOLATION;
+            rx->recv_pec = IW_PEC(IW_PEC_POSTED, 0, 0, bad);
+            rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_CATASTROPHIC, IW_TERM_DDP_CATASTROPHIC);
+            return;
+        }
+    } else if (!rx->have_recv) {
+        rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_INV_MO);
+        return;
+    }
+    if ((uint64_t)h->mo + h->payload_len > rx->recv_sgl.total) {
+        /* RFC 5041 §7.3 code 5: DDP message too long for the available buffer. */
+        rx->recv_status = STATUS_BUFFER_TOO_SMALL;
+        rx->recv_pec = IW_PEC(IW_PEC_LOCAL, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG);
+        rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG);
+        return;
+    }
+    if (h->payload_len) {
+        rx->tgt = DP_RXT_SEND;
+        rx->tgt_base = h->mo;
+    }
+}
+
+static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    dp->rx.tgt = DP_RXT_NONE;
+    switch (h->opcode) {
+    case IW_OP_WRITE:
+        rx_hdr_write(qp, dp, h);
+        break;
+    case IW_OP_READ_RESP:
+        rx_hdr_read_resp(qp, dp, h);
+        break;
+    case IW_OP_READ_REQ:
+        rx_hdr_read_req(qp, dp, h);
+        break;
+    case IW_OP_SEND:
+    case IW_OP_SEND_SE:
+    case IW_OP_SEND_INV:
+    case IW_OP_SEND_SE_INV:
+        rx_hdr_send(qp, dp, h);
+        break;
+    case IW_OP_TERMINATE:
+        break;                                    /* acted on at END, once the CRC is good */
+    default:
+        rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE);
+        break;
+    }
+}
+
+/* ---- PAYLOAD: placement ---- */
+
+/* Copies a chunk of segment payload to its target; a chunk that was read straight into the
+ * target (readv) is already there and costs nothing. */
+static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
+{
+    const struct dp_sgl *s = rx_target_sgl(dp);
+    const uint8_t *src = ev->data;
+    uint64_t off = dp->rx.tgt_base + ev->off, left = ev->len;
+
+    if (!s)
+        return;
+    while (left) {
+        struct iovec iov[16];
+        uint64_t mapped;
+        int n = dp_sgl_iov(s, off, left, iov, 16, &mapped);
+        if (n == 0 || mapped == 0)
+            return;                               /* cannot happen: the header was checked */
+        for (int i = 0; i < n; i++) {
+            if (iov[i].iov_base != (const void *)src)
+                memcpy(iov[i].iov_base, src, iov[i].iov_len);
+            src += iov[i].iov_len;
+        }
+        off += mapped;
+        left -= mapped;
+    }
+}
+
+/* ---- END: completion ---- */
+
+static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_error *e);
+
+static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_orq_ent *o;
+    struct dp_term_code tc;
+    bool short_resp = false;
+
+    pthread_mutex_lock(&qp->lock);
+    if (!dp->orq_count) {
+        pthread_mutex_unlock(&qp->lock);
+        return;
+    }
+    o = &dp->orq[dp->orq_head];
+    o->got += h->payload_len;
+    if (h->last) {
+        struct dp_sqe *s = &dp->sq[o->slot];
+        struct iw_wqe *w = NULL;
+        if (o->got != o->size) {
+            short_resp = true;
+        } else {
+            for (uint32_t i = 0; i < qp->sq.count; i++)
+                if ((qp->sq.head + i) % qp->sq.depth == o->slot)
+                    w = iw_wq_at(&qp->sq, i);
+            s->status = STATUS_SUCCESS;
+            /* §5.5.3 READ_LOCAL_INVALIDATE: success also means the first SGE's token is gone. */
+            if (w && (w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge &&
+                dp_invalidate_stag(qp, w->sge[0].MemoryRegionToken, false, &tc) < 0) {
+                s->status = STATUS_ACCESS_VIOLATION;
+                s->pec = IW_PEC(IW_PEC_POSTED, tc.layer, tc.etype, tc.ecode);
+            }
+            s->state = DP_SQE_DONE;
+            dp->orq_head = (dp->orq_head + 1) % IW_MAX_ORD;
+            dp->orq_count--;
+            dp_sq_retire_locked(qp, dp);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (short_resp)
+        rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
+}
+
+static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct dp_rx *rx = &dp->rx;
+    bool inv = h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV;
+    bool se = h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_SE_INV;
+    struct dp_term_code tc;
+
+    if (!h->last || !rx->have_recv)
+        return;
+    /* RFC 5040 §5.3 / iwarp-wire.md §5.3: invalidate after the whole message arrived and
+     * before the receive completes (§5.6). An invalid token aborts the connection (§2.9). */
+    if (inv && dp_invalidate_stag(qp, h->inv_stag, true, &tc) < 0) {
+        rx->recv_status = STATUS_ACCESS_VIOLATION;
+        rx->recv_pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
+        rx_fail(dp, tc.layer, tc.etype, tc.ecode);
+        return;
+    }
+    NDK_RESULT_EX r = {
+        .Status = STATUS_SUCCESS,
+        .BytesTransferred = (ULONG)((uint64_t)h->mo + h->payload_len),
+        .QPContext = qp->qp_context,
+        .RequestContext = rx->recv.request_context,
+        .Type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
+        .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
+    };
+    dp_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
+    iw_wqe_release(&rx->recv);
+    pthread_mutex_lock(&qp->lock);
+    iw_cq_push(qp->rcq, &r, se);
+    rx->have_recv = false;
+    pthread_mutex_unlock(&qp->lock);
+}
+
+static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    struct iw_term_ctrl rfc, siw;
+    struct dp_term_code tc;
+
+    /* iwarp-wire.md §4.5: siw sends the control word bit-swapped; log both readings and pick
+     * siw's only when the M/D/R bits sit where siw puts them (or the RFC layer is invalid). */
+    iw_fpdu_term_ctrl_rfc(h->term.ctrl, &rfc);
+    iw_fpdu_term_ctrl_siw(h->term.ctrl, &siw);
+    uint8_t b2 = h->term.ctrl[IW_TERM_OFF_HDRCT];
+    bool use_siw = (!(b2 & 0xE0) && (b2 & 0x07)) || (rfc.layer > IW_TERM_LAYER_LLP && siw.layer <= IW_TERM_LAYER_LLP);
+    const struct iw_term_ctrl *c = use_siw ? &siw : &rfc;
+    iw_warn("QP[%u] Terminate received: RFC layout layer %u etype %u code 0x%02x hdrct 0x%02x; "
+            "siw layout layer %u etype %u code 0x%02x hdrct 0x%02x (using %s)",
+            qp->obj.id, rfc.layer, rfc.etype, rfc.ecode, rfc.hdrct, siw.layer, siw.etype, siw.ecode, siw.hdrct,
+            use_siw ? "siw" : "RFC");
+    tc.layer = c->layer;
+    tc.etype = c->etype;
+    tc.ecode = c->ecode;
+
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_set_error_locked(qp, -ECONNRESET);
+    /* The oldest outstanding request is the one the peer refused (a Read still waiting, or the
+     * request behind a Write already completed on transmit): it completes with the peer's
+     * reason (§5.2 "completes with a remote access error on both sides"). */
+    if (qp->sq.count) {
+        struct dp_sqe *s = &dp->sq[qp->sq.head];
+        if (!s->failed) {
+            s->failed = true;
+            s->status = dp_term_status(&tc);
+            s->pec = IW_PEC(IW_PEC_REMOTE, tc.layer, tc.etype, tc.ecode);
+        }
+    }
+    /* Never answer a Terminate with one (RFC 5040 §5.3); TX stops at its next FPDU boundary. */
+    dp->term_pending = true;
+    dp->term_sent = true;
+    if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING)
+        iw_qp_modify_locked(qp, IW_QP_TERMINATE);
+    pthread_mutex_unlock(&qp->lock);
+    rx_goto(qp, dp, DP_RX_TERMINATED);
+    return -ECONNRESET;
+}
+
+/* Returns 0 to go on, or a fatal -errno. */
+static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev)
+{
+    const struct iw_fpdu_hdr *h = ev->hdr;
+    struct dp_rx *rx = &dp->rx;
+    int ret = 0;
+
+    /* RFC 5044 §7.1.2: the responder's TX waits for one good FPDU from the initiator. */
+    if (!rx->first_done) {
+        bool kick = false;
+        rx->first_done = true;
+        pthread_mutex_lock(&qp->lock);
+        if (qp->params.tx_wait_first_rx) {
+            qp->params.tx_wait_first_rx = false;
+            kick = true;
+        }
+        pthread_mutex_unlock(&qp->lock);
+        if (kick)
+            rx_kick_tx(qp, dp);
+    }
+    IW_COUNT(qp->obj.dev, rdma_in_frames, 1);
+    switch (h->opcode) {
+    case IW_OP_WRITE:
+        dp_sgl_release(&rx->wsgl);
+        break;
+    case IW_OP_READ_RESP:
+        rx_end_read_resp(qp, dp, h);
+        if (h->last)
+            rx_kick_tx(qp, dp);                   /* an ORD slot / the fence may have freed */
+        break;
+    case IW_OP_READ_REQ:
+        if (rx->rr_pending) {
+            pthread_mutex_lock(&qp->lock);
+            dp->irq[(dp->irq_head + dp->irq_count) % IW_MAX_IRD] = rx->rr;
+            dp->irq_count++;
+            rx->rr_pending = false;
+            memset(&rx->rr, 0, sizeof rx->rr);
+            pthread_mutex_unlock(&qp->lock);
+            rx_kick_tx(qp, dp);
+        }
+        break;
+    case IW_OP_SEND:
+    case IW_OP_SEND_SE:
+    case IW_OP_SEND_INV:
+    case IW_OP_SEND_SE_INV:
+        rx_end_send(qp, dp, h);
+        break;
+    case IW_OP_TERMINATE:
+        ret = rx_end_terminate(qp, dp, h);
+        break;
+    default:
+        break;
+    }
+    rx->tgt = DP_RXT_NONE;
+    return ret;
+}
+
+/* ---- errors: one Terminate ---- */
+
+static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_error *e)
+{
+    struct dp_rx *rx = &dp->rx;
+    struct dp_term_code tc = { e->term.layer, e->term.etype, e->term.ecode };
+    NTSTATUS st = dp_term_status(&tc);
+
+    iw_warn("QP[%u] RX error at stream offset %llu: %s (layer %u etype %u code 0x%02x); sending Terminate",
+            qp->obj.id, (unsigned long long)e->fpdu_offset, iw_fpdu_rx_reason_str(e->reason), tc.layer, tc.etype,
+            tc.ecode);
+    dp_sgl_release(&rx->wsgl);
+    dp_sgl_release(&rx->rr.src);
+    rx->rr_pending = false;
+    pthread_mutex_lock(&qp->lock);
+    if (rx->have_recv) {
+        if (rx->recv_status == STATUS_SUCCESS) {
+            rx->recv_status = st;
+            rx->recv_pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
+        }
+    } else if (!qp->srq && qp->rq.count && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES)) {
+        /* A protection violation by the peer is reported on this side too (issue 4: "a
+         * remote access error on both sides"): the oldest receive carries it. */
+        rx->recv = *iw_wq_at(&qp->rq, 0);
+        memset(iw_wq_at(&qp->rq, 0), 0, sizeof(struct iw_wqe));
+        qp->rq.head = (qp->rq.head + 1) % qp->rq.depth;
+        qp->rq.count--;
+        memset(&rx->recv_sgl, 0, sizeof rx->recv_sgl);
+        rx->have_recv = true;
+        rx->recv_status = st;
+        rx->recv_pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
+    }
+    /* A bad Read Response fails the Read it was aimed at. */
+    if (dp->orq_count && rx->tgt == DP_RXT_RRESP) {
+        struct dp_sqe *s = &dp->sq[dp->orq[dp->orq_head].slot];
+        s->failed = true;
+        s->status = st;
+        s->pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
+    }
+    dp_queue_terminate_locked(qp, dp, &e->term, e->err ? e->err : -EBADMSG);
+    pthread_mutex_unlock(&qp->lock);
+    rx_goto(qp, dp, DP_RX_FAILED);
+    rx_kick_tx(qp, dp);                           /* the Terminate goes out now if it can */
+    return -EBADMSG;
+}
+
+/* ---- the engine ---- */
+
+/* Runs the deframer over len bytes at data. Returns 0 (all consumed) or a fatal -errno. */
+static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size_t len)
+{
+    size_t pos = 0;
+
+    for (;;) {
+        struct iw_fpdu_event ev;
+        size_t used = 0;
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&dp->rx.fr, data + pos, len - pos, &used, &ev);
+        int err;
+
+        pos += used;
+        switch (t) {
+        case IW_FPDU_EV_NEED_MORE:
+            return 0;
+        case IW_FPDU_EV_HEADER:
+            rx_on_header(qp, dp, ev.hdr);
+            break;
+        case IW_FPDU_EV_PAYLOAD:
+            rx_place(dp, &ev);
+            break;
+        case IW_FPDU_EV_END:
+            err = rx_on_end(qp, dp, &ev);
+            if (err)
+                return err;
+            break;
+        case IW_FPDU_EV_ERROR:
+        default:
+            return rx_error(qp, dp, ev.err ? ev.err : iw_fpdu_rx_error(&dp->rx.fr));
+        }
+    }
+}
+
+static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_rx *rx = &dp->rx;
+
+    if (rx->st_off < rx->st_len) {
+        int err = rx_feed(qp, dp, rx->stage + rx->st_off, rx->st_len - rx->st_off);
+        rx->st_off = rx->st_len;
+        if (err)
+            return err;
+    }
+    rx->st_off = rx->st_len = 0;
+    return 0;
+}
+
+#define DP_RX_READS_PER_CALL 64
+
+static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_rx *rx = &dp->rx;
+    int err;
+
+    if (rx->state == DP_RX_FAILED)
+        return -EBADMSG;
+    if (rx->state == DP_RX_TERMINATED)
+        return -ECONNRESET;
+    for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
+        struct iovec iov[DP_RX_MAX_IOV + 1];
+        uint64_t direct = 0;
+        int n = 0;
+
+        err = rx_consume_stage(qp, dp);
+        if (err)
+            return err;
+        /* Payload with a checked target: read it straight into registered memory, with the
+         * staging buffer behind it for the trailer and the next headers. */
+        if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
+            uint64_t left = rx->fr.hdr.payload_len - rx->fr.pay_done;
+            n = dp_sgl_iov(rx_target_sgl(dp), rx->tgt_base + rx->fr.pay_done, left, iov, DP_RX_MAX_IOV, &direct);
+        }
+        iov[n].iov_base = rx->stage;
+        iov[n].iov_len = sizeof rx->stage;
+        ssize_t got = readv(dp->fd, iov, n + 1);
+        if (got == 0)
+            return -ESHUTDOWN;                    /* orderly FIN from the peer */
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -errno;
+        }
+        rx->rx_bytes += (uint64_t)got;
+        IW_COUNT(qp->obj.dev, rdma_in_octets, got);
+        size_t left = (size_t)got;
+        for (int i = 0; i < n && left; i++) {
+            size_t take = left < iov[i].iov_len ? left : iov[i].iov_len;
+            err = rx_feed(qp, dp, iov[i].iov_base, take);
+            left -= take;
+            if (err)
+                return err;
+        }
+        rx->st_off = 0;
+        rx->st_len = left;
+    }
+    return rx_consume_stage(qp, dp);
+}
+
+int iw_qp_on_readable(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool stopped;
+    int err;
+
+    if (!dp)
+        return -ENOTCONN;
+    pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    stopped = dp->stopped;
+    pthread_mutex_unlock(&qp->lock);
+    err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
+    if (!err && dp->rx.tx_err)
+        err = dp->rx.tx_err;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return err;
+}
+
+int dp_rx_drain(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool stopped;
+    int err = 0;
+
+    if (!dp)
+        return 0;
+    pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    stopped = dp->stopped;
+    pthread_mutex_unlock(&qp->lock);
+    if (!stopped && dp->fd >= 0 && dp->rx.state == DP_RX_RUN)
+        err = rx_engine(qp, dp);
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return err;
+}

@@ -1,0 +1,678 @@
+/*
+ * tx.c - the transmit engine and the data path's life cycle hooks.
+ *
+ * The TX engine is a resumable state machine (enum dp_tx_state, one transition function
+ * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: dp_tx_kick sets
+ * tx_pending and trylocks; the owner loops until tx_pending stays clear, so a kick is never
+ * lost. Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
+ * payload iovecs, trailer; several FPDUs per call); a short write just leaves the batch in
+ * DP_TX_SENDING and asks the progress engine for EPOLLOUT.
+ *
+ * Message choice (tx_pick, qp->lock held): our Terminate first (after the FPDU in flight: an
+ * FPDU is never cut), then queued Read Responses (RFC 5040 §5.3: in request order), then the SQ
+ * in posting order. Messages are never interleaved (iwarp-wire.md §3.5 recommendation).
+ * SQ rules: READ_FENCE waits until every earlier Read has completed (§5.5.3); a Read waits for
+ * an ORD slot (§5.11.3: excess reads queue); Bind / Fast Register / Invalidate execute when the
+ * engine reaches them, so they are ordered with the transfers around them.
+ * Completions: Send / Write when the last byte went to TCP (RFC 5040 has no acknowledgement),
+ * Read when its Response has arrived (rx.c); always retired in posting order (§5.6).
+ */
+#include "datapath.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+
+#define DP_IOV_MAX 1024   /* Linux UIO_MAXIOV */
+
+static const char *const dp_tx_state_name[DP_TX_STATE_COUNT] = {
+    [DP_TX_IDLE] = "IDLE", [DP_TX_SENDING] = "SENDING", [DP_TX_DEAD] = "DEAD",
+};
+
+/* The one TX state transition function. IDLE <-> SENDING, either -> DEAD, DEAD is final. */
+static void tx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_tx_state to)
+{
+    static const uint8_t ok[DP_TX_STATE_COUNT] = {
+        [DP_TX_IDLE] = 1u << DP_TX_SENDING | 1u << DP_TX_DEAD | 1u << DP_TX_IDLE,
+        [DP_TX_SENDING] = 1u << DP_TX_IDLE | 1u << DP_TX_DEAD | 1u << DP_TX_SENDING,
+        [DP_TX_DEAD] = 1u << DP_TX_DEAD,
+    };
+    if (!(ok[dp->tx.state] & (1u << to))) {
+        iw_err("QP[%u] TX transition undefined: %s => %s", qp->obj.id, dp_tx_state_name[dp->tx.state],
+               dp_tx_state_name[to]);
+        to = DP_TX_DEAD;
+    }
+    dp->tx.state = to;
+}
+
+/* ---- completion of SQ entries ---- */
+
+void dp_sq_retire_locked(struct iw_qp *qp, struct iw_dp *dp)
+{
+    while (qp->sq.count) {
+        uint32_t slot = qp->sq.head;
+        struct dp_sqe *s = &dp->sq[slot];
+        struct iw_wqe *w = iw_wq_at(&qp->sq, 0);
+
+        if (s->state != DP_SQE_DONE)
+            break;
+        /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
+        bool report = !(s->status == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_SILENT_SUCCESS));
+        NDK_RESULT_EX r = {
+            .Status = s->status,
+            .QPContext = qp->qp_context,
+            .RequestContext = w->request_context,
+            .Type = dp_wr_type(w->op),
+            .ProviderErrorCode = s->status == STATUS_SUCCESS ? 0 : s->pec,
+        };
+        /* Memory references go before the completion is visible: a consumer that deregisters
+         * right after it must not find the region still in use by us (§5.10). */
+        dp_sgl_release(&s->sgl);
+        memset(s, 0, sizeof(*s));
+        iw_wqe_release(w);
+        if (report)
+            iw_cq_push(qp->icq, &r, false);
+        qp->sq.head = (qp->sq.head + 1) % qp->sq.depth;
+        qp->sq.count--;
+        if (dp->sq_issued)
+            dp->sq_issued--;
+    }
+}
+
+void dp_queue_terminate_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_term *t, int err)
+{
+    iw_qp_set_error_locked(qp, err);
+    /* Keep the first error and send exactly one Terminate (RFC 5040 §5.3, siw init_terminate). */
+    if (dp->term_pending || dp->term_sent)
+        return;
+    dp->term = *t;
+    dp->term_pending = true;
+    if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING)
+        iw_qp_modify_locked(qp, IW_QP_TERMINATE);
+}
+
+/* A local work request failed in a way that kills the QP (verbs semantics: a failed SQ
+ * completion moves the QP to error): record its status, Terminate with RDMAP local
+ * catastrophic (what siw sends when its own side moves to TERMINATE). qp->lock held. */
+static void tx_fail_sqe_locked(struct iw_qp *qp, struct iw_dp *dp, uint32_t slot, NTSTATUS st, ULONG pec)
+{
+    struct iw_fpdu_term t;
+
+    dp->sq[slot].status = st;
+    dp->sq[slot].pec = pec;
+    dp->sq[slot].failed = true;
+    memset(&t, 0, sizeof t);
+    t.layer = IW_TERM_LAYER_RDMAP;
+    t.etype = IW_TERM_ETYPE_RDMAP_CATASTROPHIC;
+    t.ecode = IW_TERM_RDMAP_UNSPECIFIED;
+    dp_queue_terminate_locked(qp, dp, &t, -EACCES);
+}
+
+/* ---- picking the next message (qp->lock held) ---- */
+
+static uint8_t send_opcode(const struct iw_wqe *w)
+{
+    bool se = (w->flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
+
+    if (w->op == IW_WR_SEND_INV)
+        return se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
+    return se ? IW_OP_SEND_SE : IW_OP_SEND;
+}
+
+/* Returns 1 when a message was set up in dp->tx, 0 when there is nothing to send now.
+ * Recursion depth is at most 2 (a failure queues the Terminate, which the second call picks). */
+static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp);
+
+static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+
+    if (dp->stopped)
+        return 0;
+    if (dp->term_pending && !dp->term_sent) {
+        memset(&tx->h, 0, sizeof tx->h);
+        tx->h.opcode = IW_OP_TERMINATE;
+        tx->h.last = true;
+        tx->h.msn = 1;                             /* the first and only message on QN 2 */
+        tx->h.term = dp->term;
+        tx->src = NULL;
+        tx->off = tx->len = 0;
+        tx->msg = DP_MSG_TERM;
+        return 1;
+    }
+    if (dp->term_pending || (qp->state != IW_QP_RTS && qp->state != IW_QP_CLOSING))
+        return 0;
+    /* RFC 5044 §7.1.2: a non-P2P responder sends nothing before the first FPDU arrived. */
+    if (qp->params.tx_wait_first_rx)
+        return 0;
+
+    if (dp->irq_count) {
+        struct dp_irq_ent *e = &dp->irq[dp->irq_head];
+        memset(&tx->h, 0, sizeof tx->h);
+        tx->h.opcode = IW_OP_READ_RESP;
+        tx->h.stag = e->sink_stag;
+        tx->h.to = e->sink_to;
+        tx->src = &e->src;
+        tx->off = 0;
+        tx->len = e->size;
+        tx->msg = DP_MSG_RRESP;
+        return 1;
+    }
+
+    while (dp->sq_issued < qp->sq.count) {
+        struct iw_wqe *w = iw_wq_at(&qp->sq, dp->sq_issued);
+        uint32_t slot = (qp->sq.head + dp->sq_issued) % qp->sq.depth;
+        struct dp_sqe *s = &dp->sq[slot];
+        uint32_t bad;
+
+        if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->orq_count)
+            return 0;                              /* §5.5.3: wait for earlier reads */
+        if (w->op == IW_WR_READ && dp->orq_count >= dp->ord)
+            return 0;                              /* ORD reached: queue (RFC 5040 §5.3) */
+
+        switch (w->op) {
+        case IW_WR_BIND:
+        case IW_WR_FAST_REGISTER:
+        case IW_WR_INVALIDATE:
+            s->status = w->op == IW_WR_BIND ? dp_exec_bind(qp, w)
+                      : w->op == IW_WR_FAST_REGISTER ? dp_exec_fast_register(qp, w)
+                      : dp_exec_invalidate(qp, w);
+            dp->sq_issued++;
+            if (s->status != STATUS_SUCCESS) {
+                tx_fail_sqe_locked(qp, dp, slot, s->status, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
+                return tx_pick_locked(qp, dp);     /* sets up the Terminate */
+            }
+            s->state = DP_SQE_DONE;
+            dp_sq_retire_locked(qp, dp);
+            continue;
+        case IW_WR_READ:
+            if (dp_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
+                dp->sq_issued++;
+                tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
+                return tx_pick_locked(qp, dp);
+            }
+            memset(&tx->h, 0, sizeof tx->h);
+            tx->h.opcode = IW_OP_READ_REQ;
+            tx->h.last = true;
+            tx->h.msn = tx->msn_rreq++;
+            /* RFC 5040 §4.4: the sink STag / TO label our sink; we place the Response by the SGL
+             * we keep in the ORQ (adapter.c: RDMA_READ_SINK_NOT_REQUIRED), so the first SGE's
+             * token and address serve. Never STag 0 on the wire (iwarp-wire.md §5.4). */
+            tx->h.rr.sink_stag = w->nsge && w->sge[0].MemoryRegionToken ? w->sge[0].MemoryRegionToken : 0x100u;
+            tx->h.rr.sink_to = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress : 0;
+            tx->h.rr.size = (uint32_t)w->length;
+            tx->h.rr.src_stag = w->remote_stag;
+            tx->h.rr.src_to = w->remote_addr;
+            /* Into the ORQ before the request leaves, so its Response always finds it. */
+            {
+                struct dp_orq_ent *o = &dp->orq[(dp->orq_head + dp->orq_count) % IW_MAX_ORD];
+                o->slot = slot;
+                o->sink_stag = tx->h.rr.sink_stag;
+                o->sink_to = tx->h.rr.sink_to;
+                o->size = tx->h.rr.size;
+                o->got = 0;
+                dp->orq_count++;
+            }
+            s->state = DP_SQE_WAIT_RESP;
+            tx->src = NULL;
+            tx->off = tx->len = 0;
+            break;
+        case IW_WR_SEND:
+        case IW_WR_SEND_INV:
+        case IW_WR_WRITE:
+            if (w->inline_buf || ((w->flags & NDK_OP_FLAG_INLINE) && w->length == 0)) {
+                dp_sgl_inline(&s->sgl, w->inline_buf, w->length);
+            } else if (dp_sgl_resolve(qp, w->sge, w->nsge, 0, &s->sgl, &bad) < 0) {
+                dp->sq_issued++;
+                tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
+                return tx_pick_locked(qp, dp);
+            }
+            memset(&tx->h, 0, sizeof tx->h);
+            if (w->op == IW_WR_WRITE) {
+                tx->h.opcode = IW_OP_WRITE;
+                tx->h.stag = w->remote_stag;
+                tx->h.to = w->remote_addr;
+            } else {
+                tx->h.opcode = send_opcode(w);
+                tx->h.inv_stag = w->remote_stag;
+                tx->h.msn = tx->msn_send++;
+            }
+            s->state = DP_SQE_ACTIVE;
+            tx->src = &s->sgl;
+            tx->off = 0;
+            tx->len = s->sgl.total;
+            break;
+        default:
+            dp->sq_issued++;
+            tx_fail_sqe_locked(qp, dp, slot, STATUS_INVALID_PARAMETER, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
+            return tx_pick_locked(qp, dp);
+        }
+        tx->slot = slot;
+        tx->msg = DP_MSG_SQ;
+        dp->sq_issued++;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- building a batch of FPDUs ---- */
+
+/* Frames as many segments of the current message as fit one batch. Engine-private (tx_mutex). */
+static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+    uint32_t maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
+    int nf = 0;
+
+    tx->iovcnt = tx->iovpos = 0;
+    tx->batch_bytes = 0;
+    tx->batch_last = false;
+    do {
+        struct iw_fpdu_hdr h = tx->h;
+        uint64_t seg = tx->len - tx->off;
+        int room = DP_TX_MAX_IOV - tx->iovcnt - 2;
+        uint64_t mapped = 0;
+        int np = 0;
+
+        if (seg > maxpay)
+            seg = maxpay;
+        if (seg) {
+            if (room <= 0)
+                break;
+            np = dp_sgl_iov(tx->src, tx->off, seg, &tx->iov[tx->iovcnt + 1], room, &mapped);
+            if (mapped == 0)
+                break;                             /* out of iovecs: next batch */
+            seg = mapped;                          /* a shorter segment is fine (RFC 5041 §5) */
+        }
+        h.last = tx->off + seg == tx->len;
+        if (h.opcode == IW_OP_WRITE || h.opcode == IW_OP_READ_RESP)
+            h.to = tx->h.to + tx->off;
+        else
+            h.mo = (uint32_t)tx->off;
+        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, tx->hdr[nf], sizeof tx->hdr[nf]);
+        if (hl < 0) {
+            iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
+            return hl;
+        }
+        tx->iov[tx->iovcnt].iov_base = tx->hdr[nf];
+        tx->iov[tx->iovcnt].iov_len = (size_t)hl;
+        uint32_t crc = 0;
+        if (dp->crc) {
+            crc = iw_crc32c_update(iw_crc32c_init(), tx->hdr[nf], (size_t)hl);
+            for (int i = 0; i < np; i++)
+                crc = iw_crc32c_update(crc, tx->iov[tx->iovcnt + 1 + i].iov_base, tx->iov[tx->iovcnt + 1 + i].iov_len);
+        }
+        uint32_t ulpdu = (uint32_t)(hl - IW_MPA_LEN_SIZE + seg);
+        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, tx->trl[nf], sizeof tx->trl[nf]);
+        if (tl < 0)
+            return tl;
+        tx->iovcnt += 1 + np;
+        tx->iov[tx->iovcnt].iov_base = tx->trl[nf];
+        tx->iov[tx->iovcnt].iov_len = (size_t)tl;
+        tx->iovcnt++;
+        tx->batch_bytes += iw_mpa_fpdu_len(ulpdu);
+        tx->off += seg;
+        nf++;
+        if (h.last) {
+            tx->batch_last = true;
+            break;
+        }
+    } while (nf < DP_TX_MAX_FPDUS);
+    if (nf == 0)
+        return -ENOBUFS;                           /* cannot happen: one FPDU always fits */
+    IW_COUNT(qp->obj.dev, rdma_out_frames, nf);
+    return 0;
+}
+
+/* Writes what is left of the batch. 0 = all written, -EAGAIN = socket full, else -errno. */
+static int tx_write(struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+
+    while (tx->iovpos < tx->iovcnt) {
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_iov = &tx->iov[tx->iovpos];
+        m.msg_iovlen = (size_t)(tx->iovcnt - tx->iovpos);
+        if (m.msg_iovlen > DP_IOV_MAX)
+            m.msg_iovlen = DP_IOV_MAX;
+        ssize_t n = sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return -EAGAIN;
+            return -errno;
+        }
+        /* Partial write: advance through the iovecs; resume here later. */
+        size_t left = (size_t)n;
+        while (left && tx->iovpos < tx->iovcnt) {
+            struct iovec *v = &tx->iov[tx->iovpos];
+            if (left >= v->iov_len) {
+                left -= v->iov_len;
+                tx->iovpos++;
+            } else {
+                v->iov_base = (uint8_t *)v->iov_base + left;
+                v->iov_len -= left;
+                left = 0;
+            }
+        }
+        while (tx->iovpos < tx->iovcnt && tx->iov[tx->iovpos].iov_len == 0)
+            tx->iovpos++;
+    }
+    return 0;
+}
+
+/* The batch is on the wire. qp->lock NOT held; takes it. */
+static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+    struct dp_sgl drop;
+
+    IW_COUNT(qp->obj.dev, rdma_out_octets, tx->batch_bytes);
+    if (!tx->batch_last)
+        return;                                    /* more segments of this message */
+    drop.n = 0;
+    pthread_mutex_lock(&qp->lock);
+    switch (tx->msg) {
+    case DP_MSG_SQ:
+        if (dp->sq[tx->slot].state == DP_SQE_ACTIVE) {
+            /* A failure recorded meanwhile (the peer's Terminate named this request) stays. */
+            dp->sq[tx->slot].state = DP_SQE_DONE;
+            if (!dp->sq[tx->slot].failed)
+                dp->sq[tx->slot].status = STATUS_SUCCESS;
+            dp_sq_retire_locked(qp, dp);
+        }
+        break;
+    case DP_MSG_RRESP:
+        drop = dp->irq[dp->irq_head].src;
+        memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
+        dp->irq_head = (dp->irq_head + 1) % IW_MAX_IRD;
+        dp->irq_count--;
+        break;
+    case DP_MSG_TERM:
+        dp->term_sent = true;
+        tx_goto(qp, dp, DP_TX_DEAD);               /* RFC 5040 §5.3: nothing after a Terminate */
+        break;
+    default:
+        break;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    dp_sgl_release(&drop);
+    tx->msg = DP_MSG_NONE;
+}
+
+/* The engine proper: runs until idle, blocked or dead. tx_mutex held. Returns 0 or a fatal
+ * socket error (-errno). */
+static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+    int err;
+
+    for (;;) {
+        switch (tx->state) {
+        case DP_TX_DEAD:
+            return 0;
+        case DP_TX_SENDING:
+            err = tx_write(dp);
+            if (err == -EAGAIN) {
+                if (!tx->want_out) {
+                    tx->want_out = true;
+                    iw_qp_want_writable(qp, true);
+                }
+                return 0;
+            }
+            if (err < 0) {
+                tx_goto(qp, dp, DP_TX_DEAD);
+                return err;
+            }
+            tx_goto(qp, dp, DP_TX_IDLE);
+            tx_batch_done(qp, dp);
+            if (tx->state == DP_TX_DEAD)
+                return -EPROTO;                    /* our Terminate is out: the CM aborts */
+            continue;
+        case DP_TX_IDLE: {
+            int picked = 1;
+            pthread_mutex_lock(&qp->lock);
+            /* A Terminate (ours or the peer's) ends the stream at this FPDU boundary: the rest
+             * of the current message is abandoned (its request is flushed). */
+            if (dp->term_pending && tx->msg != DP_MSG_TERM)
+                tx->msg = DP_MSG_NONE;
+            if (tx->msg == DP_MSG_NONE)
+                picked = tx_pick_locked(qp, dp);
+            pthread_mutex_unlock(&qp->lock);
+            {
+                if (!picked) {
+                    if (tx->want_out) {
+                        tx->want_out = false;
+                        iw_qp_want_writable(qp, false);
+                    }
+                    return 0;
+                }
+            }
+            err = tx_build(qp, dp);
+            if (err < 0) {
+                tx_goto(qp, dp, DP_TX_DEAD);
+                return err;
+            }
+            tx_goto(qp, dp, DP_TX_SENDING);
+            continue;
+        }
+        default:
+            tx_goto(qp, dp, DP_TX_DEAD);
+            return -ENOTRECOVERABLE;
+        }
+    }
+}
+
+/* Returns the first fatal error seen (the caller reports it to the CM without locks). */
+int dp_tx_run(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    int ret = 0;
+
+    if (!dp)
+        return 0;
+    atomic_store_explicit(&dp->tx_pending, true, memory_order_release);
+    while (atomic_load_explicit(&dp->tx_pending, memory_order_acquire)) {
+        if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
+            return ret;                            /* the owner will see tx_pending */
+        atomic_store_explicit(&dp->tx_pending, false, memory_order_release);
+        bool stopped;
+        pthread_mutex_lock(&qp->lock);
+        stopped = dp->stopped;
+        pthread_mutex_unlock(&qp->lock);
+        int err = stopped ? 0 : tx_engine(qp, dp);
+        pthread_mutex_unlock(&dp->tx_mutex);
+        if (err < 0 && !ret)
+            ret = err;
+    }
+    return ret;
+}
+
+void dp_tx_kick(struct iw_qp *qp)
+{
+    int err = dp_tx_run(qp);
+
+    if (err < 0) {
+        iw_dbg("QP[%u] TX socket error %d", qp->obj.id, err);
+        iw_cm_connection_failed(qp, err);
+    }
+}
+
+/* ---- hooks (iwarp.h DATA PATH HOOKS) ---- */
+
+void iw_qp_kick_tx(struct iw_qp *qp)
+{
+    dp_tx_kick(qp);
+}
+
+int iw_qp_on_writable(struct iw_qp *qp)
+{
+    return dp_tx_run(qp);
+}
+
+void iw_qp_connection_established(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    int fd;
+
+    if (!dp) {
+        dp = calloc(1, sizeof(*dp));
+        if (!dp) {
+            iw_cm_connection_failed(qp, -ENOMEM);
+            return;
+        }
+        pthread_mutex_init(&dp->rx_mutex, NULL);
+        pthread_mutex_init(&dp->tx_mutex, NULL);
+        dp->fd = -1;
+    }
+    pthread_mutex_lock(&qp->lock);
+    fd = qp->fd;
+    if (!dp->sq)
+        dp->sq = calloc(qp->sq.depth ? qp->sq.depth : 1, sizeof(*dp->sq));
+    dp->crc = qp->params.crc;
+    dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
+    dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
+    dp->tx.msn_send = 1;
+    /* The CM's Read RTR (RFC 6581 §7.1) used MSN 1 on QN 1 in the direction it went. */
+    dp->tx.msn_rreq = qp->params.rtr_read_sent ? 2 : 1;
+    dp->tx.mulpdu = qp->params.mulpdu ? qp->params.mulpdu
+                  : iw_fpdu_mulpdu(qp->params.mss ? qp->params.mss : 1460, false);
+    if (dp->tx.mulpdu < IW_FPDU_READ_REQ_HDR_LEN + 4)
+        dp->tx.mulpdu = IW_FPDU_READ_REQ_HDR_LEN + 4;
+    struct iw_fpdu_rx_cfg cfg = { .max_ulpdu = 0, .crc = qp->params.crc, .check_seq = true };
+    iw_fpdu_rx_init(&dp->rx.fr, &cfg);
+    if (qp->params.rtr_read_consumed)
+        dp->rx.fr.uq[IW_QN_READ_REQ].msn = 2;
+    pthread_mutex_unlock(&qp->lock);
+
+    /* Our own reference to the socket, so the engines never race a close of qp->fd: the CM may
+     * detach and close its descriptor; ours goes in iw_qp_connection_lost (engines stopped). */
+    int nfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (nfd < 0 || !dp->sq) {
+        if (nfd >= 0)
+            close(nfd);
+        free(dp->sq);
+        dp->sq = NULL;
+        qp->dp = dp;
+        pthread_mutex_lock(&qp->lock);
+        dp->stopped = true;
+        pthread_mutex_unlock(&qp->lock);
+        iw_cm_connection_failed(qp, -ENOMEM);
+        return;
+    }
+    dp->fd = nfd;
+    qp->dp = dp;
+    iw_dbg("QP[%u] data path up: crc %d ird %u ord %u mulpdu %u", qp->obj.id, dp->crc, dp->ird, dp->ord,
+           dp->tx.mulpdu);
+    dp_tx_kick(qp);
+}
+
+void dp_stop(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&dp->tx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    if (!dp->stopped) {
+        dp->stopped = true;
+        tx_goto(qp, dp, DP_TX_DEAD);
+        /* The receive being filled left the RQ: complete it first (it is the oldest). */
+        if (dp->rx.have_recv) {
+            NDK_RESULT_EX r = {
+                .Status = dp->rx.recv_status ? dp->rx.recv_status : STATUS_CANCELLED,
+                .ProviderErrorCode = dp->rx.recv_status ? dp->rx.recv_pec : 0,
+                .QPContext = qp->qp_context,
+                .RequestContext = dp->rx.recv.request_context,
+                .Type = NdkOperationTypeReceive,
+            };
+            dp_sgl_release(&dp->rx.recv_sgl);
+            iw_wqe_release(&dp->rx.recv);
+            iw_cq_push(qp->rcq, &r, false);
+            dp->rx.have_recv = false;
+        }
+        /* SQ entries with a recorded error (local failure, or the one the peer's Terminate
+         * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
+        uint32_t last_failed = UINT32_MAX;
+        for (uint32_t i = 0; i < qp->sq.count; i++)
+            if (dp->sq[(qp->sq.head + i) % qp->sq.depth].failed)
+                last_failed = i;
+        for (uint32_t i = 0; last_failed != UINT32_MAX && i <= last_failed; i++) {
+            struct dp_sqe *s = &dp->sq[(qp->sq.head + i) % qp->sq.depth];
+            if (!s->failed && s->state != DP_SQE_DONE) {
+                s->status = STATUS_CANCELLED;     /* older than a failed one: keep the order */
+                s->pec = 0;
+            }
+            s->state = DP_SQE_DONE;
+        }
+        dp_sq_retire_locked(qp, dp);
+        for (uint32_t i = 0; i < qp->sq.count; i++) {
+            struct dp_sqe *s = &dp->sq[(qp->sq.head + i) % qp->sq.depth];
+            dp_sgl_release(&s->sgl);
+            memset(s, 0, sizeof(*s));
+        }
+        dp->sq_issued = 0;
+        dp->orq_count = 0;
+        while (dp->irq_count) {
+            dp_sgl_release(&dp->irq[dp->irq_head].src);
+            dp->irq_head = (dp->irq_head + 1) % IW_MAX_IRD;
+            dp->irq_count--;
+        }
+        dp_sgl_release(&dp->rx.wsgl);
+        dp_sgl_release(&dp->rx.rr.src);
+        dp->rx.rr_pending = false;
+        dp->tx.msg = DP_MSG_NONE;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_unlock(&dp->tx_mutex);
+    pthread_mutex_unlock(&dp->rx_mutex);
+}
+
+void iw_qp_connection_lost(struct iw_qp *qp, int err)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
+    (void)dp_rx_drain(qp);
+    dp_stop(qp);
+    pthread_mutex_lock(&dp->tx_mutex);
+    if (dp->tx.want_out) {
+        dp->tx.want_out = false;
+        iw_qp_want_writable(qp, false);
+    }
+    pthread_mutex_unlock(&dp->tx_mutex);
+    pthread_mutex_lock(&dp->rx_mutex);
+    if (dp->fd >= 0) {
+        close(dp->fd);
+        dp->fd = -1;
+    }
+    pthread_mutex_unlock(&dp->rx_mutex);
+}
+
+void iw_dp_qp_destroy(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    dp_stop(qp);
+    if (dp->fd >= 0)
+        close(dp->fd);
+    free(dp->sq);
+    pthread_mutex_destroy(&dp->rx_mutex);
+    pthread_mutex_destroy(&dp->tx_mutex);
+    free(dp);
+    qp->dp = NULL;
+}

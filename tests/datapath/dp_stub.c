@@ -1,0 +1,449 @@
+/* dp_stub.c - the core functions the data path calls that live outside the objects under test
+ * (progress engine work queue, CM callbacks, logging), plus the harness of dptest.h. */
+#include "dptest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+struct iw_provider *iw_prov;
+static struct dpt_env *g_env;
+
+void iw_log(int level, const char *fmt, ...)
+{
+    static int verbose = -1;
+    if (verbose < 0)
+        verbose = getenv("DPT_VERBOSE") ? atoi(getenv("DPT_VERBOSE")) : 0;
+    if (level > NDK_LOG_WARNING && verbose < 2)
+        return;
+    if (level > NDK_LOG_ERROR && !verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[iw %d] ", level);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
+{
+    bool q = false;
+    pthread_mutex_lock(&dev->wq_lock);
+    if (!w->queued) {
+        w->queued = true;
+        ndk_list_add_tail(&dev->work, &w->link);
+        q = true;
+    }
+    pthread_mutex_unlock(&dev->wq_lock);
+    return q;
+}
+
+static void run_work(struct iw_device *dev)
+{
+    for (;;) {
+        pthread_mutex_lock(&dev->wq_lock);
+        if (ndk_list_empty(&dev->work)) {
+            pthread_mutex_unlock(&dev->wq_lock);
+            return;
+        }
+        struct iw_work *w = ndk_list_entry(dev->work.next, struct iw_work, link);
+        ndk_list_del(&w->link);
+        w->queued = false;
+        pthread_mutex_unlock(&dev->wq_lock);
+        w->fn(w);
+    }
+}
+
+static struct dpt_side *side_of(struct iw_qp *qp)
+{
+    for (int i = 0; i < 2; i++)
+        if (g_env && g_env->s[i].qp == qp)
+            return &g_env->s[i];
+    return NULL;
+}
+
+void iw_cm_connection_failed(struct iw_qp *qp, int err)
+{
+    struct dpt_side *s = side_of(qp);
+    int zero = 0;
+    if (s)
+        atomic_compare_exchange_strong(&s->failed, &zero, err ? err : -EIO);
+}
+
+void iw_qp_want_writable(struct iw_qp *qp, bool on)
+{
+    struct dpt_side *s = side_of(qp);
+    if (s)
+        atomic_store(&s->want_out, on);
+}
+
+/* ---- harness ---- */
+
+void dpt_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
+bool dpt_check(const uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        if (p[i] != (uint8_t)x) {
+            fprintf(stderr, "mismatch at %zu of %zu: %02x != %02x\n", i, n, p[i], (uint8_t)x);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Tears a side down the way cm.c does: state out of RTS, fd detached and closed (abortive),
+ * then connection_lost, then flush. Harness thread (or the test after it stopped). */
+static void teardown(struct dpt_side *s, int err)
+{
+    struct iw_qp *qp = s->qp;
+    int fd;
+
+    atomic_store(&s->live, false);
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_set_error_locked(qp, err);
+    if (qp->state != IW_QP_ERROR)
+        iw_qp_modify_locked(qp, IW_QP_ERROR);
+    fd = qp->fd;
+    qp->fd = -1;
+    pthread_mutex_unlock(&qp->lock);
+    if (fd >= 0) {
+        struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+        close(fd);
+    }
+    iw_qp_connection_lost(qp, err);
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_flush_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+    atomic_store(&s->lost, 1);
+}
+
+static void *progress(void *arg)
+{
+    struct dpt_env *e = arg;
+
+    while (!atomic_load(&e->stop)) {
+        struct pollfd pf[2];
+        int idx[2], n = 0;
+        run_work(&e->dev);
+        for (int i = 0; i < 2; i++) {
+            struct dpt_side *s = &e->s[i];
+            if (!atomic_load(&s->live))
+                continue;
+            int f = atomic_load(&s->failed);
+            if (f) {
+                teardown(s, f);
+                continue;
+            }
+            pf[n].fd = s->fd;
+            pf[n].events = POLLIN | (atomic_load(&s->want_out) ? POLLOUT : 0);
+            pf[n].revents = 0;
+            idx[n++] = i;
+        }
+        if (poll(pf, (nfds_t)n, 2) <= 0)
+            continue;
+        for (int k = 0; k < n; k++) {
+            struct dpt_side *s = &e->s[idx[k]];
+            int r = 0;
+            if (pf[k].revents & (POLLIN | POLLERR | POLLHUP))
+                r = iw_qp_on_readable(s->qp);
+            if (!r && (pf[k].revents & POLLOUT))
+                r = iw_qp_on_writable(s->qp);
+            if (r) {
+                int zero = 0;
+                atomic_compare_exchange_strong(&s->failed, &zero, r);
+                teardown(s, r);
+            }
+        }
+    }
+    run_work(&e->dev);
+    return NULL;
+}
+
+void dpt_env_init(struct dpt_env *e)
+{
+    memset(e, 0, sizeof(*e));
+    g_env = e;
+    pthread_mutex_init(&e->dev.lock, NULL);
+    pthread_mutex_init(&e->dev.mem_lock, NULL);
+    pthread_mutex_init(&e->dev.wq_lock, NULL);
+    ndk_list_init(&e->dev.work);
+    ndk_list_init(&e->dev.endpoints);
+    ndk_list_init(&e->dev.connectors);
+    ndk_list_init(&e->dev.listeners);
+    ndk_list_init(&e->dev.timers);
+    ndk_list_init(&e->dev.adapters);
+    strcpy(e->dev.ifname, "dptest");
+    e->ad.dev = &e->dev;
+    e->ad.version.Major = 2;
+    e->ad.version.Minor = 1;
+    pthread_mutex_init(&e->ad.lock, NULL);
+    pthread_cond_init(&e->ad.cond, NULL);
+    CHECK_STATUS(iw_create_pd(&e->ad.ndk, NULL, NULL, &e->pd), STATUS_SUCCESS);
+    e->seed = (unsigned)time(NULL);
+    if (getenv("DPT_SEED"))
+        e->seed = (unsigned)atoi(getenv("DPT_SEED"));
+    CHECK(pthread_create(&e->thr, NULL, progress, e) == 0);
+}
+
+void dpt_env_fini(struct dpt_env *e)
+{
+    atomic_store(&e->stop, true);
+    pthread_join(e->thr, NULL);
+    CHECK_STATUS(e->pd->Dispatch->NdkClosePd(&e->pd->Header, NULL, NULL), STATUS_SUCCESS);
+    run_work(&e->dev);
+    free(e->dev.stag_tab);
+    free(e->dev.stag_key);
+    g_env = NULL;
+}
+
+/* ---- relay: re-splits each direction's byte stream ---- */
+
+static void *relay(void *arg)
+{
+    struct dpt_env *e = arg;
+    uint8_t buf[65536];
+    unsigned seed = e->seed;
+
+    while (!atomic_load(&e->relay_stop)) {
+        struct pollfd pf[2] = { { e->relay_fd[0][0], POLLIN, 0 }, { e->relay_fd[1][0], POLLIN, 0 } };
+        if (poll(pf, 2, 2) <= 0)
+            continue;
+        for (int d = 0; d < 2; d++) {
+            if (!(pf[d].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            size_t want = e->split == DPT_ONEBYTE ? 1 : 1 + (size_t)(rand_r(&seed) % 3000);
+            ssize_t n = recv(e->relay_fd[d][0], buf, want, MSG_DONTWAIT);
+            if (n <= 0) {
+                if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                    shutdown(e->relay_fd[d][1], SHUT_WR);
+                    atomic_store(&e->relay_stop, true);
+                }
+                continue;
+            }
+            size_t off = 0;
+            while (off < (size_t)n && !atomic_load(&e->relay_stop)) {
+                ssize_t w = send(e->relay_fd[d][1], buf + off, (size_t)n - off, MSG_NOSIGNAL);
+                if (w < 0) {
+                    if (errno == EAGAIN || errno == EINTR) {
+                        usleep(100);
+                        continue;
+                    }
+                    atomic_store(&e->relay_stop, true);
+                    break;
+                }
+                off += (size_t)w;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void set_nb(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
+}
+
+static void make_qp(struct dpt_env *e, int i, const struct dpt_conn_opts *o)
+{
+    struct dpt_side *s = &e->s[i];
+    uint32_t cqd = o->cq_depth ? o->cq_depth : 4096;
+    uint32_t sqd = o->sq_depth ? o->sq_depth : 256, rqd = o->rq_depth ? o->rq_depth : 256;
+
+    CHECK_STATUS(iw_create_cq(&e->ad.ndk, cqd, NULL, NULL, NULL, NULL, NULL, &s->cq), STATUS_SUCCESS);
+    if (i == 1 && o->srq_b) {
+        CHECK_STATUS(iw_create_srq(e->pd, rqd, IW_MAX_SGE, 0, NULL, NULL, NULL, NULL, NULL, &s->srq), STATUS_SUCCESS);
+        CHECK_STATUS(iw_create_qp_with_srq(e->pd, s->cq, s->cq, s->srq, (void *)(uintptr_t)(0x1000 + i), sqd,
+                                           IW_MAX_SGE, IW_MAX_INLINE, NULL, NULL, &s->ndk),
+                     STATUS_SUCCESS);
+    } else {
+        CHECK_STATUS(iw_create_qp(e->pd, s->cq, s->cq, (void *)(uintptr_t)(0x1000 + i), rqd, sqd, IW_MAX_SGE,
+                                  IW_MAX_SGE, IW_MAX_INLINE, NULL, NULL, &s->ndk),
+                     STATUS_SUCCESS);
+    }
+    s->qp = to_iw_qp(s->ndk);
+}
+
+static void establish(struct dpt_env *e, int i, int fd, const struct dpt_conn_opts *o)
+{
+    struct dpt_side *s = &e->s[i];
+    struct iw_qp *qp = s->qp;
+
+    s->fd = fd;
+    pthread_mutex_lock(&qp->lock);
+    qp->fd = fd;
+    qp->params.crc = o->crc;
+    qp->params.mpa_rev = 2;
+    qp->params.ird = o->ird ? o->ird : 16;
+    qp->params.ord = o->ord ? o->ord : 16;
+    qp->params.mss = o->mss ? o->mss : 1460;
+    qp->params.mulpdu = iw_fpdu_mulpdu(qp->params.mss, false);
+    CHECK(iw_qp_modify_locked(qp, IW_QP_CONNECTING) == 0);
+    CHECK(iw_qp_modify_locked(qp, IW_QP_RTS) == 0);
+    pthread_mutex_unlock(&qp->lock);
+    iw_qp_connection_established(qp);
+    atomic_store(&s->live, true);
+}
+
+void dpt_connect(struct dpt_env *e, const struct dpt_conn_opts *o)
+{
+    int a[2], b[2], c[2];
+
+    make_qp(e, 0, o);
+    make_qp(e, 1, o);
+    e->split = o->split;
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    if (o->split == DPT_DIRECT) {
+        set_nb(a[0]);
+        set_nb(a[1]);
+        establish(e, 0, a[0], o);
+        establish(e, 1, a[1], o);
+        return;
+    }
+    /* A <-> a[0] | a[1] relay b[0] | b[1] <-> B */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+    (void)c;
+    set_nb(a[0]);
+    set_nb(b[1]);
+    set_nb(a[1]);
+    set_nb(b[0]);
+    e->relay_fd[0][0] = a[1];   /* A -> B */
+    e->relay_fd[0][1] = b[0];
+    e->relay_fd[1][0] = b[0];   /* B -> A */
+    e->relay_fd[1][1] = a[1];
+    e->relay = true;
+    CHECK(pthread_create(&e->relay_thr, NULL, relay, e) == 0);
+    establish(e, 0, a[0], o);
+    establish(e, 1, b[1], o);
+}
+
+int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o)
+{
+    int a[2];
+
+    make_qp(e, 0, o);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    set_nb(a[0]);
+    establish(e, 0, a[0], o);
+    return a[1];
+}
+
+bool dpt_try_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms)
+{
+    NDK_CQ *cq = e->s[i].cq;
+    uint64_t end = ndk_test_now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        if (cq->Dispatch->NdkGetCqResultsEx(cq, r, 1) == 1)
+            return true;
+        if (ndk_test_now_ms() >= end)
+            return false;
+        usleep(50);
+    }
+}
+
+void dpt_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms)
+{
+    if (!dpt_try_poll(e, i, r, timeout_ms))
+        ndk_test_fail(__FILE__, __LINE__, "no completion on side %d within %d ms", i, timeout_ms);
+}
+
+void dpt_wait_lost(struct dpt_env *e, int i, int timeout_ms)
+{
+    uint64_t end = ndk_test_now_ms() + (uint64_t)timeout_ms;
+    while (!atomic_load(&e->s[i].lost)) {
+        if (ndk_test_now_ms() >= end)
+            ndk_test_fail(__FILE__, __LINE__, "side %d not torn down within %d ms", i, timeout_ms);
+        usleep(200);
+    }
+}
+
+void dpt_disconnect(struct dpt_env *e)
+{
+    /* Stop the harness thread first so teardown runs once, here. */
+    atomic_store(&e->stop, true);
+    pthread_join(e->thr, NULL);
+    if (e->relay) {
+        atomic_store(&e->relay_stop, true);
+        pthread_join(e->relay_thr, NULL);
+        close(e->relay_fd[0][0]);
+        close(e->relay_fd[1][0]);
+        e->relay = false;
+    }
+    for (int i = 0; i < 2; i++) {
+        struct dpt_side *s = &e->s[i];
+        if (!s->qp)
+            continue;
+        if (!atomic_load(&s->lost))
+            teardown(s, -ESHUTDOWN);
+        iw_dp_qp_destroy(s->qp);
+        run_work(&e->dev);
+        CHECK_STATUS(s->ndk->Dispatch->NdkCloseQp(&s->ndk->Header, NULL, NULL), STATUS_SUCCESS);
+        if (s->srq)
+            CHECK_STATUS(s->srq->Dispatch->NdkCloseSrq(&s->srq->Header, NULL, NULL), STATUS_SUCCESS);
+        CHECK_STATUS(s->cq->Dispatch->NdkCloseCq(&s->cq->Header, NULL, NULL), STATUS_SUCCESS);
+        memset(s, 0, sizeof(*s));
+    }
+    run_work(&e->dev);
+    /* restart the harness thread for the next connection */
+    atomic_store(&e->stop, false);
+    atomic_store(&e->relay_stop, false);
+    CHECK(pthread_create(&e->thr, NULL, progress, e) == 0);
+}
+
+void dpt_mr_reg(struct dpt_env *e, struct dpt_mr *m, size_t len, ULONG flags)
+{
+    memset(m, 0, sizeof(*m));
+    m->len = len;
+    CHECK(posix_memalign((void **)&m->buf, 4096, len + 2 * DPT_GUARD) == 0);
+    memset(m->buf, 0xEE, len + 2 * DPT_GUARD);
+    m->p = m->buf + DPT_GUARD;
+    memset(m->p, 0, len);
+    CHECK_STATUS(e->pd->Dispatch->NdkCreateMr(e->pd, FALSE, NULL, NULL, &m->mr), STATUS_SUCCESS);
+    m->mdl = IoAllocateMdl(m->p, (ULONG)(len ? len : 1), FALSE, FALSE, NULL);
+    CHECK(m->mdl);
+    CHECK_STATUS(m->mr->Dispatch->NdkRegisterMr(m->mr, m->mdl, len ? len : 1, flags, NULL, NULL), STATUS_SUCCESS);
+    m->token = m->mr->Dispatch->NdkGetLocalTokenFromMr(m->mr);
+}
+
+void dpt_mr_free(struct dpt_env *e, struct dpt_mr *m)
+{
+    (void)e;
+    NTSTATUS st = m->mr->Dispatch->NdkCloseMr(&m->mr->Header, NULL, NULL);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    run_work(&e->dev);
+    IoFreeMdl(m->mdl);
+    free(m->buf);
+    memset(m, 0, sizeof(*m));
+}
+
+bool dpt_mr_guard_ok(const struct dpt_mr *m)
+{
+    for (size_t i = 0; i < DPT_GUARD; i++)
+        if (m->buf[i] != 0xEE || m->p[m->len + i] != 0xEE)
+            return false;
+    return true;
+}

@@ -1,0 +1,86 @@
+/* dptest.h - isolated harness for the iwarp data path: the real object code of the core (PD,
+ * CQ, SRQ, MR/MW, QP state machine) and the data path, without CM or runtime. dp_stub.c stands
+ * in for the progress engine, the CM callbacks and logging; two QPs are "connected" by a
+ * socketpair (optionally through a relay thread that re-splits the byte stream at random
+ * points, down to one byte at a time) and a harness thread plays the progress engine. */
+#ifndef DPTEST_H
+#define DPTEST_H
+
+#include "datapath.h"
+#include "testlib.h"
+
+enum dpt_split { DPT_DIRECT, DPT_RANDOM, DPT_ONEBYTE };
+
+struct dpt_side {
+    struct iw_qp *qp;
+    NDK_QP *ndk;
+    NDK_CQ *cq;
+    NDK_SRQ *srq;
+    int fd;                     /* socket end given to the QP */
+    atomic_bool live;           /* polled by the harness thread */
+    atomic_int want_out;
+    atomic_int failed;          /* iw_cm_connection_failed / engine error (-errno), 0 none */
+    atomic_int lost;            /* torn down (connection_lost + flush ran) */
+};
+
+struct dpt_env {
+    struct iw_device dev;
+    struct iw_adapter ad;
+    NDK_PD *pd;
+    struct dpt_side s[2];
+    pthread_t thr;
+    atomic_bool stop;
+    /* relay */
+    enum dpt_split split;
+    int relay_fd[2][2];         /* [dir][0]=read end, [1]=write end */
+    pthread_t relay_thr;
+    bool relay;
+    atomic_bool relay_stop;
+    unsigned seed;
+};
+
+struct dpt_conn_opts {
+    bool crc;
+    uint32_t mss;               /* 0: 1460 */
+    uint32_t ird, ord;          /* 0: 16 */
+    enum dpt_split split;
+    bool srq_b;                 /* side 1 uses an SRQ */
+    uint32_t sq_depth, rq_depth;/* 0: 256 */
+    uint32_t cq_depth;          /* 0: 4096 */
+};
+
+void dpt_env_init(struct dpt_env *e);
+void dpt_env_fini(struct dpt_env *e);
+/* Creates both QPs (same PD) and connects them as the CM would. */
+void dpt_connect(struct dpt_env *e, const struct dpt_conn_opts *o);
+/* Same, but side 1 is a raw socket returned to the test (hostile-peer tests). */
+int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o);
+/* Tears down both sides (as the CM would), closes QPs and CQs. */
+void dpt_disconnect(struct dpt_env *e);
+
+/* Waits for one completion on side i's CQ; fails the test after timeout_ms. */
+void dpt_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms);
+/* TRUE when a completion arrives within timeout_ms. */
+bool dpt_try_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms);
+/* Waits until side i was torn down (connection failure seen and handled). */
+void dpt_wait_lost(struct dpt_env *e, int i, int timeout_ms);
+
+struct dpt_mr {
+    NDK_MR *mr;
+    uint8_t *buf;               /* 4096-aligned, len + 2 * guard bytes; the region is buf+guard */
+    uint8_t *p;                 /* registered region */
+    size_t len;
+    MDL *mdl;
+    uint32_t token;
+};
+#define DPT_GUARD 4096u
+/* Allocates and registers len bytes with NDK_MR_FLAG_* flags; guard bytes around are 0xEE. */
+void dpt_mr_reg(struct dpt_env *e, struct dpt_mr *m, size_t len, ULONG flags);
+void dpt_mr_free(struct dpt_env *e, struct dpt_mr *m);
+/* TRUE when the guard bytes around the region are untouched. */
+bool dpt_mr_guard_ok(const struct dpt_mr *m);
+
+void dpt_fill(uint8_t *p, size_t n, uint32_t seed);
+bool dpt_check(const uint8_t *p, size_t n, uint32_t seed);
+
+#endif

@@ -1,0 +1,155 @@
+/* test_dp_errors: access violations between two QPs of the data path (the requester's request
+ * completes with an error, the target Terminates, both QPs go to error, nothing is written),
+ * and NdkFlush with requests outstanding (each completes exactly once, CANCELLED). */
+#include "dptest.h"
+
+#include <string.h>
+
+static struct dpt_env env;
+static struct dpt_mr ma, mb, mro;     /* mro: B's MR without remote rights */
+
+static NDK_SGE sge(struct dpt_mr *m, size_t off, size_t len)
+{
+    NDK_SGE s = { .VirtualAddress = m->p + off, .Length = (ULONG)len, .MemoryRegionToken = m->token };
+    return s;
+}
+
+static bool zero(const struct dpt_mr *m)
+{
+    for (size_t i = 0; i < m->len; i++)
+        if (m->p[i])
+            return false;
+    return true;
+}
+
+/* Posts a bad Write (DEFER) and a good Read behind it from A; B has one receive. Returns after
+ * both sides went down; checks the statuses. */
+static void violation(uint64_t raddr, uint32_t rtoken, NTSTATUS want, uint32_t pec_low)
+{
+    struct dpt_conn_opts o;
+    NDK_RESULT_EX r;
+
+    memset(&o, 0, sizeof o);
+    o.crc = true;
+    dpt_connect(&env, &o);
+    memset(mb.p, 0, mb.len);
+    memset(mro.p, 0, mro.len);
+    NDK_SGE rb = sge(&mb, 0, 100);
+    CHECK_STATUS(iw_dp_receive(env.s[1].ndk, (void *)0xB1, &rb, 1), STATUS_SUCCESS);
+    NDK_SGE s = sge(&ma, 0, 4096);
+    dpt_fill(ma.p, 4096, 5);
+    CHECK_STATUS(iw_dp_write(env.s[0].ndk, (void *)0xA1, &s, 1, raddr, rtoken, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
+    NDK_SGE d = sge(&ma, 8192, 64);
+    CHECK_STATUS(iw_dp_read(env.s[0].ndk, (void *)0xA2, &d, 1, (uint64_t)(uintptr_t)mb.p, mb.token, 0),
+                 STATUS_SUCCESS);
+    dpt_wait_lost(&env, 1, 5000);
+    dpt_wait_lost(&env, 0, 5000);
+    /* A: the oldest request still outstanding when the Terminate arrived carries the peer's
+     * reason: the Write itself if it was not completed yet, else the Read behind it (a Write
+     * completes on transmit: RFC 5040 has no acknowledgement). In posting order. */
+    dpt_poll(&env, 0, &r, 2000);
+    CHECK(r.RequestContext == (void *)0xA1);
+    bool write_failed = r.Status != STATUS_SUCCESS;
+    if (write_failed) {
+        CHECK_STATUS(r.Status, want);
+        CHECK_EQ(r.ProviderErrorCode, IW_PEC_REMOTE | pec_low);
+    }
+    dpt_poll(&env, 0, &r, 2000);
+    CHECK(r.RequestContext == (void *)0xA2);
+    CHECK_STATUS(r.Status, write_failed ? STATUS_CANCELLED : want);
+    if (!write_failed)
+        CHECK_EQ(r.ProviderErrorCode, IW_PEC_REMOTE | pec_low);
+    CHECK(!dpt_try_poll(&env, 0, &r, 50));
+    /* B: its receive reports the violation too */
+    dpt_poll(&env, 1, &r, 2000);
+    CHECK(r.RequestContext == (void *)0xB1);
+    CHECK_STATUS(r.Status, want);
+    CHECK_EQ(r.ProviderErrorCode, IW_PEC_LOCAL | pec_low);
+    CHECK(!dpt_try_poll(&env, 1, &r, 50));
+    CHECK(zero(&mb) && zero(&mro));
+    CHECK(dpt_mr_guard_ok(&mb) && dpt_mr_guard_ok(&mro));
+    dpt_disconnect(&env);
+}
+
+static void flush_test(void)
+{
+    struct dpt_conn_opts o;
+    NDK_RESULT_EX r;
+    const int nrecv = 50, nsq = 60;
+    int seen_r[50] = { 0 }, seen_s[60] = { 0 };
+
+    memset(&o, 0, sizeof o);
+    o.ord = 1;
+    dpt_connect(&env, &o);
+    for (int i = 0; i < nrecv; i++) {
+        NDK_SGE rb = sge(&ma, 0, 10);
+        CHECK_STATUS(iw_dp_receive(env.s[0].ndk, (void *)(uintptr_t)(1000 + i), &rb, 1), STATUS_SUCCESS);
+    }
+    /* Reads, big Writes and silent Sends (B has no receives: B would Terminate on the first
+     * Send, so only Reads and Writes here) */
+    for (int i = 0; i < nsq; i++) {
+        NDK_SGE s = sge(&ma, 0, 1u << 20);
+        ULONG fl = i % 5 == 0 ? NDK_OP_FLAG_SILENT_SUCCESS : 0;
+        if (i % 2)
+            CHECK_STATUS(iw_dp_read(env.s[0].ndk, (void *)(uintptr_t)(2000 + i), &s, 1, (uint64_t)(uintptr_t)mb.p,
+                                    mb.token, fl),
+                         STATUS_SUCCESS);
+        else
+            CHECK_STATUS(iw_dp_write(env.s[0].ndk, (void *)(uintptr_t)(2000 + i), &s, 1, (uint64_t)(uintptr_t)mb.p,
+                                     mb.token, fl),
+                         STATUS_SUCCESS);
+    }
+    iw_dp_flush(env.s[0].ndk);
+    /* posts after the flush fail inline (not connected) or complete CANCELLED */
+    NDK_SGE s = sge(&ma, 0, 1);
+    CHECK_STATUS(iw_dp_send(env.s[0].ndk, NULL, &s, 1, 0), STATUS_CONNECTION_INVALID);
+    int nr = 0, ns = 0;
+    uint64_t last_sq = 0;
+    while (dpt_try_poll(&env, 0, &r, 500)) {
+        uintptr_t c = (uintptr_t)r.RequestContext;
+        if (c >= 1000 && c < 1000 + (uintptr_t)nrecv) {
+            CHECK_STATUS(r.Status, STATUS_CANCELLED);
+            CHECK_EQ(seen_r[c - 1000]++, 0);
+            nr++;
+        } else {
+            CHECK(c >= 2000 && c < 2000 + (uintptr_t)nsq);
+            CHECK(r.Status == STATUS_SUCCESS || r.Status == STATUS_CANCELLED);
+            CHECK_EQ(seen_s[c - 2000]++, 0);
+            CHECK(c > last_sq);                      /* posting order (§5.6) */
+            last_sq = c;
+            ns++;
+        }
+    }
+    CHECK_EQ(nr, nrecv);
+    for (int i = 0; i < nsq; i++)
+        if (i % 5)
+            CHECK_EQ(seen_s[i], 1);
+    (void)ns;
+    dpt_disconnect(&env);
+}
+
+int main(void)
+{
+    dpt_env_init(&env);
+    ULONG all = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+    dpt_mr_reg(&env, &ma, 2u << 20, all);
+    dpt_mr_reg(&env, &mb, 2u << 20, all);
+    dpt_mr_reg(&env, &mro, 8192, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+
+    /* invalid STag (stale key) */
+    violation((uint64_t)(uintptr_t)mb.p, mb.token ^ 0x11, STATUS_ACCESS_VIOLATION, 0x010100);
+    /* beyond the region */
+    violation((uint64_t)(uintptr_t)(mb.p + mb.len - 100), mb.token, STATUS_REMOTE_RESOURCES, 0x010101);
+    /* no remote write right: RDMAP access violation */
+    violation((uint64_t)(uintptr_t)mro.p, mro.token, STATUS_ACCESS_VIOLATION, 0x000102);
+    CHECK(dpt_mr_guard_ok(&ma));
+
+    flush_test();
+
+    dpt_mr_free(&env, &ma);
+    dpt_mr_free(&env, &mb);
+    dpt_mr_free(&env, &mro);
+    dpt_env_fini(&env);
+    printf("test_dp_errors: OK\n");
+    return 0;
+}
