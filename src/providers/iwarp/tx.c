@@ -43,9 +43,11 @@ static void tx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_tx_state to)
         [DP_TX_SENDING] = 1u << DP_TX_IDLE | 1u << DP_TX_DEAD | 1u << DP_TX_SENDING,
         [DP_TX_DEAD] = 1u << DP_TX_DEAD,
     };
-    if (!(ok[dp->tx.state] & (1u << to))) {
-        iw_err("QP[%u] TX transition undefined: %s => %s", qp->obj.id, dp_tx_state_name[dp->tx.state],
-               dp_tx_state_name[to]);
+    unsigned from = (unsigned)dp->tx.state;
+    if (from >= DP_TX_STATE_COUNT || (unsigned)to >= DP_TX_STATE_COUNT || !(ok[from] & (1u << to))) {
+        iw_err("QP[%u] TX transition undefined: %s => %s", qp->obj.id,
+               from < DP_TX_STATE_COUNT ? dp_tx_state_name[from] : "?",
+               (unsigned)to < DP_TX_STATE_COUNT ? dp_tx_state_name[to] : "?");
         to = DP_TX_DEAD;
     }
     dp->tx.state = to;
