@@ -1,0 +1,506 @@
+/* ndkping and ndkperf end to end: the real binaries as separate processes over 127.0.0.1 and
+ * ::1 in a private network namespace (only lo), through the provider directory the test runs
+ * with. One case per ctest entry (argv[1]); argv[2] and argv[3] are the ndkping and ndkperf
+ * binaries.
+ *
+ * Timings are never asserted: only that the tools succeed, that their output and JSON are well
+ * formed and sane, and that failures are one clear line with a non-zero exit. A case is skipped
+ * only when a tool reports that the provider answered STATUS_NOT_SUPPORTED. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+static const char *ndkping, *ndkperf;
+static char tmpdir[256];
+
+/* ---- processes ---- */
+
+struct proc {
+    pid_t pid;
+    char  out[300];      /* stdout file */
+    char  err[300];      /* stderr file */
+    int   status;        /* exit code, or -1 when killed */
+};
+
+static void start(struct proc *p, const char *name, char *const argv[])
+{
+    static int seq;
+    /* A fresh file per process: a reader never sees a previous run's output. */
+    seq++;
+    snprintf(p->out, sizeof p->out, "%s/%02d-%s.out", tmpdir, seq, name);
+    snprintf(p->err, sizeof p->err, "%s/%02d-%s.err", tmpdir, seq, name);
+    close(open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    close(open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+    fflush(NULL);
+    p->pid = fork();
+    CHECK_MSG(p->pid >= 0, "fork: %s", strerror(errno));
+    if (p->pid == 0) {
+        int o = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+}
+
+static char *slurp(const char *path)
+{
+    static char bufs[4][1 << 18];
+    static int next;
+    char *b = bufs[next++ % 4];
+    b[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return b;
+    /* Long outputs: the end is what matters (summaries, errors). */
+    if (fseek(f, 0, SEEK_END) == 0 && ftell(f) > (long)sizeof bufs[0] - 1)
+        fseek(f, -(long)(sizeof bufs[0] - 1), SEEK_END);
+    else
+        fseek(f, 0, SEEK_SET);
+    size_t n = fread(b, 1, sizeof bufs[0] - 1, f);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+/* Waits for the process; returns its exit code (-1 after a timeout kill or a signal). */
+static int finish(struct proc *p, int timeout_ms)
+{
+    uint64_t deadline = ndk_test_now_ms() + (uint64_t)timeout_ms;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(p->pid, &st, WNOHANG);
+        if (r == p->pid)
+            break;
+        if (ndk_test_now_ms() > deadline) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &st, 0);
+            fprintf(stderr, "%s timed out after %d ms\n", p->out, timeout_ms);
+            p->status = -1;
+            return -1;
+        }
+        usleep(5000);
+    }
+    p->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return p->status;
+}
+
+/* Skip (only) when a tool says the provider answered STATUS_NOT_SUPPORTED. */
+static void skip_if_unsupported(const struct proc *p)
+{
+    const char *e = slurp(p->err);
+    const char *hit = strstr(e, "STATUS_NOT_SUPPORTED");
+    if (!hit)
+        return;
+    const char *bol = hit;
+    while (bol > e && bol[-1] != '\n')
+        bol--;
+    const char *eol = strchr(hit, '\n');
+    ndk_test_skip("the provider reports an operation unsupported: %.*s", (int)(eol ? eol - bol : (long)strlen(bol)),
+                  bol);
+}
+
+static void expect_ok(struct proc *p, int timeout_ms, const char *what)
+{
+    int rc = finish(p, timeout_ms);
+    if (rc != 0)
+        skip_if_unsupported(p);
+    CHECK_MSG(rc == 0, "%s exited with %d\n--- stdout:\n%s--- stderr:\n%s", what, rc, slurp(p->out), slurp(p->err));
+}
+
+/* Waits until the server prints its "listening" line (or dies). */
+static void wait_listening(struct proc *p)
+{
+    uint64_t deadline = ndk_test_now_ms() + 10000;
+    while (!strstr(slurp(p->out), "listening")) {
+        int st;
+        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+            p->pid = -1;
+            ndk_test_fail(__FILE__, __LINE__, "server exited before listening (%d)\n--- stderr:\n%s",
+                          WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(p->err));
+        }
+        CHECK_MSG(ndk_test_now_ms() < deadline, "server did not listen within 10 s\n--- stderr:\n%s", slurp(p->err));
+        usleep(10000);
+    }
+}
+
+#define HAS(text, s) CHECK_MSG(strstr(text, s), "output lacks '%s':\n%s", s, text)
+
+/* ---- JSON: a strict recursive-descent checker, and a number lookup ---- */
+
+static const char *ws(const char *s) { while (isspace((unsigned char)*s)) s++; return s; }
+static const char *jvalue(const char *s);
+static const char *jstring(const char *s)
+{
+    if (*s != '"') return NULL;
+    for (s++; *s && *s != '"'; s++) {
+        if ((unsigned char)*s < 0x20) return NULL;
+        if (*s == '\\') { s++; if (!*s) return NULL; }
+    }
+    return *s == '"' ? s + 1 : NULL;
+}
+static const char *jvalue(const char *s)
+{
+    s = ws(s);
+    if (*s == '{' || *s == '[') {
+        char close = *s == '{' ? '}' : ']';
+        s = ws(s + 1);
+        if (*s == close) return s + 1;
+        for (;;) {
+            if (close == '}') {
+                if (!(s = jstring(ws(s)))) return NULL;
+                s = ws(s);
+                if (*s++ != ':') return NULL;
+            }
+            if (!(s = jvalue(s))) return NULL;
+            s = ws(s);
+            if (*s == ',') { s++; continue; }
+            return *s == close ? s + 1 : NULL;
+        }
+    }
+    if (*s == '"') return jstring(s);
+    if (!strncmp(s, "true", 4)) return s + 4;
+    if (!strncmp(s, "false", 5)) return s + 5;
+    if (!strncmp(s, "null", 4)) return s + 4;
+    if (*s == '-' || isdigit((unsigned char)*s)) {
+        char *end;
+        strtod(s, &end);
+        return end > s ? end : NULL;
+    }
+    return NULL;
+}
+
+static void check_json(const char *doc)
+{
+    const char *end = jvalue(doc);
+    CHECK_MSG(end && *ws(end) == '\0', "not one valid JSON document:\n%s", doc);
+}
+
+/* The number after the n-th (0-based) occurrence of "key": at or after from. */
+static double jnum(const char *doc, const char *key, int n)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = doc;
+    for (int i = 0; i <= n; i++) {
+        p = strstr(p, pat);
+        CHECK_MSG(p, "JSON lacks %s #%d:\n%s", pat, n, doc);
+        p += strlen(pat);
+    }
+    char *end;
+    double v = strtod(p, &end);
+    CHECK_MSG(end > p, "JSON %s is not a number:\n%s", pat, doc);
+    return v;
+}
+
+/* ---- cases ---- */
+
+/* Every server gets a fresh port, so no run depends on a previous run's TIME_WAIT. */
+static char port_s[16];
+static int port_next = 7200;
+
+static int next_port(void)
+{
+    int p = port_next++;
+    snprintf(port_s, sizeof port_s, "%d", p);
+    return p;
+}
+
+static void host_port(char *buf, size_t len, const char *host, int port)
+{
+    snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+static void case_ping(const char *host)
+{
+    char addr[64];
+    host_port(addr, sizeof addr, host, next_port());
+    struct proc s, c;
+    char *sargv[] = { (char *)ndkping, "-s", addr, "--once", NULL };
+    start(&s, "ping-server", sargv);
+    wait_listening(&s);
+    char *cargv[] = { (char *)ndkping, "-c", addr, "-C", "5", "-i", "0.01", "-S", "1000", NULL };
+    start(&c, "ping-client", cargv);
+    expect_ok(&c, 30000, "ndkping client");
+    expect_ok(&s, 10000, "ndkping server");
+    const char *o = slurp(c.out);
+    HAS(o, "seq=5 time=");
+    HAS(o, "5 pings transmitted, 5 received");
+    HAS(o, "rtt min/avg/max/mdev = ");
+    HAS(slurp(s.out), "5 pings echoed");
+    printf("ndkping over %s: 5 pings, summary ok\n", addr);
+}
+
+/* Failure is one line naming the reason, and a non-zero exit. */
+static void expect_one_line_failure(char *const argv[], const char *name, const char *must_have)
+{
+    struct proc c;
+    start(&c, name, argv);
+    int rc = finish(&c, 30000);
+    const char *e = slurp(c.err);
+    CHECK_MSG(rc > 0, "%s: exit %d, expected a failure\n%s%s", name, rc, slurp(c.out), e);
+    /* Runtime/provider warnings may precede it; the tool's own reason is one line. */
+    int lines = 0;
+    for (const char *l = e; *l;) {
+        const char *nl = strchr(l, '\n');
+        if (!strncmp(l, "ndkping:", 8) || !strncmp(l, "ndkperf:", 8))
+            lines++;
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    CHECK_MSG(lines == 1, "%s: expected one error line, got %d:\n%s", name, lines, e);
+    HAS(e, must_have);
+    printf("%s: exit %d, %s", name, rc, strstr(e, must_have) ? strstr(e, "ndk") : e);
+}
+
+static void case_refused(void)
+{
+    char *a1[] = { (char *)ndkping, "-c", "127.0.0.1:7301", "-C", "1", NULL };
+    expect_one_line_failure(a1, "refused-v4", "connect to 127.0.0.1:7301 failed: STATUS_CONNECTION_REFUSED");
+    char *a2[] = { (char *)ndkping, "-c", "[::1]:7301", "-C", "1", NULL };
+    expect_one_line_failure(a2, "refused-v6", "connect to [::1]:7301 failed: STATUS_CONNECTION_REFUSED");
+    char *a3[] = { (char *)ndkping, "-c", "127.0.0.1:7301", "-a", "192.0.2.7", NULL };
+    expect_one_line_failure(a3, "no-adapter", "no NDK adapter serves local address 192.0.2.7");
+    char *a4[] = { (char *)ndkperf, "-c", "127.0.0.1:7301", "-t", "write", "-n", "10", NULL };
+    expect_one_line_failure(a4, "perf-refused", "connect to 127.0.0.1:7301 failed: STATUS_CONNECTION_REFUSED");
+}
+
+static void case_rping(const char *host)
+{
+    static const char *sizes[] = { "1", "26", "64", "4096", "65535" };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        struct proc s, c;
+        next_port();
+        char *sargv[] = { (char *)ndkping, "--rping", "-s", "-a", (char *)host, "-p", port_s, "-v", NULL };
+        start(&s, "rping-server", sargv);
+        wait_listening(&s);
+        char *cargv[] = { (char *)ndkping, "--rping", "-c", "-a", (char *)host, "-p", port_s, "-S", (char *)sizes[i],
+                          "-C", "50", "-V", NULL };
+        start(&c, "rping-client", cargv);
+        expect_ok(&c, 60000, "ndkping --rping client");
+        expect_ok(&s, 10000, "ndkping --rping server");
+        HAS(slurp(c.out), "data compared byte for byte: ok");
+        HAS(slurp(s.out), "data compared byte for byte: ok");
+        if (atoi(sizes[i]) >= 26)     /* rping's text fits from 26 bytes on */
+            HAS(slurp(s.out), "server ping data: rdma-ping-49: ");
+        printf("ndkping --rping over %s: 50 pings of %s bytes, compared on both sides\n", host, sizes[i]);
+    }
+}
+
+static void case_cmatose(const char *host)
+{
+    char *sp = NULL;
+    struct proc s, c;
+    next_port();
+    sp = port_s;
+    char *sargv[] = { (char *)ndkping, "--cmatose", "-b", (char *)host, "-p", sp, "-c", "2", "-C", "20", "-S", "1000",
+                      "--pdata", "accept-data", "-V", "-v", NULL };
+    start(&s, "cmatose-server", sargv);
+    wait_listening(&s);
+    char *cargv[] = { (char *)ndkping, "--cmatose", "-s", (char *)host, "-p", sp, "-c", "2", "-C", "20", "-S", "1000",
+                      "--pdata", "connect-data", "-V", NULL };
+    start(&c, "cmatose-client", cargv);
+    expect_ok(&c, 60000, "ndkping --cmatose client");
+    expect_ok(&s, 15000, "ndkping --cmatose server");
+    const char *co = slurp(c.out), *so = slurp(s.out);
+    HAS(co, "server private data: \"accept-data\"");
+    HAS(so, "client private data: \"connect-data\"");
+    HAS(co, "2 connection(s), 20 messages of 1000 bytes each way, data compared: ok");
+    HAS(so, "2 connection(s), 20 messages of 1000 bytes each way, data compared: ok");
+    HAS(co, "return status 0");
+    printf("ndkping --cmatose over %s: 2 connections x 20 messages each way, private data both ways\n", host);
+}
+
+/* One ndkperf run against a fresh --once server; returns the client's stdout. */
+static const char *perf_run(const char *host, char *const client_args[], const char *what)
+{
+    struct proc s, c;
+    char saddr[64];
+    host_port(saddr, sizeof saddr, host, next_port());
+    char *sargv[] = { (char *)ndkperf, "-s", saddr, "--once", NULL };
+    start(&s, "perf-server", sargv);
+    wait_listening(&s);
+    char *argv[40];
+    int n = 0;
+    argv[n++] = (char *)ndkperf;
+    for (int i = 0; client_args[i] && n < 39; i++)
+        argv[n++] = !strcmp(client_args[i], "@") ? saddr : client_args[i];
+    argv[n] = NULL;
+    start(&c, "perf-client", argv);
+    expect_ok(&c, 120000, what);
+    expect_ok(&s, 15000, "ndkperf server");
+    return slurp(c.out);
+}
+
+static void check_bw_json(const char *doc, const char *test, double bytes, double iters, double conns)
+{
+    char want[64];
+    check_json(doc);
+    snprintf(want, sizeof want, "\"test\":\"%s\"", test);
+    HAS(doc, want);
+    HAS(doc, "\"mode\":\"bandwidth\"");
+    HAS(doc, "\"verified\":true");
+    CHECK(jnum(doc, "connections", 0) == conns);
+    CHECK(jnum(doc, "bytes", 0) == bytes);
+    CHECK(jnum(doc, "iterations", 0) == iters);
+    double avg = jnum(doc, "bw_avg_MBps", 0), peak = jnum(doc, "bw_peak_MBps", 0);
+    CHECK_MSG(avg > 0 && peak >= avg * 0.999, "bandwidth not sane: avg %g peak %g", avg, peak);
+    CHECK(jnum(doc, "msg_rate_Mpps", 0) > 0);
+    CHECK(jnum(doc, "seconds", 0) > 0);
+    CHECK(jnum(doc, "client_cpu_ns_per_byte", 0) >= 0);
+    CHECK(jnum(doc, "server_cpu_ns_per_byte", 0) >= 0);
+}
+
+static void check_lat_json(const char *doc, const char *test, double iters)
+{
+    char want[64];
+    check_json(doc);
+    snprintf(want, sizeof want, "\"test\":\"%s\"", test);
+    HAS(doc, want);
+    HAS(doc, "\"mode\":\"latency\"");
+    HAS(doc, "\"verified\":true");
+    CHECK(jnum(doc, "iterations", 0) == iters);
+    double mn = jnum(doc, "t_min_us", 0), typ = jnum(doc, "t_typical_us", 0), mx = jnum(doc, "t_max_us", 0);
+    double avg = jnum(doc, "t_avg_us", 0), p99 = jnum(doc, "t_p99_us", 0);
+    CHECK_MSG(mn > 0 && mn <= typ && typ <= mx && mn <= avg && avg <= mx && p99 <= mx && p99 >= mn,
+              "latency not sane: min %g typical %g avg %g p99 %g max %g", mn, typ, avg, p99, mx);
+}
+
+static void case_perf_bw(const char *op, const char *host)
+{
+    const char *addr = host;
+    char *a[] = { "-c", "@", "-t", (char *)op, "-z", "65536", "-n", "300", "--verify", "--json", NULL };
+    const char *doc = perf_run(addr, a, "ndkperf bandwidth");
+    check_bw_json(doc, op, 65536, 300, 1);
+    /* small messages, deeper queue, busy polling */
+    char *b[] = { "-c", "@", "-t", (char *)op, "-z", "7", "-n", "2000", "-d", "32", "--poll", "--verify", "--json", NULL };
+    doc = perf_run(addr, b, "ndkperf bandwidth --poll");
+    check_bw_json(doc, op, 7, 2000, 1);
+    HAS(doc, "\"completions\":\"poll\"");
+    printf("ndkperf -t %s over %s: 64 KiB x 300 and 7 B x 2000 (--poll), verified, JSON sane\n", op, addr);
+}
+
+static void case_perf_lat(const char *op, const char *host)
+{
+    const char *addr = host;
+    char *a[] = { "-c", "@", "-t", (char *)op, "--lat", "-z", "8", "-n", "200", "--verify", "--json", NULL };
+    check_lat_json(perf_run(addr, a, "ndkperf --lat"), op, 200);
+    char *b[] = { "-c", "@", "-t", (char *)op, "--lat", "-z", "100000", "-n", "50", "--poll", "--verify", "--json",
+                  NULL };
+    check_lat_json(perf_run(addr, b, "ndkperf --lat --poll"), op, 50);
+    printf("ndkperf -t %s --lat over %s: 8 B x 200, 100000 B x 50 (--poll), verified, JSON sane\n", op, addr);
+}
+
+static void case_perf_multi(void)
+{
+    char *a[] = { "-c", "@", "-t", "write", "-q", "2", "-z", "16384", "-n", "500", "--verify", "--json",
+                  NULL };
+    check_bw_json(perf_run("::1", a, "ndkperf -q 2"), "write", 16384, 1000, 2);
+    char *b[] = { "-c", "@", "-t", "send", "-q", "2", "-z", "4096", "-n", "500", "--verify", "--json",
+                  NULL };
+    check_bw_json(perf_run("127.0.0.1", b, "ndkperf -q 2 send"), "send", 4096, 1000, 2);
+    printf("ndkperf -q 2: write over ::1 and send over 127.0.0.1, verified, JSON sane\n");
+}
+
+static void case_perf_table(void)
+{
+    char *a[] = { "-c", "@", "-t", "read", "--sweep", "-n", "8", "--verify", NULL };
+    const char *o = perf_run("127.0.0.1", a, "ndkperf --sweep table");
+    HAS(o, "RDMA_Read BW Test");
+    HAS(o, "#bytes");
+    HAS(o, "BW average[MB/sec]");
+    HAS(o, "MsgRate[Mpps]");
+    HAS(o, "CPU[ns/B] client/server");
+    HAS(o, "\n 1 ");
+    HAS(o, "\n 8388608 ");
+    char *b[] = { "-c", "@", "-t", "send", "--lat", "-D", "0.5", "-z", "64", NULL };
+    o = perf_run("127.0.0.1", b, "ndkperf --lat -D table");
+    HAS(o, "Send Latency Test");
+    HAS(o, "t_typical[usec]");
+    HAS(o, "99%[usec]");
+    printf("ndkperf tables: read sweep 1 B..8 MiB, send latency for 0.5 s\n");
+}
+
+static void case_ndkperfcmd(void)
+{
+    static const char *types[] = { "rping", "rperf" };
+    for (int i = 0; i < 2; i++) {
+        struct proc s, c;
+        char sa[64];
+        host_port(sa, sizeof sa, "127.0.0.1", next_port());
+        char *sargv[] = { (char *)ndkperf, "-S", "-ServerAddr", sa, "-ServerIf", "1", "-TestType",
+                          (char *)types[i], "-W", "30", NULL };
+        start(&s, "cmd-server", sargv);
+        wait_listening(&s);
+        char *cargv[] = { (char *)ndkperf, "-C", "-ServerAddr", sa, "-ClientAddr", "127.0.0.1",
+                          "-ClientIf", "1", "-TestType", (char *)types[i], NULL };
+        start(&c, "cmd-client", cargv);
+        expect_ok(&c, 60000, "NdkPerfCmd-style client");
+        expect_ok(&s, 15000, "NdkPerfCmd-style server");
+        HAS(slurp(c.out), "completes");
+        HAS(slurp(s.out), "completes");
+        printf("NdkPerfCmd syntax, -TestType %s: both sides print 'completes'\n", types[i]);
+    }
+    /* A server nobody connects to gives up after -W with a reason. */
+    char *w[] = { (char *)ndkperf, "-S", "-ServerAddr", "127.0.0.1:9001", "-TestType", "rping", "-W", "1", NULL };
+    expect_one_line_failure(w, "cmd-timeout", "no client connected within 1 s");
+}
+
+int main(int argc, char **argv)
+{
+    CHECK_MSG(argc == 4, "usage: test_perftools CASE NDKPING NDKPERF");
+    const char *which = argv[1];
+    ndkping = argv[2];
+    ndkperf = argv[3];
+    CHECK_MSG(access(ndkping, X_OK) == 0 && access(ndkperf, X_OK) == 0, "tools not built: %s %s", ndkping, ndkperf);
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ndk-perftools-%s-%d", which, (int)getpid());
+    CHECK(mkdir(tmpdir, 0700) == 0);
+    ndk_test_enter_netns();
+    setenv("NDK_CONFIG", "/nonexistent/openndk.conf", 1);
+    unsetenv("NDK_PROVIDERS");
+    unsetenv("NDK_INTERFACES");
+
+    if (!strcmp(which, "ping")) {
+        case_ping("127.0.0.1");
+        case_ping("::1");
+    } else if (!strcmp(which, "cmatose")) {
+        case_cmatose("127.0.0.1");
+        case_cmatose("::1");
+    } else if (!strcmp(which, "refused")) {
+        case_refused();
+    } else if (!strcmp(which, "rping")) {
+        case_rping("127.0.0.1");
+        case_rping("::1");
+    } else if (!strcmp(which, "write") || !strcmp(which, "read") || !strcmp(which, "send")) {
+        case_perf_bw(which, "127.0.0.1");
+        case_perf_bw(which, "::1");
+    } else if (!strncmp(which, "lat-", 4)) {
+        case_perf_lat(which + 4, "127.0.0.1");
+        case_perf_lat(which + 4, "::1");
+    } else if (!strcmp(which, "multi")) {
+        case_perf_multi();
+    } else if (!strcmp(which, "table")) {
+        case_perf_table();
+    } else if (!strcmp(which, "ndkperfcmd")) {
+        case_ndkperfcmd();
+    } else {
+        ndk_test_fail(__FILE__, __LINE__, "unknown case %s", which);
+    }
+    /* Leave the logs when something failed (we only get here on success). */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return 0;
+}
