@@ -1,8 +1,36 @@
 #!/usr/bin/env bash
-# The main demo. Today: the runtime's view of this machine (providers, adapters, addresses,
-# NDK limits) as ndkinfo shows it, from the build tree.
+# The main demo: what the runtime sees on this machine (ndkinfo), then a server and a client
+# process on loopback moving data with RDMA Writes, RDMA Reads and Sends through the runtime and
+# the iwarp provider, with ndkperf's live progress line and its result tables.
 set -euo pipefail
 build=${1:-build/release}
 export NDK_PROVIDER_PATH=${NDK_PROVIDER_PATH:-$build/providers}
+ndkinfo=$build/tools/ndkinfo/ndkinfo
+ndkperf=$build/tools/ndkperf/ndkperf
+port=${NDK_DEMO_PORT:-18515}
+seconds=${NDK_DEMO_SECONDS:-3}
+
 echo "== ndkinfo: NDK providers and adapters on this machine"
-"$build/tools/ndkinfo/ndkinfo"
+"$ndkinfo" --adapter lo
+
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null || true; }
+trap cleanup EXIT
+echo
+echo "== ndkperf server on 127.0.0.1:$port (a second process)"
+"$ndkperf" -s "127.0.0.1:$port" &
+server_pid=$!
+# Wait until the server listens (ndkinfo lists its endpoint), at most 10 s.
+for _ in $(seq 100); do
+  "$ndkinfo" --adapter lo --endpoints 2>/dev/null | grep -q "127.0.0.1:$port" && break
+  sleep 0.1
+done
+
+for op in write read send; do
+  echo
+  echo "== RDMA ${op^^}: 64 KiB messages for ${seconds} s, every payload verified"
+  "$ndkperf" -c "127.0.0.1:$port" -t "$op" -z 65536 -D "$seconds" --verify
+done
+echo
+echo "== 8-byte Send/Receive latency"
+"$ndkperf" -c "127.0.0.1:$port" -t send --lat -z 8 -n 2000
