@@ -45,7 +45,7 @@ for cfg in $configs; do
   skip=$(grep -cE '\*\*\*Skipped' "$log")
   fail=$(grep -cE '\*\*\*(Failed|Timeout|Exception)|\*\*\*Not Run' "$log")
   grep -E '\*\*\*Skipped' "$log" | sed 's/^/  skipped: /'
-  grep -hE '^SKIP: ' "$log" | sort | uniq -c | sed 's/^/  /'
+  grep -hE '^(SKIP|SKIPPED): ' "$log" | sort | uniq -c | sed 's/^/  /'
   if [ $rc -ne 0 ] || [ "$fail" -gt 0 ]; then
     grep -E '\*\*\*(Failed|Timeout|Exception|Not Run)' "$log" | sed 's/^/  FAILED: /'
     sed -n '/The following tests FAILED/,$p' "$log"

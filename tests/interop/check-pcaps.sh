@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tests/interop/check-pcaps.sh - decode every capture of an interop run with tshark.
+# Usage: check-pcaps.sh OUT   (OUT = run.sh's results folder: OUT/<variant>/pcaps/<variant>-<cell>.pcap)
+# Per capture one line "OK|variant|cell|detail" or "BAD|variant|cell|detail":
+#   - the MPA Request and Reply decode as iwarp_mpa, the FPDUs as iwarp_ddp_rdmap;
+#   - no malformed frames (the RPC-over-RDMA heuristic is switched off: it misreads Sends);
+#   - when the Reply has C=1 every FPDU CRC is "Good CRC32"; the crc variant must negotiate it;
+#   - ucmatose cells: our side's MPA frame ends with our private data, byte for byte;
+#   - our-client cells: siw answering none of our FPDUs, without a FIN, is flagged (NOTES.md 8.7).
+set -uo pipefail
+OUT=$1
+TS=(timeout 300 tshark -n --disable-protocol rpcordma)
+PDATA=openndk-interop   # what guest/matrix.sh gives ndkping --cmatose --pdata
+PDATA_HEX=$(printf %s "$PDATA" | od -An -tx1 | tr -d ' \n')
+rc=0
+for p in "$OUT"/*/pcaps/*.pcap; do
+	[ -e "$p" ] || { echo "no captures under $OUT"; exit 1; }
+	v=$(basename "$(dirname "$(dirname "$p")")")
+	b=$(basename "$p" .pcap); c=${b#"$v"-}
+	bad=()
+	# one pass over every iWARP frame: ports, MPA Request/Reply fields, RDMAP opcodes
+	"${TS[@]}" -r "$p" -Y iwarp_mpa -T fields -E separator='|' -e tcp.srcport -e tcp.dstport \
+		-e iwarp_mpa.key.req -e iwarp_mpa.key.rep -e iwarp_mpa.rev -e iwarp_mpa.res -e iwarp_mpa.crc_flag \
+		-e iwarp_mpa.rej_flag -e iwarp_mpa.pdlength -e iwarp_mpa.privatedata -e iwarp_rdma.opcode \
+		>/tmp/check-pcaps.$$ 2>/dev/null
+	nreq=0 nrep=0 crc_on=0 desc="" srvport="" ddp=0 from_srv=0
+	declare -A OPS=()
+	while IFS='|' read -r src dst kreq krep rev res cflag rej pdl pd op; do
+		if [ -n "$kreq" ] || [ -n "$krep" ]; then
+			if [ -n "$kreq" ]; then kind=Req; nreq=$((nreq + 1)); srvport=$dst; else kind=Rep; nrep=$((nrep + 1)); fi
+			case "$cflag" in 1|True|true) cf=1 ;; *) cf=0 ;; esac
+			[ "$kind" = Rep ] && [ "$cf" = 1 ] && crc_on=1
+			enh=0; [ "$rev" = 2 ] && [ $(( ${res:-0} & 0x10 )) != 0 ] && enh=4
+			ulp=$(( ${pdl:-0} - enh )); [ "$ulp" -lt 0 ] && ulp=0
+			desc+="$kind(port $src rev $rev C=$cf R=${rej:-?} pd ${pdl:-0}B${pd:+ ${pd:0:24}}) "
+			# ucmatose cells: our side sends ULP private data (client: Request; server: Reply)
+			case "$c:$kind" in
+			ucmatose-ours2siw-*:Req|ucmatose-siw2ours-*:Rep)
+				if [[ "${pd:$((enh * 2))}" == "$PDATA_HEX"* ]]; then
+					desc+="[our private data '$PDATA' found byte for byte after ${enh} B of MPA v2 IRD/ORD] "
+				else
+					bad+=("our MPA $kind does not carry the private data '$PDATA' (ULP part $ulp B)")
+				fi ;;
+			esac
+		elif [ -n "$op" ]; then
+			ddp=$((ddp + 1))
+			[ "$src" = "$srvport" ] && from_srv=$((from_srv + 1))
+			for o in ${op//,/ }; do OPS[$o]=$(( ${OPS[$o]:-0} + 1 )); done
+		fi
+	done </tmp/check-pcaps.$$
+	rm -f /tmp/check-pcaps.$$
+	from_cli=$((ddp - from_srv))
+	ops=""; for o in $(printf '%s\n' "${!OPS[@]}" | sort); do ops+="${ops:+ }${OPS[$o]}x$o"; done
+	unset OPS
+	mal=$("${TS[@]}" -r "$p" -Y _ws.malformed 2>/dev/null | wc -l)
+	terms=$(grep -o '[0-9]*x0x07' <<<"$ops" | cut -dx -f1); terms=${terms:-0}
+	line="MPA: ${desc:-none}; DDP/RDMAP frames $ddp (client $from_cli, server $from_srv) [opcodes $ops]; malformed $mal"
+	# NOTES.md 8.7: siw as the passive side intermittently never answers the first FPDU after the
+	# MPA Reply (TCP ACKs it; no Terminate, no FIN). Flag that pattern for our-client cells.
+	case "$c" in *ours2siw*)
+		if [ "$from_cli" -gt 0 ] && [ "$from_srv" = 0 ] && [ "$nrep" -ge 1 ]; then
+			fins=$("${TS[@]}" -r "$p" -Y "tcp.flags.fin == 1 and tcp.srcport == $srvport" 2>/dev/null | wc -l)
+			if [ "$fins" = 0 ]; then
+				line+="; siw answered none of our $from_cli FPDUs and never closed (the siw stall signature of NOTES.md 8.7)"
+			else
+				line+="; siw answered none of our $from_cli FPDUs and closed the connection"
+			fi
+		fi ;;
+	esac
+	[ "$nreq" -ge 1 ] && [ "$nrep" -ge 1 ] || bad+=("no MPA Request/Reply decoded")
+	[ "$ddp" -gt 0 ] || bad+=("no DDP/RDMAP frames decoded")
+	[ "$mal" = 0 ] || bad+=("$mal malformed frames")
+	[ "$terms" = 0 ] || line+="; Terminate frames $terms (see iwarp-wire.md 4.5 for siw's bit layout)"
+	if [ "$crc_on" = 1 ]; then
+		crcs=$("${TS[@]}" -r "$p" -Y iwarp_mpa.crc_check -V -O iwarp_mpa 2>/dev/null | grep -oE '(Good|Bad) CRC32' | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s=", "}')
+		good=$(echo "$crcs" | grep -oE '[0-9]+ Good' | cut -d' ' -f1); bad_n=$(echo "$crcs" | grep -oE '[0-9]+ Bad' | cut -d' ' -f1)
+		line+="; CRC on: ${crcs:-no CRC fields}"
+		[ "${bad_n:-0}" = 0 ] || bad+=("${bad_n} bad CRCs")
+		[ "${good:-0}" -gt 0 ] || bad+=("CRC negotiated but no CRC verified")
+	else
+		line+="; CRC off"
+		[ "$v" = crc ] && [ "$nrep" -ge 1 ] && bad+=("crc variant: the MPA Reply does not have C=1")
+	fi
+	if [ ${#bad[@]} -gt 0 ]; then
+		echo "BAD|$v|$c|$(IFS=';'; echo "${bad[*]}") -- $line"; rc=1
+	else
+		echo "OK|$v|$c|$line"
+	fi
+done
+exit $rc
