@@ -97,16 +97,15 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->listeners);
     ndk_list_init(&dev->timers);
     ndk_list_init(&dev->adapters);
-    dev->next_ephemeral = (uint16_t)(NDK_EPHEMERAL_PORT_FIRST + (getpid() * 7919u) % 16384u);
     err = iw_progress_start(dev);
     if (err) {
-        iw_err("%s: cannot start the progress engine: %s", dev->ifname, strerror(-err));
+        iw_derr(dev, "%s: cannot start the progress engine: %s", dev->ifname, strerror(-err));
         pthread_mutex_destroy(&dev->lock);
         pthread_mutex_destroy(&dev->mem_lock);
         free(dev);
         return ndk_status_from_errno(err);
     }
-    iw_info("bound to %s (ifindex %u, mtu %u)", dev->ifname, dev->ifindex, dev->mtu);
+    iw_dinfo(dev, "bound to %s (ifindex %u, mtu %u)", dev->ifname, dev->ifindex, dev->mtu);
     *out = dev;
     return NDIS_STATUS_SUCCESS;
 }
@@ -189,7 +188,7 @@ NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
         bool was = atomic_exchange(&dev->enabled, on);
         req->BytesRead = sizeof(BOOLEAN);
         if (was != on) {
-            iw_info("%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
+            iw_dinfo(dev, "%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
             atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
             iw_work_queue(dev, &dev->pnp_work);
         }
@@ -278,7 +277,7 @@ void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
 {
     /* Nothing is mapped, so nothing to undo; the MDL is untouched (§2.3 NdkReleaseLAM). */
     if (lam && lam->AdapterContext != to_iw_adapter(a))
-        iw_warn("NdkReleaseLAM: LAM %p was not built by this adapter", (void *)lam);
+        iw_dwarn(to_iw_adapter(a)->dev, "NdkReleaseLAM: LAM %p was not built by this adapter", (void *)lam);
 }
 
 static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
@@ -347,7 +346,7 @@ void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
     struct iw_adapter *ad = to_iw_adapter(a);
 
     if (iw_on_progress_thread(dev))
-        iw_err("CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
+        iw_derr(dev, "CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
     /* §8 item 1 decision: block until every object of the instance is closed and its close
      * completion has returned (objects are uncounted only after their completion returned). */
     pthread_mutex_lock(&ad->lock);

@@ -59,11 +59,11 @@ static int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
     if (c->state == to)
         return 0;
     if (to != IW_CM_CLOSED && !(iw_cm_next[c->state] & (1u << to))) {
-        iw_warn("CONN[%u] state transition undefined: %s => %s", c->obj.id, iw_cm_state_name[c->state],
+        iw_dwarn(c->obj.dev, "CONN[%u] state transition undefined: %s => %s", c->obj.id, iw_cm_state_name[c->state],
                 iw_cm_state_name[to]);
         return -EINVAL;
     }
-    iw_dbg("CONN[%u] %s => %s", c->obj.id, iw_cm_state_name[c->state], iw_cm_state_name[to]);
+    iw_ddbg(c->obj.dev, "CONN[%u] %s => %s", c->obj.id, iw_cm_state_name[c->state], iw_cm_state_name[to]);
     c->state = to;
     return 0;
 }
@@ -105,7 +105,7 @@ static void iw_out_req(struct iw_cm_out *out, struct iw_connector *c, NDK_FN_REQ
     if (!*fn)
         return;
     if (out->n == IW_CM_OUT_MAX) {
-        iw_err("CONN[%u] callback batch overflow", c->obj.id);   /* cannot happen: <= 6 per pass */
+        iw_derr(c->obj.dev, "CONN[%u] callback batch overflow", c->obj.id);   /* cannot happen: <= 6 per pass */
         return;
     }
     struct iw_cb *cb = &out->cb[out->n++];
@@ -198,23 +198,46 @@ uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now)
             next = c->deadline_ms;
         }
     }
+    /* Listeners backing off after accept() ran out of file descriptors: poll them again. */
+    ndk_list_for_each(pos, &dev->listeners) {
+        struct iw_listener *l = ndk_list_entry(pos, struct iw_listener, link);
+        if (!l->backoff_until)
+            continue;
+        if (l->backoff_until <= now) {
+            l->backoff_until = 0;
+            if (l->listening && l->polled)
+                iw_poll_mod(dev, &l->poll, EPOLLIN);
+        } else if (!next || l->backoff_until < next) {
+            next = l->backoff_until;
+        }
+    }
     pthread_mutex_unlock(&dev->lock);
     return next;
 }
 
 /* ---- sockets ---- */
 
-static int iw_socket(int family, bool reuseport)
+/* What a socket is for decides its sharing flags (§5.11.5: a port is shared only on purpose):
+ *   LISTEN     SO_REUSEADDR, as siw (iwarp-wire.md §7.8): a listener can come back while its
+ *              old connections sit in TIME_WAIT; two listeners never share a port on Linux.
+ *   CONNECT    nothing: its bind (explicit or ephemeral port) is exclusive against every socket.
+ *   SEP_ANCHOR a shared endpoint's placeholder: bound exclusively, then SO_REUSEPORT so that
+ *              the connections through it can join (iw_create_shared_endpoint).
+ *   SEP_CONN   a connection through a shared endpoint: SO_REUSEPORT, joins the placeholder. */
+enum iw_sock_use { IW_SOCK_LISTEN, IW_SOCK_CONNECT, IW_SOCK_SEP_ANCHOR, IW_SOCK_SEP_CONN };
+
+static int iw_socket(int family, enum iw_sock_use use)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
 
     if (fd < 0)
         return -errno;
-    /* iwarp-wire.md §7.8 / §2.8: SO_REUSEADDR and TCP_NODELAY as siw does. */
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    /* iwarp-wire.md §2.8: TCP_NODELAY as siw does. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (reuseport)
+    if (use == IW_SOCK_LISTEN)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (use == IW_SOCK_SEP_CONN)
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     if (family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
@@ -440,7 +463,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
 
 static int iw_conn_build_request(struct iw_connector *c)
 {
-    struct iw_config *cfg = &iw_prov->cfg;
+    const struct iw_config *cfg = &c->obj.dev->prov->cfg;
     struct iw_mpa_frame f;
     uint8_t buf[IW_MPA_HDR_LEN + IW_MPA_MAX_PD_WIRE];
     int n;
@@ -526,7 +549,7 @@ static int iw_conn_rx_mpa(struct iw_connector *c)
         return -EIO;
     IW_COUNT(c->obj.dev, rdma_in_octets, used);
     if (st == IW_MPA_ERROR) {
-        iw_warn("CONN[%u] bad MPA %s: %s", c->obj.id, c->active ? "Reply" : "Request",
+        iw_dwarn(c->obj.dev, "CONN[%u] bad MPA %s: %s", c->obj.id, c->active ? "Reply" : "Request",
                 iw_mpa_strerror(c->parser.error));
         return -EPROTO;
     }
@@ -534,15 +557,17 @@ static int iw_conn_rx_mpa(struct iw_connector *c)
         return 0;
     /* iwarp-wire.md §2.2: the initiator may not send behind its Request (siw closes too). */
     if (!c->active && (size_t)n > used) {
-        iw_warn("CONN[%u] bytes behind the MPA Request", c->obj.id);
+        iw_dwarn(c->obj.dev, "CONN[%u] bytes behind the MPA Request", c->obj.id);
         return -EPROTO;
     }
     return 1;
 }
 
 /* Peeks one FPDU during the handshake (RTR / Read Response). Returns 1 and fills *h and
- * *len when a whole FPDU is buffered, 0 for more, <0 on error. Consumes nothing. */
-static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size_t *len, bool *whole)
+ * *len when a whole FPDU is buffered, 0 for more, <0 on error (-EBADMSG: a bad FPDU, *term then
+ * describes it). Consumes nothing. */
+static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size_t *len, bool *whole,
+                             struct iw_fpdu_term *term)
 {
     uint8_t buf[IW_FPDU_MAX_BUFFERED + 16];
     struct iw_fpdu_rx_cfg cfg = { .crc = c->crc };
@@ -562,8 +587,10 @@ static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size
     while (off < (size_t)n) {
         enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + off, (size_t)n - off, &used, &ev);
         off += used;
-        if (t == IW_FPDU_EV_ERROR)
+        if (t == IW_FPDU_EV_ERROR) {
+            *term = ev.err->term;        /* what the Terminate must say (iwarp-wire.md §4.4) */
             return -EBADMSG;
+        }
         if (t == IW_FPDU_EV_HEADER) {
             *h = *ev.hdr;
             have_hdr = true;
@@ -579,6 +606,43 @@ static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size
             break;
     }
     return have_hdr && h->payload_len ? 1 : 0;
+}
+
+/* A protocol error after the MPA exchange, when both sides know the FPDU framing (CRC or not):
+ * iwarp-wire.md §2.3 / §4.4 want one Terminate describing it before the stream ends. Queues it
+ * behind anything still pending in txbuf, sends what the socket takes now (a Terminate is small
+ * and best effort), drops unread input so that close() sends a FIN rather than a reset (which
+ * would discard the Terminate), and closes: pending requests fail with err. dev->lock held. */
+static void iw_conn_terminate_locked(struct iw_connector *c, struct iw_cm_out *out, uint8_t layer, uint8_t etype,
+                                     uint8_t ecode, const struct iw_fpdu_term *term, int err)
+{
+    struct iw_fpdu_hdr h;
+    uint8_t buf[IW_FPDU_MAX_BUFFERED + IW_MPA_CRC_SIZE + 8];
+    int n;
+
+    memset(&h, 0, sizeof h);
+    h.opcode = IW_OP_TERMINATE;
+    h.last = true;
+    h.qn = IW_QN_TERMINATE;
+    h.msn = 1;                           /* the first and only message on QN 2 */
+    if (term) {
+        h.term = *term;
+    } else {
+        h.term.layer = layer;
+        h.term.etype = etype;
+        h.term.ecode = ecode;
+    }
+    iw_dwarn(c->obj.dev, "CONN[%u] protocol error in %s: sending Terminate (layer %u etype %u code 0x%02x)", c->obj.id,
+             iw_cm_state_name[c->state], h.term.layer, h.term.etype, h.term.ecode);
+    n = iw_fpdu_build(&h, NULL, 0, c->crc, buf, sizeof buf);
+    if (n > 0 && c->poll.fd >= 0 && iw_conn_tx_add(c, buf, (size_t)n) == 0) {
+        if (iw_conn_tx(c) == 0)
+            iw_ddbg(c->obj.dev, "CONN[%u] Terminate did not fit the socket at once", c->obj.id);
+        uint8_t sink[512];
+        for (int i = 0; i < 64 && recv(c->poll.fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+            ;
+    }
+    iw_conn_close_locked(c, out, err, false);
 }
 
 static void iw_conn_fail_locked(struct iw_connector *c, struct iw_cm_out *out, int err)
@@ -609,13 +673,13 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
         return;
     }
     if (f->markers) {
-        iw_warn("CONN[%u] peer wants MPA markers: not supported", c->obj.id);
+        iw_dwarn(c->obj.dev, "CONN[%u] peer wants MPA markers: not supported", c->obj.id);
         iw_conn_fail_locked(c, out, -ECONNREFUSED);
         return;
     }
     if (c->mpa_rev == 2 && (f->rev != 2 || !f->has_v2)) {
         /* As siw: a Rev 2 initiator needs a Rev 2 enhanced Reply (iwarp-wire.md §2.3). */
-        iw_warn("CONN[%u] MPA Reply rev %u without the enhanced block", c->obj.id, f->rev);
+        iw_dwarn(c->obj.dev, "CONN[%u] MPA Reply rev %u without the enhanced block", c->obj.id, f->rev);
         iw_conn_fail_locked(c, out, -EPROTO);
         return;
     }
@@ -628,8 +692,12 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
         c->eff_ord = c->my_ord < c->peer_ird ? c->my_ord : c->peer_ird;
         if (f->v2.p2p && c->rtr_offer) {
             if (!(f->v2.rtr & c->rtr_offer) || (f->v2.rtr & (f->v2.rtr - 1))) {
-                iw_warn("CONN[%u] no matching RTR (offered 0x%x, chosen 0x%x)", c->obj.id, c->rtr_offer, f->v2.rtr);
-                iw_conn_fail_locked(c, out, -EPROTO);
+                iw_dwarn(c->obj.dev, "CONN[%u] no matching RTR (offered 0x%x, chosen 0x%x)", c->obj.id, c->rtr_offer,
+                         f->v2.rtr);
+                /* RFC 6581 / iwarp-wire.md §2.3: Terminate "no matching RTR option" instead of
+                 * the RTR, then close. */
+                iw_conn_terminate_locked(c, out, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_NO_RTR_MATCH,
+                                         NULL, -EPROTO);
                 return;
             }
             c->p2p = true;
@@ -656,7 +724,7 @@ static void iw_conn_on_request(struct iw_connector *c, struct iw_cm_out *out)
     if (c->peer_pd_len)
         memcpy(c->peer_pd, f->ulp_pd, c->peer_pd_len);
     /* RFC 5044: CRC must be used if the peer asks; we may also ask ourselves. */
-    c->crc = f->crc || iw_prov->cfg.crc;
+    c->crc = f->crc || c->obj.dev->prov->cfg.crc;
     c->peer_has_limits = f->has_v2;
     if (f->has_v2) {
         c->peer_ird = f->v2.ird;
@@ -700,6 +768,7 @@ static void iw_conn_on_request(struct iw_connector *c, struct iw_cm_out *out)
 static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
 {
     struct iw_fpdu_hdr h;
+    struct iw_fpdu_term term;
     size_t len = 0;
     bool whole = false;
     uint8_t sink[IW_FPDU_MAX_BUFFERED + 16];
@@ -707,18 +776,28 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
 
     if (c->tx_off < c->tx_len)
         return;                          /* our Reply is not out yet: nothing may follow it */
-    r = iw_conn_peek_fpdu(c, &h, &len, &whole);
+    memset(&h, 0, sizeof h);
+    r = iw_conn_peek_fpdu(c, &h, &len, &whole, &term);
 
+    if (r == -EBADMSG) {
+        /* a malformed first FPDU (bad CRC, bad header): Terminate with the deframer's reason */
+        iw_conn_terminate_locked(c, out, 0, 0, 0, &term, -EPROTO);
+        return;
+    }
     if (r < 0) {
-        iw_conn_fail_locked(c, out, r == -ESHUTDOWN ? -ECONNABORTED : (r == -EBADMSG ? -EPROTO : r));
+        iw_conn_fail_locked(c, out, r == -ESHUTDOWN ? -ECONNABORTED : r);
         return;
     }
     if (r == 0)
         return;
     if (c->state == IW_CM_AWAIT_READ_RESP) {
+        if (!whole && !h.payload_len && h.opcode == IW_OP_READ_RESP)
+            return;                      /* the zero-length Read Response is still arriving */
         if (!whole || h.opcode != IW_OP_READ_RESP || h.payload_len) {
-            iw_warn("CONN[%u] expected a zero-length Read Response, got %s", c->obj.id, iw_fpdu_opcode_name(h.opcode));
-            iw_conn_fail_locked(c, out, -EPROTO);
+            iw_dwarn(c->obj.dev, "CONN[%u] expected a zero-length Read Response, got %s", c->obj.id,
+                     iw_fpdu_opcode_name(h.opcode));
+            iw_conn_terminate_locked(c, out, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE,
+                                     NULL, -EPROTO);
             return;
         }
         recv(c->poll.fd, sink, len, MSG_DONTWAIT);
@@ -728,10 +807,18 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
         iw_conn_establish_locked(c, out);
         return;
     }
-    /* Responder (iwarp-wire.md §7.5): consume a zero-length Write or Read Request RTR; any
-     * other valid first FPDU also marks the start of full operation and is left to the data
-     * path. */
+    /* Responder (iwarp-wire.md §2.3, §7.5). In P2P mode the first FPDU must be the RTR: the
+     * kind we chose, or a Write / Read kind the initiator offered; anything else (a data FPDU,
+     * a Send we did not choose) is a protocol error answered with a Terminate. */
     unsigned kind = whole ? iw_fpdu_rtr_kind(&h) : 0;
+    if (c->p2p && (whole || h.payload_len) &&
+        (!kind || (kind != c->rtr && (kind == IW_MPA_RTR_SEND || !(kind & c->rtr_offer))))) {
+        iw_dwarn(c->obj.dev, "CONN[%u] P2P: expected the RTR (0x%x), got %s with %u bytes", c->obj.id, c->rtr,
+                 iw_fpdu_opcode_name(h.opcode), h.payload_len);
+        iw_conn_terminate_locked(c, out, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE,
+                                 NULL, -EPROTO);
+        return;
+    }
     if (whole && (kind == IW_MPA_RTR_WRITE || kind == IW_MPA_RTR_READ)) {
         recv(c->poll.fd, sink, len, MSG_DONTWAIT);
         IW_COUNT(c->obj.dev, rdma_in_octets, len);
@@ -802,7 +889,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
         case IW_CM_AWAIT_READ_RESP:
         case IW_CM_AWAIT_RTR:
         case IW_CM_DISCONNECTING:
-            iw_warn("CONN[%u] timed out in %s", c->obj.id, iw_cm_state_name[c->state]);
+            iw_dwarn(c->obj.dev, "CONN[%u] timed out in %s", c->obj.id, iw_cm_state_name[c->state]);
             iw_conn_fail_locked(c, out, -ETIMEDOUT);
             return;
         case IW_CM_AWAIT_REQUEST:
@@ -820,7 +907,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             iw_conn_fail_locked(c, out, -errno);
             return;
         }
-        iw_timer_set_locked(c, iw_prov->cfg.disconnect_timeout_ms);
+        iw_timer_set_locked(c, c->obj.dev->prov->cfg.disconnect_timeout_ms);
     }
     if (act & IW_CM_ACT_ESTABLISH && c->tx_off >= c->tx_len &&
         (c->state == IW_CM_REPLY_RECEIVED || c->state == IW_CM_AWAIT_RTR)) {
@@ -930,7 +1017,7 @@ static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
         pthread_mutex_lock(&dev->lock);
         if (r && c->state != IW_CM_CLOSED) {
             if (r == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
-                iw_dbg("CONN[%u] peer disconnected", c->obj.id);
+                iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
             /* FIN: close our side too (no half-closed connections, §5.11.6). */
             iw_conn_close_locked(c, &out, r, r != -ESHUTDOWN);
         }
@@ -1080,10 +1167,10 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
     iw_req_store(c, &c->connect_cb, &c->connect_ctx, cb, ctx);
     iw_obj_get(&c->obj);                 /* the epoll registration's reference */
     c->polled = true;
-    iw_timer_set_locked(c, iw_prov->cfg.connect_timeout_ms);
+    iw_timer_set_locked(c, c->obj.dev->prov->cfg.connect_timeout_ms);
     if (iw_poll_add(dev, &c->poll, EPOLLOUT) < 0) {
         /* fall back to the progress thread noticing through the timer; should not happen */
-        iw_err("CONN[%u] epoll_ctl: %s", c->obj.id, strerror(errno));
+        iw_derr(c->obj.dev, "CONN[%u] epoll_ctl: %s", c->obj.id, strerror(errno));
         c->polled = false;
         iw_obj_put(&c->obj);
         iw_conn_queue_locked(c, IW_CM_ACT_FAIL);
@@ -1110,7 +1197,7 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
         return STATUS_INVALID_ADDRESS;
     if (!iw_device_has_address(dev, (const struct sockaddr *)&s))
         return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(s.si_family, false);
+    fd = iw_socket(s.si_family, IW_SOCK_CONNECT);
     if (fd < 0)
         return ndk_status_from_errno(fd);
 
@@ -1130,27 +1217,40 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
             }
         }
     }
-    err = iw_ep_acquire(dev, &s, IW_EP_CONNECT, fd, &c->ep);
-    if (err) {
-        st = ndk_status_from_errno(err);
-        goto fail;
-    }
-    c->local = c->ep->addr;
     err = iw_conn_attach_qp(c, q);
     if (err) {
         st = STATUS_INVALID_PARAMETER;
-        goto fail_ep;
+        goto fail;
     }
-    st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
-    if (st != STATUS_PENDING) {
-        iw_conn_detach_qp(c);
-        goto fail_ep;
+    for (int attempt = 0;; attempt++) {
+        err = iw_ep_acquire(dev, &s, IW_EP_CONNECT, fd, &c->ep);
+        if (err) {
+            st = ndk_status_from_errno(err);
+            goto fail_qp;
+        }
+        c->local = c->ep->addr;
+        st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
+        if (st == STATUS_PENDING)
+            break;
+        iw_ep_put(dev, c->ep);
+        c->ep = NULL;
+        /* A port of our choosing whose 4-tuple to d is still taken (TIME_WAIT, or a socket
+         * someone shares the port with): choose another one (§5.11.5). */
+        if (st != STATUS_ADDRESS_ALREADY_EXISTS || iw_sa_port(&s) || attempt == 15)
+            goto fail_qp;
+        close(fd);
+        fd = iw_socket(s.si_family, IW_SOCK_CONNECT);
+        if (fd < 0) {
+            st = ndk_status_from_errno(fd);
+            iw_conn_detach_qp(c);
+            pthread_mutex_unlock(&dev->lock);
+            return st;
+        }
     }
     pthread_mutex_unlock(&dev->lock);
     return STATUS_PENDING;
-fail_ep:
-    iw_ep_put(dev, c->ep);
-    c->ep = NULL;
+fail_qp:
+    iw_conn_detach_qp(c);
 fail:
     pthread_mutex_unlock(&dev->lock);
     close(fd);
@@ -1176,7 +1276,7 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
         return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
     if (d.si_family != sep->local.si_family || iw_sa_is_wildcard(&d) || iw_sa_port(&d) == 0)
         return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(d.si_family, true);
+    fd = iw_socket(d.si_family, IW_SOCK_SEP_CONN);
     if (fd < 0)
         return ndk_status_from_errno(fd);
     pthread_mutex_lock(&dev->lock);
@@ -1254,7 +1354,7 @@ static NTSTATUS iw_complete_connect_common(struct iw_connector *c, NDK_FN_DISCON
                 h.msn = 1;
                 h.rr.src_stag = 1;
                 iw_cm_set_state(c, IW_CM_AWAIT_READ_RESP);
-                iw_timer_set_locked(c, iw_prov->cfg.connect_timeout_ms);
+                iw_timer_set_locked(c, c->obj.dev->prov->cfg.connect_timeout_ms);
             } else {
                 h.opcode = IW_OP_SEND;   /* zero-length Send: only if it was the sole choice */
                 h.msn = 1;
@@ -1341,7 +1441,7 @@ static NTSTATUS iw_accept_common(struct iw_connector *c, NDK_QP *q, ULONG ird, U
     iw_req_store(c, &c->accept_cb, &c->accept_ctx, cb, ctx);
     iw_cm_set_state(c, IW_CM_AWAIT_RTR);
     if (c->p2p) {
-        iw_timer_set_locked(c, iw_prov->cfg.accept_timeout_ms);
+        iw_timer_set_locked(c, c->obj.dev->prov->cfg.accept_timeout_ms);
     } else {
         /* RFC 5044 §7.1.2 without P2P: full operation once our Reply is out; the data path
          * holds its first FPDU until the initiator's arrives (params.tx_wait_first_rx). */
@@ -1609,6 +1709,30 @@ void iw_qp_want_writable(struct iw_qp *qp, bool on)
  * Listener
  * ==================================================================================== */
 
+#define IW_ACCEPT_BACKOFF_MS 100
+
+/* accept() failed for want of file descriptors (or memory): the connection stays in the kernel
+ * backlog and the listening socket stays readable, so polling it would spin this thread. Stop
+ * polling it for a while (iw_cm_run_timers resumes), and say so once per listener. Progress
+ * thread, no lock held. */
+static void iw_listener_backoff(struct iw_listener *l, int e)
+{
+    struct iw_device *dev = l->obj.dev;
+    bool first;
+
+    pthread_mutex_lock(&dev->lock);
+    first = !l->backoff_logged;
+    l->backoff_logged = true;
+    if (l->listening && l->polled) {
+        iw_poll_mod(dev, &l->poll, 0);
+        l->backoff_until = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
+    }
+    pthread_mutex_unlock(&dev->lock);
+    iw_dev_log(dev, first ? NDK_LOG_WARNING : NDK_LOG_DEBUG,
+               "LISTENER[%u] accept: %s; not accepting for %u ms (connections wait in the backlog)", l->obj.id,
+               strerror(e), IW_ACCEPT_BACKOFF_MS);
+}
+
 static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
 {
     struct iw_listener *l = ndk_container_of(p, struct iw_listener, poll);
@@ -1623,10 +1747,15 @@ static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
         int one = 1;
 
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
+            int e = errno;
+            if (e == EINTR || e == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                iw_warn("LISTENER[%u] accept: %s", l->obj.id, strerror(errno));
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+                iw_listener_backoff(l, e);
+                return;
+            }
+            if (e != EAGAIN && e != EWOULDBLOCK)
+                iw_dwarn(l->obj.dev, "LISTENER[%u] accept: %s", l->obj.id, strerror(e));
             return;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -1657,7 +1786,7 @@ static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
         c->poll.fd = fd;
         c->poll.handler = iw_conn_poll;
         iw_cm_set_state(c, IW_CM_AWAIT_REQUEST);
-        iw_timer_set_locked(c, iw_prov->cfg.mpa_request_timeout_ms);
+        iw_timer_set_locked(c, c->obj.dev->prov->cfg.mpa_request_timeout_ms);
         iw_obj_get(&c->obj);             /* epoll registration */
         c->polled = true;
         if (iw_poll_add(dev, &c->poll, EPOLLIN) < 0) {
@@ -1751,7 +1880,7 @@ static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK
         return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
     if (!iw_device_has_address(dev, (const struct sockaddr *)&a))
         return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(a.si_family, false);
+    fd = iw_socket(a.si_family, IW_SOCK_LISTEN);
     if (fd < 0)
         return ndk_status_from_errno(fd);
     pthread_mutex_lock(&dev->lock);
@@ -1782,7 +1911,7 @@ static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK
     if (iw_poll_add(dev, &l->poll, EPOLLIN) < 0) {
         l->polled = false;
         iw_obj_put(&l->obj);
-        iw_err("LISTENER[%u] epoll_ctl: %s", l->obj.id, strerror(errno));
+        iw_derr(l->obj.dev, "LISTENER[%u] epoll_ctl: %s", l->obj.id, strerror(errno));
     }
     pthread_mutex_unlock(&dev->lock);
     return STATUS_SUCCESS;
@@ -1911,8 +2040,8 @@ NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG l
     if (!iw_device_has_address(dev, (const struct sockaddr *)&sa))
         return STATUS_INVALID_ADDRESS;
     /* A bound (not listening) placeholder reserves the port in the OS; connections through
-     * the endpoint bind the same address with SO_REUSEADDR/SO_REUSEPORT. */
-    fd = iw_socket(sa.si_family, true);
+     * the endpoint bind the same address with SO_REUSEPORT (iw_socket). */
+    fd = iw_socket(sa.si_family, IW_SOCK_SEP_ANCHOR);
     if (fd < 0)
         return ndk_status_from_errno(fd);
     s = calloc(1, sizeof(*s));
@@ -1922,8 +2051,15 @@ NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG l
     }
     pthread_mutex_lock(&dev->lock);
     err = iw_ep_acquire(dev, &sa, IW_EP_SHARED, fd, &s->ep);
-    if (!err)
+    if (!err) {
+        int one = 1;
         s->ep->open = true;
+        /* Only now, after the exclusive bind: our own connections may join the port. */
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
+            err = -errno;
+            iw_ep_put(dev, s->ep);
+        }
+    }
     pthread_mutex_unlock(&dev->lock);
     if (err) {
         close(fd);

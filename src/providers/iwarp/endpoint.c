@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 socklen_t iw_sa_len(const struct sockaddr *sa)
 {
@@ -138,6 +141,69 @@ static int iw_ep_bind(int fd, const SOCKADDR_INET *a)
     return 0;
 }
 
+/* ---- the process-wide ephemeral port allocator (§5.11.5) ----
+ *
+ * Every device of every provider instance in this process draws port-0 endpoints from one
+ * allocator, so two devices or two runtimes never probe the same candidates. It starts at a
+ * random offset (so processes start apart) and rotates. users[] counts this process's endpoints
+ * on each port of the range (explicit ones included) to skip them without a system call; the
+ * authority against everyone else is bind() itself: every first bind is exclusive (no
+ * SO_REUSEADDR / SO_REUSEPORT before it, cm.c iw_socket), so a port some socket holds fails
+ * with EADDRINUSE and the probe moves on. Job of iw_eph.lock: every field; a leaf lock (taken
+ * under dev->lock), never held across a system call. */
+#define IW_EPH_SPAN (NDK_EPHEMERAL_PORT_LAST - NDK_EPHEMERAL_PORT_FIRST + 1)
+
+static struct {
+    pthread_mutex_t lock;
+    bool seeded;
+    uint32_t cursor;                  /* offset of the next candidate in the range */
+    uint16_t users[IW_EPH_SPAN];
+} iw_eph = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool iw_eph_in_range(uint16_t port)
+{
+    return port >= NDK_EPHEMERAL_PORT_FIRST;  /* NDK_EPHEMERAL_PORT_LAST is the top of uint16_t */
+}
+
+static void iw_eph_hold(uint16_t port, int delta)
+{
+    if (!iw_eph_in_range(port))
+        return;
+    pthread_mutex_lock(&iw_eph.lock);
+    iw_eph.users[port - NDK_EPHEMERAL_PORT_FIRST] = (uint16_t)(iw_eph.users[port - NDK_EPHEMERAL_PORT_FIRST] + delta);
+    pthread_mutex_unlock(&iw_eph.lock);
+}
+
+/* Takes the next candidate no endpoint of this process holds and marks it held (released with
+ * iw_eph_hold(port, -1) when the probe fails). 0 when all are held. */
+static uint16_t iw_eph_next(void)
+{
+    uint16_t port = 0;
+
+    pthread_mutex_lock(&iw_eph.lock);
+    if (!iw_eph.seeded) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            r = (uint32_t)ts.tv_nsec ^ ((uint32_t)getpid() * 2654435761u);
+        }
+        iw_eph.cursor = r % IW_EPH_SPAN;
+        iw_eph.seeded = true;
+    }
+    for (unsigned i = 0; i < IW_EPH_SPAN; i++) {
+        uint32_t off = iw_eph.cursor;
+        iw_eph.cursor = (off + 1) % IW_EPH_SPAN;
+        if (!iw_eph.users[off]) {
+            iw_eph.users[off] = 1;
+            port = (uint16_t)(NDK_EPHEMERAL_PORT_FIRST + off);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&iw_eph.lock);
+    return port;
+}
+
 int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_kind kind, int fd,
                   struct iw_endpoint **out)
 {
@@ -151,22 +217,22 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
         err = iw_ep_bind(fd, &a);
         if (err)
             return err == -EADDRINUSE || err == -EACCES ? -EADDRINUSE : err;
+        iw_eph_hold(iw_sa_port(&a), +1);
     } else {
-        /* §5.11.5: port 0 -> a free port of 49152-65535; rotate the start so consecutive
-         * connects do not probe the same ports again. */
-        const unsigned span = NDK_EPHEMERAL_PORT_LAST - NDK_EPHEMERAL_PORT_FIRST + 1;
+        /* §5.11.5: port 0 -> a free port of 49152-65535, probed with bind() until one is free
+         * for everyone (this table, the other devices and instances, other processes). */
         unsigned tries;
 
         err = -ERANGE;
-        for (tries = 0; tries < span; tries++) {
-            uint16_t port = dev->next_ephemeral;
-            dev->next_ephemeral = port == NDK_EPHEMERAL_PORT_LAST ? NDK_EPHEMERAL_PORT_FIRST : (uint16_t)(port + 1);
+        for (tries = 0; tries < IW_EPH_SPAN; tries++) {
+            uint16_t port = iw_eph_next();
+            if (!port)
+                break;
             iw_sa_set_port(&a, port);
-            if (iw_ep_in_use(dev, &a))
-                continue;
-            err = iw_ep_bind(fd, &a);
+            err = iw_ep_in_use(dev, &a) ? -EADDRINUSE : iw_ep_bind(fd, &a);
             if (err == 0)
                 break;
+            iw_eph_hold(port, -1);
             if (err != -EADDRINUSE && err != -EACCES)
                 return err;
             err = -ERANGE;
@@ -175,8 +241,10 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
             return -ERANGE;
     }
     ep = calloc(1, sizeof(*ep));
-    if (!ep)
+    if (!ep) {
+        iw_eph_hold(iw_sa_port(&a), -1);
         return -ENOMEM;
+    }
     ep->kind = kind;
     ep->addr = a;
     ep->refs = 1;
@@ -197,5 +265,6 @@ void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep)
     if (--ep->refs)
         return;
     ndk_list_del(&ep->link);
+    iw_eph_hold(iw_sa_port(&ep->addr), -1);
     free(ep);
 }

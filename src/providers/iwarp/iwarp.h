@@ -129,6 +129,8 @@ void iw_poll_del(struct iw_device *dev, struct iw_pollable *p);
 void iw_progress_kick(struct iw_device *dev);
 /* TRUE when the caller is dev's progress thread. */
 bool iw_on_progress_thread(const struct iw_device *dev);
+/* The device whose progress thread the caller is, or NULL. */
+const struct iw_device *iw_progress_current(void);
 uint64_t iw_now_ms(void);
 
 int iw_progress_start(struct iw_device *dev);   /* may block; called from Initialize */
@@ -148,22 +150,32 @@ struct iw_config {
     uint32_t disconnect_timeout_ms;   /* NdkDisconnect waits for the peer ("disconnect_timeout_ms") */
 };
 
+/* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the
+ * module gets its own, so no runtime state lives in a module global (provider.c). */
 struct iw_provider {
     const NDK_RUNTIME_SERVICES *services;
     NDIS_HANDLE driver_handle;
     struct iw_config cfg;
     pthread_mutex_t lock;             /* job: the device list */
     struct ndk_list devices;
+    struct ndk_list reg_link;         /* process-wide registry of live instances (provider.c) */
+    unsigned log_users;               /* context-free loggers using this instance (registry lock) */
 };
 
-/* Logging through the runtime (Services->Log). Never blocks for long; any context. */
+/* Logging through the runtime (Services->Log) of the right instance. Never blocks for long; any
+ * context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log (iw_err ...)
+ * uses the progress thread's device, else the oldest live instance (provider.c). */
 void iw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void iw_dev_log(const struct iw_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void iw_prov_log(struct iw_provider *prov, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define iw_err(...)   iw_log(NDK_LOG_ERROR, __VA_ARGS__)
 #define iw_warn(...)  iw_log(NDK_LOG_WARNING, __VA_ARGS__)
 #define iw_info(...)  iw_log(NDK_LOG_INFO, __VA_ARGS__)
 #define iw_dbg(...)   iw_log(NDK_LOG_DEBUG, __VA_ARGS__)
-
-extern struct iw_provider *iw_prov;   /* the one provider instance (set by NdkProviderEntry) */
+#define iw_derr(dev, ...)   iw_dev_log((dev), NDK_LOG_ERROR, __VA_ARGS__)
+#define iw_dwarn(dev, ...)  iw_dev_log((dev), NDK_LOG_WARNING, __VA_ARGS__)
+#define iw_dinfo(dev, ...)  iw_dev_log((dev), NDK_LOG_INFO, __VA_ARGS__)
+#define iw_ddbg(dev, ...)   iw_dev_log((dev), NDK_LOG_DEBUG, __VA_ARGS__)
 
 /* Performance counters (§6.6), as atomics so any thread may bump them lock-free. */
 struct iw_counters {
@@ -201,7 +213,6 @@ struct iw_device {
     struct ndk_list listeners;        /* every listening iw_listener */
     struct ndk_list timers;           /* connectors with a CM deadline */
     struct ndk_list adapters;         /* open iw_adapter instances */
-    uint16_t next_ephemeral;          /* rotating start for ephemeral port choice */
 
     /* STag table (mem.c). Job of mem_lock: the index -> object map and key counters. */
     pthread_mutex_t mem_lock;
@@ -759,6 +770,8 @@ struct iw_listener {
     /* protected by dev->lock */
     bool listening;
     bool paused;                      /* NdkControlConnectEvents(TRUE) (§2.12) */
+    uint64_t backoff_until;           /* accept() out of fds: not polled until then (0 = polled) */
+    bool backoff_logged;              /* that was logged once already */
     struct iw_endpoint *ep;
     SOCKADDR_INET local;
     NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
@@ -788,7 +801,8 @@ NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PV
                             NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out);
 NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
                                    PVOID ctx, NDK_SHARED_ENDPOINT **out);
-/* Progress thread: fires due CM timers; returns the next deadline (0 = none). dev->lock not held. */
+/* Progress thread: fires due CM timers (connector deadlines, listener accept back-off); returns
+ * the next deadline (0 = none). dev->lock not held. */
 uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now);
 /* OID_NDK_CONNECTIONS / OID_NDK_LOCAL_ENDPOINTS builders (dev->lock taken inside). */
 NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req);

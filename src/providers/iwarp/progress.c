@@ -66,6 +66,11 @@ bool iw_on_progress_thread(const struct iw_device *dev)
     return iw_tls_dev == dev;
 }
 
+const struct iw_device *iw_progress_current(void)
+{
+    return iw_tls_dev;
+}
+
 int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     struct epoll_event ev = { .events = events, .data.ptr = p };
@@ -145,14 +150,14 @@ static void *iw_progress_main(void *arg)
         int n = epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);
         if (n < 0) {
             if (errno != EINTR)
-                iw_err("%s: epoll_wait: %s", dev->ifname, strerror(errno));
+                iw_derr(dev, "%s: epoll_wait: %s", dev->ifname, strerror(errno));
             continue;
         }
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 uint64_t v;
                 if (read(dev->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
-                    iw_err("%s: eventfd read: %s", dev->ifname, strerror(errno));
+                    iw_derr(dev, "%s: eventfd read: %s", dev->ifname, strerror(errno));
                 continue;
             }
             struct iw_pollable *p = evs[i].data.ptr;
