@@ -481,6 +481,26 @@ NDK_PD *cf_pd(struct cf_ad *a)
     return pd;
 }
 
+/* Closed CQ/SRQ wrappers are kept (see cf_cq_close) and stay reachable from this list, so that a
+ * late notification lands in valid memory and leak checkers do not report the retention. */
+static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards the list below */
+static void **graveyard;
+static size_t graveyard_len, graveyard_cap;
+
+void cf_keep_for_late_callbacks(void *p)
+{
+    pthread_mutex_lock(&graveyard_lock);
+    if (graveyard_len == graveyard_cap) {
+        size_t cap = graveyard_cap ? graveyard_cap * 2 : 64;
+        void **grown = realloc(graveyard, cap * sizeof *grown);
+        CHECK(grown);
+        graveyard = grown;
+        graveyard_cap = cap;
+    }
+    graveyard[graveyard_len++] = p;
+    pthread_mutex_unlock(&graveyard_lock);
+}
+
 static void cq_notify_cb(void *ctx, NTSTATUS st)
 {
     struct cf_cq *cq = ctx;
@@ -538,6 +558,7 @@ void cf_cq_close(struct cf_cq *cq)
     /* Deliberately not freed: a late notification (a provider bug) must hit valid memory so the
      * case can report it rather than crash in the allocator. */
     cq->cq = NULL;
+    cf_keep_for_late_callbacks(cq);
 }
 
 void cf_cq_arm(struct cf_cq *cq, ULONG type)
@@ -671,7 +692,11 @@ NTSTATUS cf_try_srq(NDK_PD *pd, struct cf_ad *a, ULONG depth, ULONG sge, ULONG t
     NTSTATUS st = pd->Dispatch->NdkCreateSrq(pd, depth, sge, threshold, srq_notify_cb, s, NULL, cf_create_cb, op,
                                              &obj);
     st = cf_create_done(op, st, (void *const *)&obj, NdkObjectTypeSrq, a->version, (void **)&s->srq);
-    *out = st == STATUS_SUCCESS ? s : NULL;
+    if (st != STATUS_SUCCESS) {
+        free(s);
+        s = NULL;
+    }
+    *out = s;
     return st;
 }
 
@@ -687,6 +712,7 @@ void cf_srq_close(struct cf_srq *s)
     if (s && s->srq) {
         cf_close(s->srq);
         s->srq = NULL;
+        cf_keep_for_late_callbacks(s);
     }
 }
 
