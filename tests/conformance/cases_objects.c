@@ -68,7 +68,6 @@ void case_create_close_cq(void)
         d->NdkArmCq(cq->cq, NDK_CQ_NOTIFY_ANY);
         close_via(d, cq->cq);
         CHECK_MSG(cf_cq_notifies(cq) == 0, "a notification for an empty CQ (§5.7)");
-        cf_keep_for_late_callbacks(cq);
     }
     cf_ad_close(&a);
 }
@@ -151,7 +150,6 @@ void case_create_close_srq(void)
         CHECK_ST(cf_req_done(op, d->NdkModifySrq(s->srq, 32, 0, cf_req_cb, op)), STATUS_SUCCESS);
         close_via(d, s->srq);
         CHECK_MSG(cf_srq_notifies(s) == 0, "SRQ notification without a threshold (§5.9)");
-        cf_keep_for_late_callbacks(s);
     }
     cf_mem_free(&m);
     cf_close(pd);

@@ -481,8 +481,9 @@ NDK_PD *cf_pd(struct cf_ad *a)
     return pd;
 }
 
-/* Closed CQ/SRQ wrappers are kept (see cf_cq_close) and stay reachable from this list, so that a
- * late notification lands in valid memory and leak checkers do not report the retention. */
+/* CQ/SRQ wrappers are never freed (see cf_cq_close) and stay reachable from this list from their
+ * creation on, so that a late notification lands in valid memory and leak checkers do not report
+ * the retention. */
 static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;   /* guards the list below */
 static void **graveyard;
 static size_t graveyard_len, graveyard_cap;
@@ -534,6 +535,8 @@ NTSTATUS cf_try_cq(struct cf_ad *a, ULONG depth, struct cf_cq **out)
         free(cq);
         *out = NULL;
     } else {
+        /* Never freed, however the case closes it (see cf_keep_for_late_callbacks). */
+        cf_keep_for_late_callbacks(cq);
         *out = cq;
     }
     return st;
@@ -558,7 +561,6 @@ void cf_cq_close(struct cf_cq *cq)
     /* Deliberately not freed: a late notification (a provider bug) must hit valid memory so the
      * case can report it rather than crash in the allocator. */
     cq->cq = NULL;
-    cf_keep_for_late_callbacks(cq);
 }
 
 void cf_cq_arm(struct cf_cq *cq, ULONG type)
@@ -695,6 +697,8 @@ NTSTATUS cf_try_srq(NDK_PD *pd, struct cf_ad *a, ULONG depth, ULONG sge, ULONG t
     if (st != STATUS_SUCCESS) {
         free(s);
         s = NULL;
+    } else {
+        cf_keep_for_late_callbacks(s);
     }
     *out = s;
     return st;
@@ -712,7 +716,6 @@ void cf_srq_close(struct cf_srq *s)
     if (s && s->srq) {
         cf_close(s->srq);
         s->srq = NULL;
-        cf_keep_for_late_callbacks(s);
     }
 }
 

@@ -333,8 +333,9 @@ void cf_post_read(struct cf_conn *c, uintptr_t ctx, const NDK_SGE *sge, ULONG n,
 #define CF_NSIZES 6
 void cf_sizes(const NDK_ADAPTER_INFO *info, size_t sizes[CF_NSIZES]);
 
-/* Keeps a closed CQ/SRQ wrapper allocated and reachable, so that a late callback (a provider
- * bug) hits valid memory and is reported by the case instead of crashing the allocator. */
+/* Keeps a CQ/SRQ wrapper allocated and reachable for the life of the process, so that a late
+ * callback (a provider bug) hits valid memory and is reported by the case instead of crashing
+ * the allocator. cf_try_cq / cf_try_srq call it for every wrapper they create. */
 void cf_keep_for_late_callbacks(void *wrapper);
 
 #endif
