@@ -16,6 +16,10 @@
 /* rt->lock held. */
 void rt_pnp_queue_locked(struct ndk_rt *rt, ndk_rt_event_type type, const struct rt_adapter *a, ULONG target)
 {
+    /* Once the runtime is closing nobody will deliver it (a provider may still raise an event
+     * while it is halted). */
+    if (rt->stop)
+        return;
     struct rt_event *e = calloc(1, sizeof *e);
     if (!e) {
         rt_log(rt, NDK_LOG_ERROR, "out of memory: PnP event %s for adapter %u lost", ndk_rt_event_name(type), a->id);
@@ -142,10 +146,10 @@ int rt_pnp_start(struct ndk_rt *rt)
 /* May block (joins the event thread); rt->lock not held; never from the event thread. */
 void rt_pnp_stop(struct ndk_rt *rt)
 {
+    pthread_mutex_lock(&rt->lock);
+    rt->stop = 1;
+    pthread_mutex_unlock(&rt->lock);
     if (rt->thread_started) {
-        pthread_mutex_lock(&rt->lock);
-        rt->stop = 1;
-        pthread_mutex_unlock(&rt->lock);
         rt_pnp_wake(rt);
         pthread_join(rt->thread, NULL);
         rt->thread_started = 0;

@@ -298,6 +298,92 @@ static void case_rping(const char *host)
     }
 }
 
+/* The rping server is told when its client went away before completing a session: a client
+ * (ndkping --cmatose -C 0, which connects and then only waits) is killed once the server has
+ * accepted it. Then a complete session against a fresh server still exits 0. */
+static void case_rping_incomplete(const char *host)
+{
+    struct proc s, c;
+    next_port();
+    char *sargv[] = { (char *)ndkping, "--rping", "-s", "-a", (char *)host, "-p", port_s, "-v", NULL };
+    start(&s, "rping-server", sargv);
+    wait_listening(&s);
+    char *cargv[] = { (char *)ndkping, "--cmatose", "-s", (char *)host, "-p", port_s, "-C", "0", NULL };
+    start(&c, "dying-client", cargv);
+    uint64_t deadline = ndk_test_now_ms() + 20000;
+    while (!strstr(slurp(s.err), "connection from")) {
+        CHECK_MSG(ndk_test_now_ms() < deadline, "the rping server saw no connection within 20 s\n--- stderr:\n%s",
+                  slurp(s.err));
+        usleep(10000);
+    }
+    kill(c.pid, SIGKILL);
+    finish(&c, 10000);
+    int rc = finish(&s, 30000);
+    const char *so = slurp(s.out), *se = slurp(s.err);
+    CHECK_MSG(rc > 0, "rping server exited %d after its client was killed\n--- stdout:\n%s--- stderr:\n%s", rc, so,
+              se);
+    CHECK_MSG(!strstr(so, ": ok"), "rping server claims success after its client was killed:\n%s", so);
+    HAS(se, "the client disconnected before completing a ping");
+    printf("ndkping --rping server over %s: client killed after connecting -> exit %d: %s", host, rc,
+           strstr(se, "the client disconnected"));
+}
+
+/* librdmacm rdma_server / rdma_client: one 16-byte Send each way; and the failures they report
+ * when the peer does not follow the example's exchange. */
+static void case_rdmacm(const char *host)
+{
+    struct proc s, c;
+    next_port();
+    char *sargv[] = { (char *)ndkping, "--rdma-server", "-s", (char *)host, "-p", port_s, NULL };
+    start(&s, "rdma-server", sargv);
+    wait_listening(&s);
+    char *cargv[] = { (char *)ndkping, "--rdma-client", "-s", (char *)host, "-p", port_s, "-v", NULL };
+    start(&c, "rdma-client", cargv);
+    expect_ok(&c, 60000, "ndkping --rdma-client");
+    expect_ok(&s, 15000, "ndkping --rdma-server");
+    HAS(slurp(c.out), "received 16 bytes back, compared byte for byte with rdma_server's 16 zero bytes: ok");
+    HAS(slurp(s.out), "compared byte for byte with rdma_client's 16 zero bytes: ok; sent 16 zero bytes back");
+    printf("ndkping --rdma-server/--rdma-client over %s: 16 bytes each way, compared on both sides\n", host);
+
+    /* Nobody listening: one line and a non-zero exit. */
+    char want[128], addr[64];
+    host_port(addr, sizeof addr, host, next_port());
+    snprintf(want, sizeof want, "connect to %s failed: STATUS_CONNECTION_REFUSED", addr);
+    char *rargv[] = { (char *)ndkping, "--rdma-client", "-s", (char *)host, "-p", port_s, NULL };
+    expect_one_line_failure(rargv, "rdma-client-refused", want);
+
+    /* A peer whose 16 bytes are not the example's zeros (rping's client sends its buffer
+     * advertisement): the server reports the difference and fails; so does that client. */
+    next_port();
+    char *s2[] = { (char *)ndkping, "--rdma-server", "-s", (char *)host, "-p", port_s, NULL };
+    start(&s, "rdma-server-wrong", s2);
+    wait_listening(&s);
+    char *c2[] = { (char *)ndkping, "--rping", "-c", "-a", (char *)host, "-p", port_s, "-C", "1", NULL };
+    start(&c, "rping-client-wrong", c2);
+    int src = finish(&s, 30000), crc = finish(&c, 30000);
+    CHECK_MSG(src > 0, "rdma-server exited %d on a wrong message\n%s%s", src, slurp(s.out), slurp(s.err));
+    HAS(slurp(s.err), "received bytes differ from rdma_client's 16 zero bytes at byte");
+    CHECK_MSG(!strstr(slurp(s.out), ": ok"), "rdma-server claims success:\n%s", slurp(s.out));
+    CHECK_MSG(crc > 0, "rping client exited %d against an rdma-server\n%s%s", crc, slurp(c.out), slurp(c.err));
+    printf("ndkping --rdma-server over %s: wrong bytes -> exit %d, %s", host, src, strstr(slurp(s.err), "ndkping:"));
+
+    /* A server that never replies (an rping server takes our 16 zero bytes for an advertisement
+     * of 0 bytes and drops the connection): the client reports the missing reply. */
+    next_port();
+    char *s3[] = { (char *)ndkping, "--rping", "-s", "-a", (char *)host, "-p", port_s, "-v", NULL };
+    start(&s, "rping-server-wrong", s3);
+    wait_listening(&s);
+    char *c3[] = { (char *)ndkping, "--rdma-client", "-s", (char *)host, "-p", port_s, NULL };
+    start(&c, "rdma-client-wrong", c3);
+    crc = finish(&c, 60000);
+    src = finish(&s, 30000);
+    CHECK_MSG(crc > 0, "rdma-client exited %d without a reply\n%s%s", crc, slurp(c.out), slurp(c.err));
+    HAS(slurp(c.err), "the server's 16-byte reply");
+    CHECK_MSG(!strstr(slurp(c.out), ": ok"), "rdma-client claims success:\n%s", slurp(c.out));
+    CHECK_MSG(src > 0, "rping server exited %d on an rdma-client\n%s%s", src, slurp(s.out), slurp(s.err));
+    printf("ndkping --rdma-client over %s: no reply -> exit %d, %s", host, crc, strstr(slurp(c.err), "ndkping:"));
+}
+
 static void case_cmatose(const char *host)
 {
     char *sp = NULL;
@@ -477,6 +563,12 @@ int main(int argc, char **argv)
     } else if (!strcmp(which, "cmatose")) {
         case_cmatose("127.0.0.1");
         case_cmatose("::1");
+    } else if (!strcmp(which, "rdmacm")) {
+        case_rdmacm("127.0.0.1");
+        case_rdmacm("::1");
+    } else if (!strcmp(which, "rping-incomplete")) {
+        case_rping_incomplete("127.0.0.1");
+        case_rping_incomplete("::1");
     } else if (!strcmp(which, "refused")) {
         case_refused();
     } else if (!strcmp(which, "rping")) {

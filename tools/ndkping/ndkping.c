@@ -9,6 +9,8 @@
  *                                          and RDMA-Writes it back), so it talks to Linux rping
  *   ndkping --cmatose [-s SERVER] ...      rdma-core (u)cmatose's Send/Receive exchange, with
  *                                          optional private data in connect and accept
+ *   ndkping --rdma-server|--rdma-client    librdmacm's rdma_server / rdma_client examples: one
+ *          [-s ADDR] [-p PORT]             16-byte Send each way
  *
  * Exits 0 on success, 1 with a one-line reason on any failure, 2 on bad usage.
  */
@@ -48,7 +50,7 @@ static const char *const tag_name[TAG_COUNT] = { "?", "Send", "RDMA Read", "RDMA
 
 /* ---- options ---- */
 static struct {
-    bool        server, client, rping, cmatose, poll, once, quiet, persistent, validate;
+    bool        server, client, rping, cmatose, rdmacm, poll, once, quiet, persistent, validate;
     unsigned    connections;        /* cmatose -c */
     const char *pdata;              /* cmatose --pdata */
     int         verbose;
@@ -724,6 +726,13 @@ static int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         last_size = src.size;
         ping++;
     }
+    /* The client went away between pings. Linux rping's client disconnects only after its
+     * last ping, so that is a complete session unless no ping was ever completed; a client
+     * that dies in the middle of a ping fails one of the waits above. */
+    if (ping == 0) {
+        ndk_tool_err("%s: the client disconnected before completing a ping (incomplete rping session)", peer);
+        rc = 1;
+    }
 out:
     free(expect);
     session_free(&s);
@@ -998,6 +1007,179 @@ static int cmatose_client(ndk_rt *rt)
 }
 
 /* ============================================================================================ */
+/* librdmacm rdma_server / rdma_client-compatible mode                                           */
+
+/* librdmacm's examples/rdma_server.c and rdma_client.c: both sides post one 16-byte receive
+ * before connecting / accepting; the client Sends 16 bytes as soon as it is connected, the
+ * server Sends 16 bytes back once that arrived, then both disconnect. Their message buffers
+ * are static and never written, so each side sends 16 zero bytes; that is what we send and
+ * what we expect (the examples themselves compare nothing). */
+
+#define RDMACM_DEFAULT_PORT 7471
+#define RDMACM_MSG          16
+/* Our receive buffer starts out as this pattern, so bytes a receive did not write show. */
+#define RDMACM_CANARY       0xa5
+/* A 16-byte exchange right after connecting: generous, the guests are emulated. */
+#define RDMACM_WAIT_MS      NDK_TOOL_CONNECT_TIMEOUT_MS
+
+enum { RC_RECV = 0, RC_SEND = RDMACM_MSG };
+
+static int rdmacm_setup(struct session *s, ndk_tool_adapter *ad)
+{
+    NTSTATUS st = ndk_tool_conn_init(&s->conn, ad, 1, 1, 1, 1, 0, opt.poll);
+    if (st == STATUS_SUCCESS)
+        st = ndk_tool_mem_register(s->conn.pd, NULL, 2 * RDMACM_MSG, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &s->mem);
+    if (st == STATUS_SUCCESS) {
+        memset(s->mem.buf + RC_RECV, RDMACM_CANARY, RDMACM_MSG);
+        memset(s->mem.buf + RC_SEND, 0, RDMACM_MSG);
+        st = post_recv(s, 0, RC_RECV, RDMACM_MSG);
+    }
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("setting up the queue pair on %s failed: %s", ad->ifname, ndk_tool_status(st));
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks the one receive against the example's 16 zero bytes; exits with the reason if not. */
+static void rdmacm_check(struct session *s, const char *sender)
+{
+    unsigned k = s->rq_head++ % 64;
+    const uint8_t *r = s->mem.buf + RC_RECV;
+    if (s->rq_bytes[k] != RDMACM_MSG)
+        fail_exit(s, "%s: received %u bytes, expected %s's %u", s->where, s->rq_bytes[k], sender, RDMACM_MSG);
+    for (unsigned i = 0; i < RDMACM_MSG; i++)
+        if (r[i] != 0)
+            fail_exit(s, "%s: received bytes differ from %s's %u zero bytes at byte %u (0x%02x)", s->where, sender,
+                      RDMACM_MSG, i, r[i]);
+}
+
+static int rdmacm_client(ndk_rt *rt)
+{
+    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN];
+    SOCKADDR_INET dst, src;
+    ndk_rt_adapter_id id;
+    ndk_tool_adapter ad;
+    struct session s;
+    NTSTATUS st;
+
+    memset(&s, 0, sizeof s);
+    /* rdma_client's default server is 127.0.0.1. */
+    if (ndk_tool_parse_ip(opt.addr ? opt.addr : "127.0.0.1", &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", opt.addr);
+        return 2;
+    }
+    ndk_tool_addr_set_port(&dst, opt.port);
+    ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
+    snprintf(s.where, sizeof s.where, "%s", dst_s);
+    st = ndk_tool_pick_adapter(rt, NULL, &dst, opt.provider, 0, &id, &src, why, sizeof why);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("connect to %s failed: %s", dst_s, why);
+        return 1;
+    }
+    st = ndk_tool_adapter_open(rt, id, &ad);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("opening the adapter failed: %s", ndk_tool_status(st));
+        return 1;
+    }
+    if (rdmacm_setup(&s, &ad) != 0) {
+        session_free(&s);
+        ndk_tool_adapter_close(&ad);
+        return 1;
+    }
+    /* rdma_connect(id, NULL): no private data. */
+    st = ndk_tool_conn_connect(&s.conn, &src, &dst, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
+        session_free(&s);
+        ndk_tool_adapter_close(&ad);
+        return 1;
+    }
+    if (opt.verbose)
+        printf("ndkping --rdma-client: connected to %s from %s via %s (%s)\n", dst_s,
+               ndk_tool_addr_str(&s.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
+    st = post_send(&s, RC_SEND, RDMACM_MSG);
+    if (st != STATUS_SUCCESS)
+        fail_exit(&s, "%s: posting Send failed: %s", dst_s, ndk_tool_status(st));
+    wait_tag(&s, TAG_SEND, 1, RDMACM_WAIT_MS, "the Send completion");
+    wait_tag(&s, TAG_RECV0, 1, RDMACM_WAIT_MS, "the server's 16-byte reply");
+    rdmacm_check(&s, "rdma_server");
+    session_free(&s);
+    ndk_tool_adapter_close(&ad);
+    printf("ndkping --rdma-client: sent %u zero bytes to %s, received %u bytes back, compared byte for byte with "
+           "rdma_server's %u zero bytes: ok\n", RDMACM_MSG, dst_s, RDMACM_MSG, RDMACM_MSG);
+    fflush(stdout);
+    return 0;
+}
+
+static int rdmacm_server(ndk_rt *rt)
+{
+    char why[256], where[1024], peer[NDK_TOOL_ADDRSTRLEN];
+    SOCKADDR_INET addr;
+    ndk_tool_server *srv = NULL;
+    NDK_CONNECTOR *incoming;
+    ndk_tool_adapter *ad;
+    struct session s;
+
+    memset(&s, 0, sizeof s);
+    if (opt.addr) {
+        if (ndk_tool_parse_ip(opt.addr, &addr) != 0) {
+            ndk_tool_err("bad address '%s'", opt.addr);
+            return 2;
+        }
+    } else {
+        /* rdma_server binds the wildcard: listen on IPv4 and IPv6. */
+        memset(&addr, 0, sizeof addr);
+        addr.si_family = AF_UNSPEC;
+    }
+    ndk_tool_addr_set_port(&addr, opt.port);
+    NTSTATUS st = ndk_tool_server_start(rt, &addr, opt.provider, 0, &srv, why, sizeof why);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("%s", why);
+        return 1;
+    }
+    printf("ndkping --rdma-server listening on %s\n", ndk_tool_server_where(srv, where, sizeof where));
+    fflush(stdout);
+    st = ndk_tool_server_next(srv, NDK_TOOL_INFINITE, &incoming, &ad);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("no connection request: %s", ndk_tool_status(st));
+        ndk_tool_server_stop(srv);
+        return 1;
+    }
+    if (rdmacm_setup(&s, ad) != 0) {
+        incoming->Dispatch->NdkReject(incoming, NULL, 0);
+        ndk_tool_close(&incoming->Header, NDK_TOOL_OP_TIMEOUT_MS);
+        session_free(&s);
+        ndk_tool_server_stop(srv);
+        return 1;
+    }
+    /* rdma_accept(id, NULL): no private data. */
+    st = ndk_tool_conn_accept(&s.conn, incoming, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
+        session_free(&s);
+        ndk_tool_server_stop(srv);
+        return 1;
+    }
+    ndk_tool_addr_str(&s.conn.peer, true, peer, sizeof peer);
+    snprintf(s.where, sizeof s.where, "%s", peer);
+    if (opt.verbose)
+        printf("ndkping --rdma-server: connection from %s on %s\n", peer, ad->ifname);
+    wait_tag(&s, TAG_RECV0, 1, RDMACM_WAIT_MS, "the client's 16-byte message");
+    rdmacm_check(&s, "rdma_client");
+    st = post_send(&s, RC_SEND, RDMACM_MSG);
+    if (st != STATUS_SUCCESS)
+        fail_exit(&s, "%s: posting Send failed: %s", peer, ndk_tool_status(st));
+    wait_tag(&s, TAG_SEND, 1, RDMACM_WAIT_MS, "the Send completion");
+    session_free(&s);
+    ndk_tool_server_stop(srv);
+    printf("ndkping --rdma-server: received %u bytes from %s, compared byte for byte with rdma_client's %u zero "
+           "bytes: ok; sent %u zero bytes back\n", RDMACM_MSG, peer, RDMACM_MSG, RDMACM_MSG);
+    fflush(stdout);
+    return 0;
+}
+
+/* ============================================================================================ */
 /* server loop (both modes)                                                                      */
 
 static int run_server(ndk_rt *rt)
@@ -1079,8 +1261,12 @@ static void usage(FILE *f)
             "  ndkping --cmatose [-s SERVER_ADDR] [-b BIND_ADDR] [-c CONNECTIONS] [-C COUNT (10)]\n"
             "                    [-S SIZE (100)] [-p PORT (7471)] [--pdata TEXT] [-V]\n"
             "  without -s it serves; --pdata sends TEXT as connect/accept private data and the peer's\n"
-            "  private data is printed; -V compares the messages (both ends must be ndkping)\n",
-            PING_DEFAULT_PORT);
+            "  private data is printed; -V compares the messages (both ends must be ndkping)\n"
+            "librdmacm rdma_server / rdma_client mode (one 16-byte Send each way, 16 zero bytes as the\n"
+            "examples send, compared byte for byte):\n"
+            "  ndkping --rdma-server [-s ADDR (any)] [-p PORT (%u)] [-v]\n"
+            "  ndkping --rdma-client [-s SERVER (127.0.0.1)] [-p PORT (%u)] [-v]\n",
+            PING_DEFAULT_PORT, RDMACM_DEFAULT_PORT, RDMACM_DEFAULT_PORT);
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -1231,6 +1417,45 @@ static int parse_cmatose_args(int argc, char **argv)
     return 0;
 }
 
+static int parse_rdmacm_args(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "rdma-server", no_argument, NULL, 'Y' },
+        { "rdma-client", no_argument, NULL, 'Z' },
+        { "provider", required_argument, NULL, 'X' },
+        { "poll", no_argument, NULL, 'B' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    uint64_t v;
+    opt.port = RDMACM_DEFAULT_PORT;
+    while ((c = getopt_long(argc, argv, "s:p:vh", longs, NULL)) != -1) {
+        switch (c) {
+        case 'Y': opt.server = true; break;
+        case 'Z': opt.client = true; break;
+        case 's': opt.addr = optarg; break;
+        case 'p':
+            if (parse_u64(optarg, &v) != 0 || v > 65535) {
+                ndk_tool_err("bad port '%s'", optarg);
+                return -1;
+            }
+            opt.port = (uint16_t)v;
+            break;
+        case 'v': opt.verbose++; break;
+        case 'X': opt.provider = optarg; break;
+        case 'B': opt.poll = true; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+    }
+    if (optind < argc || opt.server == opt.client) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_ping_args(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -1310,13 +1535,17 @@ int main(int argc, char **argv)
             opt.rping = true;
         if (!strcmp(argv[i], "--cmatose"))
             opt.cmatose = true;
+        if (!strcmp(argv[i], "--rdma-server") || !strcmp(argv[i], "--rdma-client"))
+            opt.rdmacm = true;
     }
-    if (opt.rping && opt.cmatose) {
-        ndk_tool_err("--rping and --cmatose exclude each other");
+    if (opt.rping + opt.cmatose + opt.rdmacm > 1) {
+        ndk_tool_err("--rping, --cmatose and --rdma-server/--rdma-client exclude each other");
         return 2;
     }
-    if ((opt.rping ? parse_rping_args(argc, argv)
-                   : opt.cmatose ? parse_cmatose_args(argc, argv) : parse_ping_args(argc, argv)) != 0)
+    if ((opt.rping     ? parse_rping_args(argc, argv)
+         : opt.cmatose ? parse_cmatose_args(argc, argv)
+         : opt.rdmacm  ? parse_rdmacm_args(argc, argv)
+                       : parse_ping_args(argc, argv)) != 0)
         return 2;
     setvbuf(stdout, NULL, _IOLBF, 0);
     ndk_tool_install_signals();
@@ -1330,6 +1559,8 @@ int main(int argc, char **argv)
     int rc;
     if (opt.cmatose)
         rc = opt.server ? cmatose_server(rt) : cmatose_client(rt);
+    else if (opt.rdmacm)
+        rc = opt.server ? rdmacm_server(rt) : rdmacm_client(rt);
     else if (opt.server)
         rc = run_server(rt);
     else
