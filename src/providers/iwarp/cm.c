@@ -93,6 +93,7 @@ struct iw_cm_out {
     struct iw_qp *lost;               /* call iw_qp_connection_lost */
     int lost_err;
     struct iw_qp *flush;              /* flush the QP's queues */
+    struct iw_qp *release_tx;         /* first-FPDU grace over: let the data path transmit */
     int puts;                         /* connector references to drop at the end */
     struct iw_connector *conn;
 };
@@ -140,6 +141,18 @@ static void iw_out_run(struct iw_cm_out *out)
     }
     if (out->established)
         iw_qp_connection_established(out->established);
+    if (out->release_tx) {
+        struct iw_qp *qp = out->release_tx;
+        pthread_mutex_lock(&qp->lock);
+        bool held = qp->params.tx_wait_first_rx;
+        qp->params.tx_wait_first_rx = false;
+        pthread_mutex_unlock(&qp->lock);
+        if (held) {
+            iw_ddbg(qp->obj.dev, "QP[%u] no FPDU from the initiator within the grace period; transmitting",
+                    qp->obj.id);
+            iw_qp_kick_tx(qp);
+        }
+    }
     for (int i = 0; i < out->n; i++) {
         struct iw_cb *cb = &out->cb[i];
         switch (cb->kind) {
@@ -447,6 +460,8 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     qp->params.tx_wait_first_rx = !c->active && !c->p2p;
     iw_qp_modify_locked(qp, IW_QP_RTS);
     pthread_mutex_unlock(&qp->lock);
+    if (!c->active && !c->p2p && dev->prov->cfg.first_fpdu_grace_ms)
+        iw_timer_set_locked(c, dev->prov->cfg.first_fpdu_grace_ms);
     out->established = qp;
     c->counted_active = true;
     IW_COUNT(dev, active_connection, 1);
@@ -896,6 +911,11 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             /* siw: the responder just closes (iwarp-wire.md §2.5) */
             iw_conn_close_locked(c, out, -ETIMEDOUT, true);
             return;
+        case IW_CM_ESTABLISHED:
+            /* the first-FPDU grace of a non-P2P responder is over (iw_config.first_fpdu_grace_ms) */
+            out->release_tx = c->qp;
+            iw_ddbg(c->obj.dev, "CONN[%u] first-FPDU grace timer fired", c->obj.id);
+            break;
         default:
             break;
         }

@@ -148,6 +148,10 @@ struct iw_config {
     uint32_t mpa_request_timeout_ms;  /* responder waits for the Request ("mpa_request_timeout_ms") */
     uint32_t accept_timeout_ms;       /* Accept waits for the RTR ("accept_timeout_ms") */
     uint32_t disconnect_timeout_ms;   /* NdkDisconnect waits for the peer ("disconnect_timeout_ms") */
+    /* Responder without P2P: RFC 5044 §7.1.2 holds our first FPDU until the initiator's arrives;
+     * after this long we send anyway, as siw does, so ULPs whose passive side speaks first do
+     * not deadlock ("first_fpdu_grace_ms"; 0 = wait for the initiator forever, strictly). */
+    uint32_t first_fpdu_grace_ms;
 };
 
 /* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the

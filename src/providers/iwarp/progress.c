@@ -137,14 +137,18 @@ static void *iw_progress_main(void *arg)
     iw_tls_dev = dev;
     while (!atomic_load(&dev->stopping) || iw_work_pending(dev)) {
         uint64_t now = iw_now_ms();
-        uint64_t next = iw_cm_run_timers(dev, now);
         int timeout = -1;
 
+        iw_cm_run_timers(dev, now);
         iw_run_work(dev);
-        if (next) {
-            now = iw_now_ms();
+        /* Work and the handlers of the last pass may have set deadlines (iw_progress_kick does not
+         * wake this thread for its own), so the wait is computed from the timers as they are now. */
+        now = iw_now_ms();
+        uint64_t next = iw_cm_run_timers(dev, now);
+        if (iw_work_pending(dev))
+            timeout = 0;
+        else if (next)
             timeout = next > now ? (int)(next - now < 60000 ? next - now : 60000) : 0;
-        }
         if (atomic_load(&dev->stopping))
             timeout = timeout < 0 || timeout > 10 ? 10 : timeout;
         int n = epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);

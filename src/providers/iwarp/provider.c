@@ -130,6 +130,10 @@ static void iw_load_config(struct iw_provider *prov)
     c->mpa_request_timeout_ms = iw_cfg_u32(prov, "mpa_request_timeout_ms", 5000, 10, 600000);
     c->accept_timeout_ms = iw_cfg_u32(prov, "accept_timeout_ms", 10000, 10, 600000);
     c->disconnect_timeout_ms = iw_cfg_u32(prov, "disconnect_timeout_ms", 5000, 10, 600000);
+    /* iwarp-wire.md §2.2: siw as responder transmits right after its Reply; siw as initiator
+     * drops the connection only if bytes are already queued behind the Reply when it reads it,
+     * which a short grace period avoids. */
+    c->first_fpdu_grace_ms = iw_cfg_u32(prov, "first_fpdu_grace_ms", 100, 0, 600000);
 }
 
 static NDIS_STATUS iw_initialize(NDIS_HANDLE drv, NDIS_HANDLE handle, CONST NDK_PROVIDER_INTERFACE *ifc,
