@@ -1,6 +1,6 @@
 # OpenNDK: the two commands a new user runs (README):
 #   make run    builds, then runs the main demo
-#   make test   builds and runs the whole suite (gcc, clang, ASan+UBSan, TSan)
+#   make test   builds and runs the whole suite (gcc, clang+ASan+UBSan, clang+TSan, siw interop)
 # Both install missing Debian packages when run as root (scripts/deps.sh) and say what to
 # install otherwise.
 BUILD   ?= build/release

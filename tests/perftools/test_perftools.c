@@ -137,6 +137,8 @@ static void wait_listening(struct proc *p)
 }
 
 #define HAS(text, s) CHECK_MSG(strstr(text, s), "output lacks '%s':\n%s", s, text)
+/* An expected failure must still be a clean one (sanitizer builds report on stderr). */
+#define CLEAN(text) CHECK_MSG(!strstr(text, "Sanitizer") && !strstr(text, "runtime error:"), "sanitizer report:\n%s", text)
 
 /* ---- JSON: a strict recursive-descent checker, and a number lookup ---- */
 
@@ -324,6 +326,7 @@ static void case_rping_incomplete(const char *host)
               se);
     CHECK_MSG(!strstr(so, ": ok"), "rping server claims success after its client was killed:\n%s", so);
     HAS(se, "the client disconnected before completing a ping");
+    CLEAN(se);
     printf("ndkping --rping server over %s: client killed after connecting -> exit %d: %s", host, rc,
            strstr(se, "the client disconnected"));
 }
@@ -365,6 +368,8 @@ static void case_rdmacm(const char *host)
     HAS(slurp(s.err), "received bytes differ from rdma_client's 16 zero bytes at byte");
     CHECK_MSG(!strstr(slurp(s.out), ": ok"), "rdma-server claims success:\n%s", slurp(s.out));
     CHECK_MSG(crc > 0, "rping client exited %d against an rdma-server\n%s%s", crc, slurp(c.out), slurp(c.err));
+    CLEAN(slurp(s.err));
+    CLEAN(slurp(c.err));
     printf("ndkping --rdma-server over %s: wrong bytes -> exit %d, %s", host, src, strstr(slurp(s.err), "ndkping:"));
 
     /* A server that never replies (an rping server takes our 16 zero bytes for an advertisement
@@ -381,6 +386,8 @@ static void case_rdmacm(const char *host)
     HAS(slurp(c.err), "the server's 16-byte reply");
     CHECK_MSG(!strstr(slurp(c.out), ": ok"), "rdma-client claims success:\n%s", slurp(c.out));
     CHECK_MSG(src > 0, "rping server exited %d on an rdma-client\n%s%s", src, slurp(s.out), slurp(s.err));
+    CLEAN(slurp(s.err));
+    CLEAN(slurp(c.err));
     printf("ndkping --rdma-client over %s: no reply -> exit %d, %s", host, crc, strstr(slurp(c.err), "ndkping:"));
 }
 
