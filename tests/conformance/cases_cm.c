@@ -462,6 +462,82 @@ void case_cm_peer_death(void)
     cf_pair(death_server, death_client, NULL, cf_ms(50000));
 }
 
+/* ==== peer death in the middle of a transfer ==== */
+
+#define MID_CHUNK (1u << 20)
+#define MID_COUNT 24u
+
+static void mid_server(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_qp_attr attr = { .iq_depth = MID_COUNT, .rq_depth = 4 };
+    struct cf_conn c;
+    cf_server_up(&c, fd, &attr);
+    struct cf_msg where = cf_hear(fd, T_GO);             /* the client's region */
+    struct cf_mem src;
+    cf_mem_alloc(&src, MID_CHUNK, 0, 0);
+    cf_fill(src.buf, MID_CHUNK, 7, 0);
+    cf_mem_reg(&src, &c.ad, c.pd, 0);
+    /* A stream of RDMA Writes, and the target process killed while they are on the wire. */
+    for (uint32_t i = 0; i < MID_COUNT; i++) {
+        NDK_SGE s = cf_sge(&src, 0, MID_CHUNK);
+        cf_post_write(&c, 0x100 + i, &s, 1, where.addr + (uint64_t)(i % 8) * MID_CHUNK, where.token, 0);
+    }
+    kill(cf_peer_pid, SIGKILL);
+    int status;
+    waitpid(cf_peer_pid, &status, 0);
+    cf_peer_pid = 0;
+    /* Every Write completes exactly once (success if it left before the death, else an error),
+     * the disconnect event fires once, and nothing hangs (§3.6, §5.5.2, §5.11.6). */
+    bool seen[MID_COUNT] = { false };
+    int failed = 0;
+    for (uint32_t n = 0; n < MID_COUNT; n++) {
+        NDK_RESULT_EX r;
+        CHECK_MSG(cf_cq_next(c.icq, &r, cf_ms(20000)), "write %u of %u never completed after the peer died", n,
+                  MID_COUNT);
+        uintptr_t k = (uintptr_t)r.RequestContext - 0x100;
+        CHECK_MSG(k < MID_COUNT && !seen[k], "bad or duplicate completion %#lx", (unsigned long)(uintptr_t)r.RequestContext);
+        seen[k] = true;
+        CHECK_EQ(r.Type, NdkOperationTypeWrite);
+        if (!NT_SUCCESS(r.Status))
+            failed++;
+    }
+    cf_cq_expect_none(c.icq, 100);
+    CHECK_MSG(cf_conn_wait_disc(&c, 1, cf_ms(20000)), "no disconnect event after the peer died mid-transfer");
+    cf_sleep_ms(300);
+    CHECK_MSG(cf_conn_disc_events(&c) == 1, "%d disconnect events (§3.6: exactly once)", cf_conn_disc_events(&c));
+    cf_note("%d of %u writes failed after the peer died", failed, MID_COUNT);
+    /* Posting on the dead connection fails inline or completes with an error; never hangs. */
+    NDK_SGE s = cf_sge(&src, 0, 64);
+    NTSTATUS st = c.qp->Dispatch->NdkWrite(c.qp, (void *)0x999, &s, 1, where.addr, where.token, 0);
+    if (NT_SUCCESS(st)) {
+        NDK_RESULT_EX r;
+        CHECK_MSG(cf_cq_next(c.icq, &r, cf_ms(10000)), "a write posted after the death never completed");
+        CHECK_MSG(!NT_SUCCESS(r.Status), "a write to a dead peer succeeded");
+    }
+    cf_mem_free(&src);
+    cf_conn_fini(&c);
+}
+
+static void mid_client(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_qp_attr attr = { .iq_depth = MID_COUNT, .rq_depth = 4 };
+    struct cf_conn c;
+    cf_client_up(&c, fd, &attr);
+    struct cf_mem dst;
+    cf_mem_alloc(&dst, 8 * (size_t)MID_CHUNK, 0, 0);
+    cf_mem_reg(&dst, &c.ad, c.pd, NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+    cf_tell(fd, T_GO, (uint64_t)(uintptr_t)dst.buf, dst.rtok, dst.len, 0);
+    for (;;)
+        cf_sleep_ms(1000);   /* killed by the server */
+}
+
+void case_cm_peer_death_transfer(void)
+{
+    cf_pair(mid_server, mid_client, NULL, cf_ms(60000));
+}
+
 /* ==== private data limits ==== */
 
 static void pdata_server(int fd, void *arg)
