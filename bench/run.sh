@@ -1,0 +1,519 @@
+#!/usr/bin/env bash
+# make bench: ndkperf over the iwarp provider side by side with the peers a user would pick,
+# all on loopback (127.0.0.1 only), in one go.
+#
+#   bench/run.sh [--quick] [BUILD_DIR]       (BUILD_DIR: build/release by default)
+#
+# --quick: one repetition, sizes 8 B and 64 KiB, for a fast check of the whole chain.
+# Peers: raw TCP (iperf3 one stream; sockperf ping-pong busy-polled and blocking), UCX over TCP
+# (ucx_perftest tag/put/get bandwidth and tag/put latency), libfabric's tcp provider (our
+# bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong). Every point is repeated
+# BENCH_REPS times with ours and the peers interleaved round-robin, and the median is kept.
+# Results: BUILD_DIR/bench/{table.md,results.csv,results.json,samples.csv,machine.txt,raw/}.
+#
+# Environment: BENCH_REPS (5), BENCH_SECONDS (1, whole seconds), BENCH_SIZES ("8 4096 65536
+# 1048576"), BENCH_ONLY (extended regex on measurement ids, e.g. 'ndk|fi\.'),
+# BENCH_BW_POLL (1: ndkperf and fi_peer busy-poll in bandwidth runs; 0: they block).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+usage() { # the comment block at the top of this file
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+}
+
+quick=0
+build=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "bench: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) [ -z "$build" ] || { echo "bench: one build directory only" >&2; exit 2; }; build=$1 ;;
+  esac
+  shift
+done
+build=${build:-build/release}
+[ -d "$build" ] || { echo "bench: build directory $build does not exist (run make build)" >&2; exit 1; }
+build=$(cd "$build" && pwd)
+
+reps=${BENCH_REPS:-5}
+secs=${BENCH_SECONDS:-1}
+sizes=${BENCH_SIZES:-"8 4096 65536 1048576"}
+only=${BENCH_ONLY:-}
+bw_poll=${BENCH_BW_POLL:-1}
+if [ "$quick" = 1 ]; then
+  reps=${BENCH_REPS:-1}
+  sizes=${BENCH_SIZES:-"8 65536"}
+fi
+case "$secs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECONDS must be a whole number >= 1" >&2; exit 2 ;; esac
+case "$reps" in '' | *[!0-9]* | 0) echo "bench: BENCH_REPS must be a number >= 1" >&2; exit 2 ;; esac
+
+lo=127.0.0.1
+# One fixed port per tool; each is checked free before its server starts.
+p_ndk=18500      # ndkperf server waiting for notifications
+p_ndk_poll=18501 # ndkperf server busy-polling (ndkperf -s --poll)
+p_fi=18525
+p_iperf=18520
+p_sock_block=18530
+p_sock_busy=18531
+p_ucx=18540
+
+out=$build/bench
+raw=$out/raw
+rm -rf "$raw"
+mkdir -p "$raw"
+samples=$out/samples.csv
+status_file=$out/status.txt
+: >"$status_file"
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# ---------- tools ----------
+
+need=()
+for t in iperf3 sockperf ucx_perftest pkg-config cc awk timeout; do
+  command -v "$t" >/dev/null 2>&1 || need+=("$t")
+done
+[ ${#need[@]} -eq 0 ] || die "missing ${need[*]} (scripts/deps.sh bench installs the Debian packages)"
+pkg-config --exists libfabric || die "libfabric-dev is not installed (scripts/deps.sh bench)"
+
+# bench/fi_peer: built here, into the build directory, whenever its source is newer.
+fi_peer=$out/fi_peer
+if [ ! -x "$fi_peer" ] || [ "$here/fi_peer/fi_peer.c" -nt "$fi_peer" ]; then
+  say "building fi_peer"
+  # shellcheck disable=SC2046
+  cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$fi_peer" "$here/fi_peer/fi_peer.c" \
+    $(pkg-config --cflags --libs libfabric) || die "fi_peer did not build"
+fi
+
+# UCX runs in a private network namespace when we may create one (root, or user namespaces).
+ucx_ns=()
+if command -v unshare >/dev/null && command -v ip >/dev/null; then
+  if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    ucx_ns=(unshare -n env UCX_PAIR_NETNS=1)
+  elif unshare -rn true 2>/dev/null; then
+    ucx_ns=(unshare -rn env UCX_PAIR_NETNS=1)
+  fi
+fi
+[ ${#ucx_ns[@]} -gt 0 ] ||
+  say "note: no private network namespace; ucx_perftest's rendezvous socket will listen on the wildcard address, port $p_ucx, during its runs"
+
+# Our side: ndkperf over the iwarp provider. Anything missing makes it "unavailable", never fatal.
+ndkperf=$build/tools/ndkperf/ndkperf
+ndk_reason=
+provider_dir=
+if [ ! -x "$ndkperf" ]; then
+  ndk_reason="$ndkperf is not built"
+else
+  for d in "$build/providers" "$build/src/providers/iwarp" "$build/src/providers"; do
+    if [ -e "$d/ndk-iwarp.so" ]; then provider_dir=$d; break; fi
+  done
+  if [ -z "$provider_dir" ]; then
+    f=$(find "$build" -name 'ndk-iwarp.so' -print -quit 2>/dev/null || true)
+    [ -n "$f" ] && provider_dir=$(dirname "$f")
+  fi
+  [ -n "$provider_dir" ] || ndk_reason="the iwarp provider (ndk-iwarp.so) is not built"
+fi
+ndk_env=(env "NDK_PROVIDER_PATH=$provider_dir")
+
+# ---------- servers ----------
+
+server_pids=()
+cleanup() {
+  local pid
+  for pid in "${server_pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${server_pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  server_pids=()
+}
+# fd 3 keeps the script's stderr: a trap runs inside whatever redirection is active.
+exec 3>&2
+trap cleanup EXIT
+trap 'say "interrupted; stopping the servers" 2>&3; exit 130' INT TERM
+
+# listening PORT: is a TCP socket listening on PORT (any address, v4 or v6)?
+listening() {
+  local hex
+  hex=$(printf '%04X' "$1")
+  awk -v p=":$hex" 'FNR > 1 && $4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# start_server NAME PORT CMD...: starts CMD in the background and waits until PORT listens.
+# Sets server_pid. Returns 1 (with the reason on stderr) when it does not come up.
+server_pid=
+start_server() {
+  local name=$1 port=$2 log
+  shift 2
+  log=$raw/server-$name.log
+  if listening "$port"; then
+    echo "port $port ($name) is in use by another program" >&2
+    return 1
+  fi
+  "$@" >>"$log" 2>&1 &
+  server_pid=$!
+  server_pids+=("$server_pid")
+  local _
+  for _ in $(seq 1 250); do
+    listening "$port" && return 0
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      echo "$name server exited: $(tail -n 1 "$log" 2>/dev/null)" >&2
+      return 1
+    fi
+    sleep 0.02
+  done
+  echo "$name server did not listen on port $port within 5 s" >&2
+  return 1
+}
+
+stop_server() {
+  local pid=$1 keep=() p
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for p in "${server_pids[@]}"; do [ "$p" = "$pid" ] || keep+=("$p"); done
+  server_pids=("${keep[@]+"${keep[@]}"}")
+}
+
+# Long-lived servers (they sleep while idle): started on first use, restarted if they died.
+declare -A persistent=()
+ensure_server() {
+  local name=$1 port=$2
+  shift 2
+  local pid=${persistent[$name]:-}
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && listening "$port"; then
+    return 0
+  fi
+  [ -z "$pid" ] || stop_server "$pid"
+  start_server "$name" "$port" "$@" || return 1
+  persistent[$name]=$server_pid
+}
+
+# ---------- parsing ----------
+
+# json_num FILE KEY...: the first number found for any of the keys (flat or nested JSON).
+json_num() {
+  local f=$1
+  shift
+  awk -v keys="$*" '
+    BEGIN { n = split(keys, k, " ") }
+    { text = text $0 " " }
+    END {
+      for (i = 1; i <= n; i++) {
+        pat = "\"" k[i] "\"[ \t]*:[ \t]*-?[0-9.]+([eE][-+]?[0-9]+)?"
+        if (match(text, pat)) {
+          s = substr(text, RSTART, RLENGTH); sub(/^[^:]*:[ \t]*/, "", s); print s + 0; exit 0
+        }
+      }
+      exit 1
+    }' "$f"
+}
+
+# ---------- measurements ----------
+# Each m_* prints "VALUE CPU_NS_PER_BYTE" (CPU "" when the tool does not report it) on success;
+# on failure it prints the reason on stderr and returns non-zero. Bandwidth in GB/s (10^9 bytes
+# per second, payload), latency in microseconds one-way (half the round trip), median sample.
+
+limit=$((secs * 3 + 20))
+
+# client NAME OUT ERR CMD...: runs a client with the time limit; on failure says why on stderr.
+client() {
+  local name=$1 o=$2 e=$3 rc=0
+  shift 3
+  timeout -k 2 "$limit" "$@" >"$o" 2>"$e" || rc=$?
+  case $rc in
+    0) return 0 ;;
+    124 | 137) echo "$name: timed out after $limit s" >&2 ;;
+    *) echo "$name (exit $rc): $(grep -v '^[[:space:]]*$' "$e" | tail -n 1)" >&2 ;;
+  esac
+  return 1
+}
+
+m_ndk() { # OP MODE SIZE   (MODE: bw | lat-poll | lat-block)
+  local op=$1 mode=$2 size=$3 f=$raw/$4
+  # The server's completion mode is its own (ndkperf -s [--poll]): one server for each mode.
+  local poll=0 args=(-t "$op" -z "$size" -D "$secs" --json)
+  case $mode in
+    bw) poll=$bw_poll ;;
+    lat-poll) poll=1; args+=(--lat) ;;
+    lat-block) args+=(--lat) ;;
+  esac
+  if [ "$poll" = 1 ]; then
+    ensure_server ndkperf-poll "$p_ndk_poll" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk_poll" --poll ||
+      return 1
+    args+=(-c "$lo:$p_ndk_poll" --poll)
+  else
+    ensure_server ndkperf "$p_ndk" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" || return 1
+    args+=(-c "$lo:$p_ndk")
+  fi
+  client ndkperf "$f" "$f.err" "${ndk_env[@]}" "$ndkperf" "${args[@]}" || return 1
+  # ndkperf --json: results[0] has bw_avg_MBps (10^6 B/s), t_typical_us (median one-way) and
+  # client_/server_cpu_ns_per_byte.
+  local v c s
+  if [ "$mode" = bw ]; then
+    v=$(json_num "$f" bw_avg_MBps) || { echo "no bw_avg_MBps in ndkperf's JSON" >&2; return 1; }
+    c=$(json_num "$f" client_cpu_ns_per_byte) || c=
+    s=$(json_num "$f" server_cpu_ns_per_byte) || s=
+    awk -v v="$v" -v c="$c" -v s="$s" 'BEGIN {
+      printf "%.6g %s\n", v / 1000, (c == "" || s == "") ? "" : sprintf("%.5f", c + s) }'
+  else
+    v=$(json_num "$f" t_typical_us) || { echo "no t_typical_us in ndkperf's JSON" >&2; return 1; }
+    echo "$v "
+  fi
+}
+
+m_fi() { # TEST MODE SIZE FILE   (TEST: write read send lat; MODE: bw | lat-poll | lat-block)
+  local test=$1 mode=$2 size=$3 f=$raw/$4
+  ensure_server fi_peer "$p_fi" env FI_PROVIDER=tcp "$fi_peer" -s -a "$lo" -p "$p_fi" || return 1
+  local args=(-c "$lo" -p "$p_fi" -t "$test" -z "$size" -D "$secs")
+  case $mode in
+    bw) [ "$bw_poll" = 1 ] && args+=(--poll) ;;
+    lat-poll) args+=(--poll) ;;
+  esac
+  client fi_peer "$f" "$f.err" env FI_PROVIDER=tcp "$fi_peer" "${args[@]}" || return 1
+  local v cpu=
+  if [ "$mode" = bw ]; then
+    v=$(json_num "$f" gbytes_per_s) || { echo "fi_peer printed no result" >&2; return 1; }
+    cpu=$(json_num "$f" cpu_ns_per_byte)
+  else
+    v=$(json_num "$f" lat_us_p50) || { echo "fi_peer printed no result" >&2; return 1; }
+  fi
+  echo "$v $cpu"
+}
+
+m_iperf() { # SIZE FILE
+  local size=$1 f=$raw/$2
+  ensure_server iperf3 "$p_iperf" iperf3 -s -B "$lo" -p "$p_iperf" || return 1
+  client iperf3 "$f" "$f.err" iperf3 -c "$lo" -p "$p_iperf" -B "$lo" -l "$size" -t "$secs" -J || {
+    grep -m1 '"error"' "$f" >&2 || true
+    return 1
+  }
+  # end.sum_received holds the receiver's byte count; cpu_utilization_percent both ends'.
+  awk '
+    function num(line) { sub(/.*:/, "", line); gsub(/[ \t,]/, "", line); return line + 0 }
+    /"sum_received"/ { inrecv = 1 }
+    inrecv && /"bytes"/ && bytes == "" { bytes = num($0) }
+    inrecv && /"seconds"/ && sec == "" { sec = num($0) }
+    inrecv && /"bits_per_second"/ && bps == "" { bps = num($0) }
+    /"host_total"/ { host = num($0) }
+    /"remote_total"/ { remote = num($0) }
+    END {
+      if (bps == "" || bytes + 0 <= 0) exit 1
+      cpu = (host + remote) / 100 * sec * 1e9 / bytes
+      printf "%.6g %.5f\n", bps / 8 / 1e9, cpu
+    }' "$f" || { echo "iperf3 JSON without a result" >&2; return 1; }
+}
+
+sock_size() { # sockperf's messages are 14 .. 1048575 bytes
+  local s=$1
+  [ "$s" -lt 14 ] && s=14
+  [ "$s" -gt 1048575 ] && s=1048575
+  echo "$s"
+}
+
+m_sock() { # MODE SIZE FILE   (MODE: lat-poll | lat-block)
+  local mode=$1 size f=$raw/$3 rc=0 args
+  size=$(sock_size "$2")
+  if [ "$mode" = lat-poll ]; then
+    # Both ends spin: non-blocking sockets, the server's epoll with a zero timeout.
+    # This server spins while idle too, so it lives only for this run.
+    start_server sockperf-busy "$p_sock_busy" sockperf sr --tcp -i "$lo" -p "$p_sock_busy" \
+      -m 1048575 --nonblocked --timeout 0 || return 1
+    local pid=$server_pid
+    args=(pp --tcp -i "$lo" -p "$p_sock_busy" -m "$size" -t "$secs" --nonblocked)
+    timeout -k 2 "$limit" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
+    stop_server "$pid"
+  else
+    ensure_server sockperf-block "$p_sock_block" sockperf sr --tcp -i "$lo" -p "$p_sock_block" \
+      -m 1048575 || return 1
+    args=(pp --tcp -i "$lo" -p "$p_sock_block" -m "$size" -t "$secs")
+    timeout -k 2 "$limit" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
+  fi
+  [ "$rc" = 0 ] || { echo "sockperf ${args[*]}: $(grep -m1 -i error "$f" || tail -n 1 "$f")" >&2; return 1; }
+  awk '/percentile 50.000 =/ { v = $NF } END { if (v == "") exit 1; print v + 0, "" }' "$f" ||
+    { echo "sockperf printed no median" >&2; return 1; }
+}
+
+declare -A ucx_us=() # microseconds per iteration, per test and size, from the calibration
+m_ucx() { # TEST WAIT SIZE FILE   (ucx_perftest test name; WAIT: poll | sleep)
+  local test=$1 size=$3 f=$raw/$4 n w key per
+  local extra=()
+  [ "$2" = sleep ] && extra=(-E sleep)
+  set -- "${extra[@]+"${extra[@]}"}"
+  key="$test $size $*"
+  # ucx_perftest counts iterations, not seconds: a short first run per test and size measures
+  # the cost of one iteration, and later runs are sized to last about BENCH_SECONDS.
+  if [ -z "${ucx_us[$key]:-}" ]; then
+    client ucx_perftest "$f.cal" "$f.cal.err" "${ucx_ns[@]}" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
+      -t "$test" -s "$size" -n 200 -w 20 -f "$@" || return 1
+    per=$(awk -v lat="$([[ $test == *lat ]] && echo 2 || echo 1)" '
+      NF >= 8 && $1 ~ /^[0-9]+$/ { v = $4 * lat } END { if (v == "") exit 1; print v }' "$f.cal") ||
+      { echo "ucx_perftest printed no result" >&2; return 1; }
+    ucx_us[$key]=$per
+  fi
+  n=$(awk -v us="${ucx_us[$key]}" -v secs="$secs" 'BEGIN {
+        if (us <= 0) us = 1; n = int(0.8 * secs * 1e6 / us); if (n < 50) n = 50; if (n > 2000000) n = 2000000; print n }')
+  w=$((n / 10 + 1))
+  if ! client ucx_perftest "$f" "$f.err" "${ucx_ns[@]}" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
+    -t "$test" -s "$size" -n "$n" -w "$w" -f "$@"; then
+    ucx_us[$key]=$(awk -v us="${ucx_us[$key]}" 'BEGIN { print us * 4 }') # shorter next time
+    return 1
+  fi
+  # last line: iterations, p50 latency, avg latency, overall latency, avg bw, overall bw (MiB/s)...
+  local lat=0
+  [[ $test == *lat ]] && lat=1
+  per=$(awk -v lat="$lat" 'NF >= 8 && $1 ~ /^[0-9]+$/ { v = $4 * (lat ? 2 : 1) } END { print v }' "$f")
+  [ -n "$per" ] && ucx_us[$key]=$per # the next run's size follows this one's pace
+  awk -v lat="$lat" '
+    NF >= 8 && $1 ~ /^[0-9]+$/ { l50 = $2; bw = $6; ok = 1 }
+    END { if (!ok) exit 1; if (lat) print l50 + 0, ""; else printf "%.6g \n", bw * 1048576 / 1e9 }' "$f" ||
+    { echo "ucx_perftest printed no result" >&2; return 1; }
+}
+
+# ---------- the plan ----------
+# id | kind | command. Order within a repetition: for each size, every tool; all repeated.
+plan=(
+  "ndk.write.bw|bw|m_ndk write bw"
+  "ndk.read.bw|bw|m_ndk read bw"
+  "ndk.send.bw|bw|m_ndk send bw"
+  "tcp.stream.bw|bw|m_iperf"
+  "ucx.put.bw|bw|m_ucx ucp_put_bw poll"
+  "ucx.get.bw|bw|m_ucx ucp_get poll"
+  "ucx.tag.bw|bw|m_ucx tag_bw poll"
+  "fi.write.bw|bw|m_fi write bw"
+  "fi.read.bw|bw|m_fi read bw"
+  "fi.send.bw|bw|m_fi send bw"
+  "ndk.send.lat.poll|lat|m_ndk send lat-poll"
+  "ndk.write.lat.poll|lat|m_ndk write lat-poll"
+  "tcp.lat.poll|lat|m_sock lat-poll"
+  "ucx.tag.lat|lat|m_ucx tag_lat poll"
+  "ucx.put.lat|lat|m_ucx ucp_put_lat poll"
+  "fi.lat.poll|lat|m_fi lat lat-poll"
+  "ndk.send.lat.block|lat|m_ndk send lat-block"
+  "tcp.lat.block|lat|m_sock lat-block"
+  "ucx.tag.lat.block|lat|m_ucx tag_lat sleep"
+  "fi.lat.block|lat|m_fi lat lat-block"
+)
+
+selected=()
+for entry in "${plan[@]}"; do
+  id=${entry%%|*}
+  if [ -n "$only" ] && ! [[ $id =~ $only ]]; then continue; fi
+  selected+=("$entry")
+done
+[ ${#selected[@]} -gt 0 ] || die "BENCH_ONLY='$only' selects nothing"
+
+# Probe ndkperf once, briefly, so a missing or broken data path shows as one clear line.
+if [ -z "$ndk_reason" ]; then
+  probe=$raw/ndk-probe.json
+  if ! ensure_server ndkperf "$p_ndk" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" 2>"$probe.why"; then
+    ndk_reason=$(tail -n 1 "$probe.why")
+  elif ! timeout -k 2 20 "${ndk_env[@]}" "$ndkperf" -c "$lo:$p_ndk" -t write -z 4096 -D 1 --json \
+    >"$probe" 2>"$probe.err"; then
+    ndk_reason="probe failed: $(tail -n 1 "$probe.err" 2>/dev/null)"
+  fi
+fi
+if [ -n "$ndk_reason" ]; then
+  say "ndkperf: unavailable ($ndk_reason)"
+  printf 'ndk\tunavailable (%s)\n' "$ndk_reason" >>"$status_file"
+  if [ -n "${persistent[ndkperf]:-}" ]; then stop_server "${persistent[ndkperf]}"; unset 'persistent[ndkperf]'; fi
+fi
+
+# ---------- machine ----------
+{
+  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+  echo "cores=$(nproc)"
+  echo "kernel=$(uname -r)"
+  echo "os=$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release 2>/dev/null)"
+  echo "virt=$(systemd-detect-virt 2>/dev/null || echo unknown)"
+  echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "iperf3=$(iperf3 --version 2>/dev/null | head -n 1 | awk '{ print $2 }')"
+  echo "sockperf=$(sockperf --version 2>/dev/null | awk '/version/ { print $3; exit }')"
+  echo "ucx=$(ucx_info -v 2>/dev/null | awk '/Version/ { print $NF; exit }')"
+  echo "libfabric=$(pkg-config --modversion libfabric)"
+  echo "reps=$reps"
+  echo "seconds=$secs"
+  echo "sizes=$sizes"
+  echo "bw_poll=$bw_poll"
+  echo "ucx_netns=$([ ${#ucx_ns[@]} -gt 0 ] && echo yes || echo no)"
+} >"$out/machine.txt"
+load1=$(cut -d' ' -f1 /proc/loadavg)
+if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
+  say "note: load average is $load1 before the run; other work on this machine skews the numbers"
+fi
+
+# ---------- CPU accounting ----------
+# How much of the machine other work took during the run: all CPUs' busy time (/proc/stat)
+# minus ours (this shell and every child it reaped, servers and clients included).
+cpu_busy() { awk '/^cpu / { b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6; exit }' /proc/stat; }
+# Sets $ours (clock ticks). `times` must run in this shell, not in a pipeline's subshell.
+ours=0
+our_cpu() {
+  times >"$raw/times.txt"
+  ours=$(awk -v hz="$(getconf CLK_TCK)" '
+    { for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f\n", t * hz }' \
+    "$raw/times.txt")
+}
+
+# ---------- run ----------
+nsizes=$(echo "$sizes" | wc -w)
+total=$((reps * nsizes * ${#selected[@]}))
+say "$total runs: ${#selected[@]} measurements x $nsizes sizes x $reps repetitions, ${secs} s each (results in $out)"
+echo "id,size,rep,value,cpu_ns_per_byte,status,note" >"$samples"
+start=$(date +%s)
+read -r busy0 total0 < <(cpu_busy)
+our_cpu
+ours0=$ours
+k=0
+tty=0
+[ -t 2 ] && tty=1
+for rep in $(seq 1 "$reps"); do
+  for size in $sizes; do
+    for entry in "${selected[@]}"; do
+      id=${entry%%|*}
+      rest=${entry#*|}
+      cmd=${rest#*|}
+      k=$((k + 1))
+      tag="$id-$size-$rep"
+      if [[ $id == ndk.* ]] && [ -n "$ndk_reason" ]; then
+        echo "$id,$size,$rep,,,unavailable,\"$(echo "$ndk_reason" | tr '",' "' ")\"" >>"$samples"
+        continue
+      fi
+      # shellcheck disable=SC2086 # cmd is "function arg..."; it runs in this shell so that
+      # the servers it starts stay known to the cleanup trap.
+      if $cmd "$size" "$tag" >"$raw/$tag.res" 2>"$raw/$tag.why"; then
+        read -r v cpu <"$raw/$tag.res" || true
+        echo "$id,$size,$rep,$v,${cpu:-},ok," >>"$samples"
+        [ "$tty" = 1 ] && printf '\rbench: [%d/%d] %-20s %8s B  rep %d: %s          ' \
+          "$k" "$total" "$id" "$size" "$rep" "$v" >&2
+      else
+        why=$(tail -n 1 "$raw/$tag.why" | tr '",\n' "'  ")
+        echo "$id,$size,$rep,,,failed,\"$why\"" >>"$samples"
+        [ "$tty" = 1 ] && printf '\n' >&2
+        say "[$k/$total] $id $size B rep $rep: failed ($why)"
+      fi
+    done
+  done
+  [ "$tty" = 1 ] && printf '\n' >&2
+  say "repetition $rep of $reps done ($(($(date +%s) - start)) s)"
+done
+cleanup
+read -r busy1 total1 < <(cpu_busy)
+our_cpu
+other=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((ours - ours0)) \
+  'BEGIN { x = t > 0 ? (b - o) / t * 100 : 0; if (x < 0) x = 0; printf "%.0f\n", x }')
+{
+  echo "other_cpu_pct=$other"
+  echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "elapsed_s=$(($(date +%s) - start))"
+} >>"$out/machine.txt"
+
+# ---------- report ----------
+awk -v out="$out" -f "$here/report.awk" "$out/machine.txt" "$samples"
+cat "$out/table.md"
+say "wrote $out/table.md, results.csv, results.json (samples.csv has every repetition)"
