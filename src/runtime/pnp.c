@@ -34,12 +34,18 @@ void rt_pnp_queue_locked(struct ndk_rt *rt, ndk_rt_event_type type, const struct
     ndk_list_add_tail(&rt->events, &e->link);
 }
 
-/* Never blocks; any context. */
+/* Never blocks for long; any thread; rt->lock must not be held (it guards wake_fd against the
+ * close in rt_pnp_stop, which provider threads raising PnP events could otherwise race). */
 void rt_pnp_wake(struct ndk_rt *rt)
 {
     uint64_t one = 1;
+    int err = 0;
+    pthread_mutex_lock(&rt->lock);
     if (rt->wake_fd >= 0 && write(rt->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-        rt_log(rt, NDK_LOG_ERROR, "event thread wake-up failed: %s", strerror(errno));
+        err = errno;
+    pthread_mutex_unlock(&rt->lock);
+    if (err)
+        rt_log(rt, NDK_LOG_ERROR, "event thread wake-up failed: %s", strerror(err));
 }
 
 /* Event thread only; rt->lock not held on entry or exit. Delivers every queued event. */
@@ -154,9 +160,11 @@ void rt_pnp_stop(struct ndk_rt *rt)
         pthread_join(rt->thread, NULL);
         rt->thread_started = 0;
     }
+    pthread_mutex_lock(&rt->lock);
     if (rt->wake_fd >= 0)
         close(rt->wake_fd);
     rt->wake_fd = -1;
+    pthread_mutex_unlock(&rt->lock);
     while (!ndk_list_empty(&rt->events)) {
         struct rt_event *e = ndk_list_entry(rt->events.next, struct rt_event, link);
         ndk_list_del(&e->link);
