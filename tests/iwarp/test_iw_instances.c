@@ -69,14 +69,16 @@ static void poke_log(struct iwt *t)
 }
 
 static _Atomic(NDK_CONNECTOR *) g_in[2 * NCONN];
-static atomic_int g_ev;
+static atomic_int g_ev;        /* connect events published: g_in[0 .. g_ev-1] are set */
+static atomic_int g_slot;      /* slots handed out (taken before the store, published after) */
 
 static void on_connect(void *ctx, NDK_CONNECTOR *c)
 {
     (void)ctx;
-    int i = atomic_fetch_add(&g_ev, 1);
+    int i = atomic_fetch_add(&g_slot, 1);
     if (i < 2 * NCONN)
         atomic_store(&g_in[i], c);
+    atomic_fetch_add(&g_ev, 1);
 }
 
 struct side {
@@ -153,6 +155,7 @@ static void body(int family)
     if (family == AF_INET6 && !iwt_have_ipv6())
         ndk_test_skip("::1 is not available here");
     atomic_store(&g_ev, 0);
+    atomic_store(&g_slot, 0);
     open_with_sink(&a, family, &la);
     open_with_sink(&b, family, &lb);
     CHECK_EQ(atomic_load(&la.loaded), 1);
@@ -192,6 +195,7 @@ static void body(int family)
     CHECK_EQ(atomic_load(&la.lam_warnings), 2);
 
     atomic_store(&g_ev, 0);
+    atomic_store(&g_slot, 0);
     start_connects(&a, act, 2, port);
     accept_all(&a, in, 2, act, 2);
     teardown(act, 2);

@@ -19,14 +19,16 @@ struct arg {
 };
 
 static _Atomic(NDK_CONNECTOR *) g_in[2];
-static atomic_int g_ev;
+static atomic_int g_ev;        /* connect events published: g_in[0 .. g_ev-1] are set */
+static atomic_int g_slot;      /* slots handed out (taken before the store, published after) */
 
 static void on_connect(void *ctx, NDK_CONNECTOR *c)
 {
     (void)ctx;
-    int i = atomic_fetch_add(&g_ev, 1);
+    int i = atomic_fetch_add(&g_slot, 1);
     if (i < 2)
         atomic_store(&g_in[i], c);
+    atomic_fetch_add(&g_ev, 1);
 }
 
 static int server(void *p)
@@ -191,6 +193,7 @@ static void body(int family)
     struct arg a = { .family = family };
 
     atomic_store(&g_ev, 0);
+    atomic_store(&g_slot, 0);
     iwt_chan_init(&a.ch);
     iwt_run_pair(server, client, &a, 60000);
     iwt_chan_close(&a.ch);
