@@ -13,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct iw_provider *iw_prov;
 static struct dpt_env *g_env;
 
 void iw_log(int level, const char *fmt, ...)
