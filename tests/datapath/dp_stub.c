@@ -45,6 +45,15 @@ bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
     return q;
 }
 
+/* The stub's progress thread marks itself, as progress.c's does (CQ polls made from it must not
+ * run the engines inline). */
+static __thread const struct iw_device *stub_progress_dev;
+
+bool iw_on_progress_thread(const struct iw_device *dev)
+{
+    return stub_progress_dev == dev;
+}
+
 static void run_work(struct iw_device *dev)
 {
     for (;;) {
@@ -82,6 +91,14 @@ void iw_qp_want_writable(struct iw_qp *qp, bool on)
     struct dpt_side *s = side_of(qp);
     if (s)
         atomic_store(&s->want_out, on);
+}
+
+/* Consumer-driven progress (poll.c): the stub's progress thread keeps reading the sockets of
+ * polled QPs too, so a test that polls its CQ runs both owners of the engines against each
+ * other. */
+void iw_qp_set_polled(struct iw_qp *qp, bool on)
+{
+    atomic_store(&qp->polled, on);
 }
 
 /* ---- harness ---- */
@@ -143,6 +160,7 @@ static void *progress(void *arg)
 {
     struct dpt_env *e = arg;
 
+    stub_progress_dev = &e->dev;
     while (!atomic_load(&e->stop)) {
         struct pollfd pf[2];
         int idx[2], n = 0;

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "iwtest.h"
+#include "dpe2e.h"
 
-#define TMO 30000
+#define TMO DPE_TMO
 #define BIG (16u << 20)
-#define MAXSGE 16
+#define MAXSGE DPE_MAXSGE
 /* Server region layout: every area is written by one phase only, so a check by the consumer
  * never races a later placement into the same bytes (TSan sees no cross-process ordering). */
 #define SRV_LEN   (64u << 20)
@@ -25,90 +25,7 @@ struct arg {
     struct iwt_chan ch;
 };
 
-struct side {
-    struct iwt t;
-    NDK_CQ *cq;
-    NDK_PD *pd;
-    NDK_QP *qp;
-    NDK_MR *mr;
-    MDL *mdl;
-    uint8_t *buf;
-    size_t len;
-    uint32_t token;
-};
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
-static bool same(const uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        if (p[i] != (uint8_t)x) {
-            fprintf(stderr, "byte %zu of %zu differs\n", i, n);
-            return false;
-        }
-    }
-    return true;
-}
-
-static void cq_nop(void *ctx, NTSTATUS st)
-{
-    (void)ctx;
-    (void)st;
-}
-
-static void side_open(struct side *s, int family, size_t len)
-{
-    struct iwt_req rq;
-    NTSTATUS st;
-
-    memset(s, 0, sizeof(*s));
-    iwt_open(&s->t, family);
-    CHECK_STATUS(s->t.ad->Dispatch->NdkCreateCq(s->t.ad, 1024, cq_nop, NULL, NULL, NULL, NULL, &s->cq), STATUS_SUCCESS);
-    CHECK_STATUS(s->t.ad->Dispatch->NdkCreatePd(s->t.ad, NULL, NULL, &s->pd), STATUS_SUCCESS);
-    CHECK_STATUS(s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, 256, 256, MAXSGE, MAXSGE, 128, NULL, NULL, &s->qp),
-                 STATUS_SUCCESS);
-    s->len = len;
-    CHECK(posix_memalign((void **)&s->buf, 4096, len) == 0);
-    memset(s->buf, 0, len);
-    CHECK_STATUS(s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr), STATUS_SUCCESS);
-    s->mdl = IoAllocateMdl(s->buf, (ULONG)len, FALSE, FALSE, NULL);
-    iwt_req_init(&rq);
-    st = s->mr->Dispatch->NdkRegisterMr(s->mr, s->mdl, len,
-                                        NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                                            NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                        iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-    s->token = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr);
-}
-
-static void side_close(struct side *s)
-{
-    struct iwt_req rq;
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, s->mr->Dispatch->NdkDeregisterMr(s->mr, iwt_req_cb, &rq), TMO), STATUS_SUCCESS);
-    iwt_close_obj(s->mr, TMO);
-    iwt_close_obj(s->qp, TMO);
-    iwt_close_obj(s->pd, TMO);
-    iwt_close_obj(s->cq, TMO);
-    IoFreeMdl(s->mdl);
-    free(s->buf);
-    iwt_close(&s->t);
-}
-
-static NDK_RESULT_EX expect(struct side *s, void *ctx, NDK_OPERATION_TYPE type)
+static NDK_RESULT_EX expect(struct dpe_side *s, void *ctx, NDK_OPERATION_TYPE type)
 {
     NDK_RESULT_EX r;
     CHECK_MSG(iwt_cq_wait(s->cq, &r, TMO), "no completion for %p", ctx);
@@ -130,7 +47,7 @@ static void on_connect(void *ctx, NDK_CONNECTOR *c) { (void)ctx; atomic_store(&g
 static int server(void *p)
 {
     struct arg *a = p;
-    struct side s;
+    struct dpe_side s;
     struct iwt_req rq;
     NDK_LISTENER *l;
     NDK_CONNECTOR *c;
@@ -138,7 +55,7 @@ static int server(void *p)
     ULONG len;
     NTSTATUS st;
 
-    side_open(&s, a->family, SRV_LEN);
+    dpe_side_open(&s, a->family, SRV_LEN, NULL, NULL);
     CHECK_STATUS(s.t.ad->Dispatch->NdkCreateListener(s.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     addr = iwt_addr(&s.t, 0);
     iwt_req_init(&rq);
@@ -172,7 +89,7 @@ static int server(void *p)
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_RESULT_EX res = expect(&s, (void *)(uintptr_t)(100 + i), NdkOperationTypeReceive);
         CHECK_EQ(res.BytesTransferred, sizes[i]);
-        CHECK(same(s.buf + soff[i], sizes[i], 10 + (uint32_t)i));
+        CHECK(dpe_same(s.buf + soff[i], sizes[i], 10 + (uint32_t)i));
         iwt_send(iwt_srv_tx(&a->ch), 1);
     }
     /* multi-SGE sends: receive scattered into 16 pieces with gaps */
@@ -194,7 +111,7 @@ static int server(void *p)
             memcpy(g + o, sg[k].VirtualAddress, sg[k].Length);
             o += sg[k].Length;
         }
-        CHECK(same(g, total, 50 + n));
+        CHECK(dpe_same(g, total, 50 + n));
         free(g);
         iwt_send(iwt_srv_tx(&a->ch), 3);
     }
@@ -204,13 +121,13 @@ static int server(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, (void *)(uintptr_t)(300 + i), NULL, 0), STATUS_SUCCESS);
         iwt_send(iwt_srv_tx(&a->ch), 4);
         expect(&s, (void *)(uintptr_t)(300 + i), NdkOperationTypeReceive);
-        CHECK(same(s.buf + off + 7, sizes[i], 20 + (uint32_t)i));
+        CHECK(dpe_same(s.buf + off + 7, sizes[i], 20 + (uint32_t)i));
         off += (sizes[i] + 8191) & ~(size_t)4095;
         iwt_send(iwt_srv_tx(&a->ch), 5);
     }
     /* Reads: fill the area with a pattern; the client reads and checks. The receive posted after
      * the fill orders it before the engines' reads (qp->lock), as any post would. */
-    fill(s.buf + RD_AREA, BIG, 77);
+    dpe_fill(s.buf + RD_AREA, BIG, 77);
     CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, (void *)0x999, NULL, 0), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a->ch), 6);
     CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 120000), 7);      /* client done */
@@ -221,14 +138,14 @@ static int server(void *p)
     iwt_req_wait(&rq, st, TMO);
     iwt_close_obj(c, TMO);
     iwt_close_obj(l, TMO);
-    side_close(&s);
+    dpe_side_close(&s);
     return 0;
 }
 
 static int client(void *p)
 {
     struct arg *a = p;
-    struct side s;
+    struct dpe_side s;
     struct iwt_req rq;
     NDK_CONNECTOR *c;
     SOCKADDR_INET src, dst;
@@ -238,7 +155,7 @@ static int client(void *p)
     uint64_t rva = (uint64_t)iwt_recv(iwt_cli_rx(&a->ch), TMO) << 32;
     rva |= iwt_recv(iwt_cli_rx(&a->ch), TMO);
 
-    side_open(&s, a->family, 2 * (size_t)BIG);
+    dpe_side_open(&s, a->family, 2 * (size_t)BIG, NULL, NULL);
     CHECK_STATUS(s.t.ad->Dispatch->NdkCreateConnector(s.t.ad, NULL, NULL, &c), STATUS_SUCCESS);
     src = iwt_addr(&s.t, 0);
     dst = iwt_addr(&s.t, port);
@@ -252,7 +169,7 @@ static int client(void *p)
 
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_SGE sg = { .VirtualAddress = s.buf, .Length = (ULONG)sizes[i], .MemoryRegionToken = s.token };
-        fill(s.buf, sizes[i], 10 + (uint32_t)i);
+        dpe_fill(s.buf, sizes[i], 10 + (uint32_t)i);
         CHECK_STATUS(s.qp->Dispatch->NdkSend(s.qp, (void *)(uintptr_t)(1 + i), &sg, 1,
                                              i & 1 ? NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT : 0),
                      STATUS_SUCCESS);
@@ -262,7 +179,7 @@ static int client(void *p)
     for (uint32_t n = 1; n <= MAXSGE; n++) {
         size_t total = 3000 + 1111 * n, per = total / n;
         NDK_SGE sg[MAXSGE];
-        fill(s.buf, total, 50 + n);
+        dpe_fill(s.buf, total, 50 + n);
         for (uint32_t k = 0; k < n; k++) {
             sg[k].VirtualAddress = s.buf + per * k;
             sg[k].Length = (ULONG)(k == n - 1 ? total - per * k : per);
@@ -276,7 +193,7 @@ static int client(void *p)
     uint64_t woff = WR_AREA;
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_SGE sg = { .VirtualAddress = s.buf, .Length = (ULONG)sizes[i], .MemoryRegionToken = s.token };
-        fill(s.buf, sizes[i], 20 + (uint32_t)i);
+        dpe_fill(s.buf, sizes[i], 20 + (uint32_t)i);
         CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 4);
         uint64_t t0 = ndk_test_now_ms();
         CHECK_STATUS(s.qp->Dispatch->NdkWrite(s.qp, (void *)(uintptr_t)(60 + i), &sg, 1, rva + woff + 7, rtok, 0),
@@ -301,7 +218,7 @@ static int client(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkRead(s.qp, (void *)(uintptr_t)(80 + i), &sg, 1, rva + RD_AREA, rtok, 0),
                      STATUS_SUCCESS);
         expect(&s, (void *)(uintptr_t)(80 + i), NdkOperationTypeRead);
-        CHECK(same(s.buf, sizes[i], 77));
+        CHECK(dpe_same(s.buf, sizes[i], 77));
     }
     for (uint32_t n = 1; n <= MAXSGE; n++) {
         size_t total = 70000 + 999 * n, per = total / n;
@@ -315,7 +232,7 @@ static int client(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkRead(s.qp, (void *)(uintptr_t)(90 + n), sg, n, rva + RD_AREA, rtok, 0),
                      STATUS_SUCCESS);
         expect(&s, (void *)(uintptr_t)(90 + n), NdkOperationTypeRead);
-        CHECK(same(s.buf, total, 77));
+        CHECK(dpe_same(s.buf, total, 77));
     }
     {
         const int reps = 8;
@@ -330,7 +247,7 @@ static int client(void *p)
         uint64_t ms = ndk_test_now_ms() - t0;
         printf("  %s: RDMA Read %d x 16 MiB: %.0f MB/s\n", iwt_family_name(a->family), reps,
                ms ? reps * 16.0 * 1048576 / 1e6 / (ms / 1000.0) : 0.0);
-        CHECK(same(s.buf, BIG, 77) && same(s.buf + BIG, BIG, 77));
+        CHECK(dpe_same(s.buf, BIG, 77) && dpe_same(s.buf + BIG, BIG, 77));
         t0 = ndk_test_now_ms();
         for (int k = 0; k < reps; k++) {
             NDK_SGE sg = { .VirtualAddress = s.buf, .Length = BIG, .MemoryRegionToken = s.token };
@@ -348,7 +265,7 @@ static int client(void *p)
     st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     iwt_close_obj(c, TMO);
-    side_close(&s);
+    dpe_side_close(&s);
     return 0;
 }
 

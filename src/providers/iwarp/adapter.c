@@ -86,6 +86,8 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     snprintf(dev->ifname, sizeof dev->ifname, "%s", ifc->IfName);
     dev->mtu = ifc->Mtu;
     dev->is_loopback = ifc->IsLoopback;
+    dev->no_poll_progress = !prov->cfg.poll_progress;
+    dev->poll_idle_ms = prov->cfg.poll_idle_ms;
     iw_fill_info(dev);
     atomic_init(&dev->enabled, true);
     dev->pnp_work.fn = iw_pnp_work;

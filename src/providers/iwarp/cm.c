@@ -283,7 +283,9 @@ static uint32_t iw_conn_events(struct iw_connector *c)
      * responder like siw may send FPDUs right behind its Reply; they wait for the data path). */
     case IW_CM_REPLY_RECEIVED:
     case IW_CM_REQUEST_RECEIVED: ev = EPOLLRDHUP; break;
-    case IW_CM_ESTABLISHED:
+    /* A consumer busy-polling the QP's CQs reads and writes the socket itself (poll.c): watch
+     * only for the peer going away. */
+    case IW_CM_ESTABLISHED: ev = c->dp_polled ? EPOLLRDHUP : EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
     case IW_CM_DISCONNECTING: ev = EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
     default: break;
     }
@@ -1723,6 +1725,77 @@ void iw_qp_want_writable(struct iw_qp *qp, bool on)
         iw_conn_update_events(c);
     pthread_mutex_unlock(&c->obj.dev->lock);
     iw_obj_put(&c->obj);
+}
+
+void iw_qp_set_polled(struct iw_qp *qp, bool on)
+{
+    struct iw_connector *c = iw_qp_conn_get(qp);
+    struct iw_device *dev = qp->obj.dev;
+    bool kick = false;
+
+    /* The QP's flag follows the request even when the CM keeps the socket (not ESTABLISHED):
+     * it only spares pollers this call, and the expiry check looks at the CM's copy. It is
+     * stored under dev->lock so that it and the CM's copy end as the last caller left them. */
+    if (!c) {
+        atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
+        return;
+    }
+    pthread_mutex_lock(&dev->lock);
+    atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
+    if (c->dp_polled != on && (!on || c->state == IW_CM_ESTABLISHED)) {
+        c->dp_polled = on;
+        if (on) {
+            c->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+            c->poll_since_ms = iw_now_ms();
+            /* The progress thread may sleep without a deadline: it must start the checks. */
+            kick = !atomic_exchange(&dev->any_polled, true);
+        }
+        iw_conn_update_events(c);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    if (kick)
+        iw_progress_kick(dev);
+    iw_obj_put(&c->obj);
+}
+
+uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now)
+{
+    struct ndk_list *pos;
+    uint64_t next = 0;
+    bool any = false;
+
+    if (!atomic_load(&dev->any_polled))
+        return 0;
+    pthread_mutex_lock(&dev->lock);
+    ndk_list_for_each(pos, &dev->connectors) {
+        struct iw_connector *c = ndk_container_of(pos, struct iw_connector, link);
+        struct iw_qp *qp = c->qp;
+
+        if (!c->dp_polled)
+            continue;
+        if (qp && c->state == IW_CM_ESTABLISHED) {
+            unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+            if (seq != c->poll_seq_seen) {
+                c->poll_seq_seen = seq;
+                c->poll_since_ms = now;
+            }
+            if (now - c->poll_since_ms < dev->poll_idle_ms) {
+                uint64_t at = c->poll_since_ms + dev->poll_idle_ms;
+                if (!next || at < next)
+                    next = at;
+                any = true;
+                continue;
+            }
+            iw_ddbg(dev, "CONN[%u] not polled for %u ms: back to the progress thread", c->obj.id, dev->poll_idle_ms);
+            atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
+        }
+        c->dp_polled = false;
+        iw_conn_update_events(c);
+    }
+    if (!any)
+        atomic_store(&dev->any_polled, false);
+    pthread_mutex_unlock(&dev->lock);
+    return next;
 }
 
 /* ====================================================================================

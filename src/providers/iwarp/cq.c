@@ -80,10 +80,13 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
 {
     struct iw_cq *cq = to_iw_cq(c);
+    bool was_busy;
 
     if (type > NDK_CQ_NOTIFY_SOLICITED)
         return;
     pthread_mutex_lock(&cq->lock);
+    was_busy = cq->short_polls >= IW_POLL_ENTER;
+    cq->short_polls = 0;
     if (iw_arm_rank((int)type) > iw_arm_rank(cq->arm))
         cq->arm = (int)type;
     if (cq->error && !cq->error_notified) {
@@ -96,9 +99,15 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
+    /* The consumer is going to wait: the progress thread must watch its QPs' sockets again.
+     * Level-triggered epoll reports data that arrived meanwhile at once. */
+    if (was_busy)
+        iw_cq_poll_stop(cq);
 }
 
-static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
+/* Takes up to n entries. busy (may be NULL): set when the consumer counts as busy-polling (the
+ * CQ came back short IW_POLL_ENTER times in a row while unarmed). Any thread; takes cq->lock. */
+static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n, bool *busy)
 {
     ULONG got = 0;
 
@@ -121,18 +130,43 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
         cq->unnotified_any = 0;
         cq->unnotified_sol = 0;
     }
+    if (busy && got < n && cq->arm == IW_CQ_ARM_NONE) {
+        uint64_t now = iw_now_ns();
+        if (now - cq->last_short_ns > IW_POLL_GAP_NS)
+            cq->short_polls = 0;
+        cq->last_short_ns = now;
+        if (cq->short_polls < IW_POLL_ENTER)
+            cq->short_polls++;
+        *busy = cq->short_polls >= IW_POLL_ENTER;
+    }
     pthread_mutex_unlock(&cq->lock);
+    return got;
+}
+
+/* NdkGetCqResults(Ex). A busy-polling consumer runs the engines of the CQ's QPs itself when the
+ * CQ runs short (poll.c), the way a busy-polled socket or libfabric's manual progress works: an
+ * arriving message then costs no wake-up of the progress thread, which on a machine with few
+ * cores would have to preempt the spinning consumer. Consumer thread (or a callback). */
+static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
+{
+    bool busy = false;
+    ULONG got = iw_cq_pop(cq, ex, plain, n, &busy);
+
+    if (got < n && busy && !cq->obj.dev->no_poll_progress && !iw_on_progress_thread(cq->obj.dev)) {
+        iw_cq_poll_progress(cq);
+        got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
+    }
     return got;
 }
 
 static ULONG iw_get_cq_results(NDK_CQ *c, NDK_RESULT res[], ULONG n)
 {
-    return res ? iw_cq_pop(to_iw_cq(c), NULL, res, n) : 0;
+    return res ? iw_cq_get(to_iw_cq(c), NULL, res, n) : 0;
 }
 
 static ULONG iw_get_cq_results_ex(NDK_CQ *c, NDK_RESULT_EX res[], ULONG n)
 {
-    return res ? iw_cq_pop(to_iw_cq(c), res, NULL, n) : 0;
+    return res ? iw_cq_get(to_iw_cq(c), res, NULL, n) : 0;
 }
 
 static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -185,6 +219,7 @@ static void iw_cq_destroy(struct iw_obj *o)
 
     atomic_fetch_sub(&o->dev->ncq, 1);
     pthread_mutex_destroy(&cq->lock);
+    pthread_mutex_destroy(&cq->qps_lock);   /* empty: every QP holds a reference on its CQs */
     free(cq->ring);
     free(cq);
 }
@@ -227,6 +262,8 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     }
     iw_obj_init(&cq->obj, &iw_cq_ops, IW_OBJ_CQ, ad, &cq->ndk.Header, &iw_cq_dispatch);
     pthread_mutex_init(&cq->lock, NULL);
+    pthread_mutex_init(&cq->qps_lock, NULL);
+    ndk_list_init(&cq->qps);
     cq->depth = depth;
     cq->arm = IW_CQ_ARM_NONE;
     cq->notify_cb = cb;

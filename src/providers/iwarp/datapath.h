@@ -1,14 +1,18 @@
 /*
  * datapath.h - the iwarp provider's data path (issue 4): work-request posting (post.c), the
- * transmit engine (tx.c), the receive engine (rx.c) and the STag protection checks (access.c).
+ * transmit engine (tx.c), the receive engine (rx.c), the STag protection checks (access.c) and
+ * consumer-driven progress (poll.c).
  *
  * The data path plugs into the core through the "DATA PATH HOOK" functions of iwarp.h. Per
  * connected QP it keeps a struct iw_dp in qp->dp (created at establishment, freed with the QP).
  *
- * Locks (outermost first; extends iwarp.h's order, which starts at dev->lock):
+ * Locks (outermost first; iwarp.h gives the whole order):
+ *   cq->qps_lock  job: the CQ's list of connected QPs (poll.c); a consumer busy-polling the CQ
+ *                 runs the QPs' engines under it, and dp_stop takes the QP off the list first.
  *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target,
- *                 staging buffer). Held by the progress thread while it reads the socket with
- *                 MSG_DONTWAIT (never blocks), and by dp_stop. Never taken by TX or posting.
+ *                 staging buffer). Held by the progress thread or a polling consumer while it
+ *                 reads the socket with MSG_DONTWAIT (never blocks), and by dp_stop. Never
+ *                 taken by TX or posting.
  *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
  *                 nobody ever waits for it except dp_stop, and the holder only does
@@ -225,10 +229,22 @@ struct dp_rx {
     uint8_t stage[DP_RX_STAGE];
 };
 
+/* The QP's place in one of its CQs' lists of QPs to progress when a consumer busy-polls the CQ
+ * (poll.c). Protected by that CQ's qps_lock. */
+struct dp_cq_ref {
+    struct ndk_list link;     /* in cq->qps while on */
+    struct iw_qp *qp;
+    struct iw_cq *cq;         /* NULL for the second entry when both CQs are one */
+    bool on;
+};
+
 struct iw_dp {
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see dp_tx_kick) */
+    atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
+    atomic_bool poll_failed;  /* a poller reported the connection's failure to the CM (once) */
+    struct dp_cq_ref cqref[2];/* receive CQ, initiator CQ (unused when it is the same CQ) */
     int fd;                   /* the connection's socket (dup of qp->fd; ours to close) */
     bool crc;
     /* below: protected by qp->lock */
@@ -267,6 +283,18 @@ void dp_stop(struct iw_qp *qp);
  * that dies right after a Terminate reports the reason instead of CANCELLED. Progress thread,
  * no lock held (takes rx_mutex). Returns the engine's result (ignored by the caller). */
 int dp_rx_drain(struct iw_qp *qp);
+/* RX engine run by a polling consumer: like iw_qp_on_readable, but returns 0 at once when
+ * another thread owns the engine. Any thread; no lock held except cq->qps_lock. */
+int dp_rx_poll(struct iw_qp *qp);
+
+/* ---- poll.c ---- */
+/* Puts the connected QP on its CQs' lists / takes it off (idempotent). Any thread, no lock
+ * held (takes cq->qps_lock; detach waits for a poller that is running the QP's engines). */
+void dp_poll_attach(struct iw_qp *qp);
+/* Fills dp's list entries (at creation, before dp is published). */
+void dp_poll_init(struct iw_qp *qp, struct iw_dp *dp);
+void dp_poll_detach(struct iw_qp *qp);
+
 /* Frees qp->dp (QP destroy; engines stopped). */
 void iw_dp_qp_destroy(struct iw_qp *qp);
 

@@ -24,8 +24,9 @@
  *     (and then only where §0.4 allows it: never create/close completions inline).
  *   - Close completions always run on the progress thread (never inside the consumer's call), so
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
- *   - Lock order (outermost first): dev->lock (CM) -> qp->lock -> srq->lock -> cq->lock ->
- *     dev->mem_lock -> dev->wq_lock. adapter->lock is a leaf.
+ *   - Lock order (outermost first): cq->qps_lock (consumer-driven progress) -> the data
+ *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
+ *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock is a leaf.
  *
  * Data-path plug-in points (issue 4) are marked "DATA PATH HOOK" below; the minimal versions live
  * in qp.c / srq.c and are meant to be replaced by tx.c / rx.c.
@@ -39,6 +40,7 @@
 #include <stdint.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <ndkpi.h>
 #include <ndisndk.h>
@@ -132,6 +134,13 @@ bool iw_on_progress_thread(const struct iw_device *dev);
 /* The device whose progress thread the caller is, or NULL. */
 const struct iw_device *iw_progress_current(void);
 uint64_t iw_now_ms(void);
+/* CLOCK_MONOTONIC in ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
+static inline uint64_t iw_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int iw_progress_start(struct iw_device *dev);   /* may block; called from Initialize */
 void iw_progress_stop(struct iw_device *dev);   /* may block; called from Halt */
@@ -152,6 +161,11 @@ struct iw_config {
      * after this long we send anyway, as siw does, so ULPs whose passive side speaks first do
      * not deadlock ("first_fpdu_grace_ms"; 0 = wait for the initiator forever, strictly). */
     uint32_t first_fpdu_grace_ms;
+    /* Consumer-driven progress (poll.c): a busy-polling consumer runs its QPs' engines itself
+     * ("poll_progress", 0 = never), and a QP nobody polled for "poll_idle_ms" goes back to the
+     * progress thread. */
+    bool     poll_progress;
+    uint32_t poll_idle_ms;
 };
 
 /* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the
@@ -229,6 +243,11 @@ struct iw_device {
     bool thread_running;
     int epfd, evfd;
     atomic_bool stopping;
+    atomic_bool any_polled;           /* some QP may be consumer-polled: run iw_cm_poll_expire */
+    bool no_poll_progress;            /* config poll_progress = 0 (set before any CQ exists) */
+    /* A QP nobody polled for this long goes back to the progress thread (cm.c), so Read Requests
+     * and the peer's data never wait on a consumer that stopped polling without arming. */
+    uint32_t poll_idle_ms;
     pthread_mutex_t wq_lock;
     struct ndk_list work;
 };
@@ -380,6 +399,14 @@ struct iw_cq {
     void *notify_ctx;
     NTSTATUS notify_status;           /* status for the queued notification */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
+    uint32_t short_polls;             /* short polls in a row, each soon after the last (lock) */
+    uint64_t last_short_ns;           /* when the last one was (lock) */
+    /* Consumer-driven progress (poll.c). Job of qps_lock: the list of connected QPs that
+     * complete here, and their engines' use by a polling consumer (a QP leaves the list only
+     * under it, so a poller holding it may run the QP's engines). The outermost lock of the
+     * provider: taken with no other lock held. */
+    pthread_mutex_t qps_lock;
+    struct ndk_list qps;              /* struct dp_cq_ref (datapath.h) */
 };
 static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, struct iw_cq, ndk); }
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
@@ -390,6 +417,19 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
  * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
  * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
+
+/* DATA PATH HOOKS for consumer-driven progress (poll.c). iw_cq_poll_progress: a consumer is
+ * busy-polling cq and found it (nearly) empty: run the engines of its QPs in this thread.
+ * iw_cq_poll_stop: the consumer armed cq (it is going to wait for a notification): hand the
+ * QPs back to the progress thread. iw_cq_poll_progress: consumer threads, never the progress
+ * thread; iw_cq_poll_stop: any thread. No lock held. */
+void iw_cq_poll_progress(struct iw_cq *cq);
+void iw_cq_poll_stop(struct iw_cq *cq);
+/* Short polls of an unarmed CQ in a row, each at most IW_POLL_GAP_NS after the previous one,
+ * after which the consumer counts as busy-polling. A consumer that waits for notifications polls
+ * once or twice before it arms; one that polls now and then is served by the progress thread. */
+#define IW_POLL_ENTER 16u
+#define IW_POLL_GAP_NS 200000u
 
 /* ====================================================================================
  * Work requests and queues (shared by the QP's queues and the SRQ). The data path may extend
@@ -574,6 +614,10 @@ struct iw_qp {
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
     void *dp;                         /* DATA PATH private state (tx/rx engines), owned by tx.c/rx.c */
+    /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
+     * by the progress thread (set through iw_qp_set_polled; the CM's copy is authoritative). */
+    atomic_bool polled;
+    atomic_uint poll_seq;             /* bumped by every consumer poll that ran the engines */
 };
 static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
 #define IW_QP_ANTE_PD 0
@@ -619,6 +663,14 @@ void iw_qp_kick_tx(struct iw_qp *qp);
 /* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket).
  * Any thread. */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
+/* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLOUT as
+ * the TX engine asks) and a polling consumer (on = true: the progress thread keeps watching only
+ * for the peer going away). Only while ESTABLISHED. Any thread except inside the engines; no
+ * lock held except cq->qps_lock (takes qp->lock, then dev->lock). */
+void iw_qp_set_polled(struct iw_qp *qp, bool on);
+/* Progress thread: hands QPs that no consumer polled during the last dev->poll_idle_ms back to
+ * the progress thread. Returns the time of the next check, 0 when no QP is polled. */
+uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now);
 
 /* The QP posting entry points and NdkFlush are the data path's (datapath.h, post.c). */
 
@@ -693,6 +745,9 @@ struct iw_connector {
     struct ndk_list ep_link;          /* shared endpoint's conns (dev->lock) */
     struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
     bool polled;                      /* registered with epoll (dev->lock) */
+    bool dp_polled;                   /* a consumer polls the QP (iw_qp_set_polled; dev->lock) */
+    unsigned poll_seq_seen;           /* qp->poll_seq at the last expiry check (dev->lock) */
+    uint64_t poll_since_ms;           /* when that check was */
 
     /* Everything below is protected by dev->lock (the CM lock). */
     enum iw_cm_state state;

@@ -145,6 +145,9 @@ static void *iw_progress_main(void *arg)
          * wake this thread for its own), so the wait is computed from the timers as they are now. */
         now = iw_now_ms();
         uint64_t next = iw_cm_run_timers(dev, now);
+        uint64_t poll_next = iw_cm_poll_expire(dev, now);
+        if (poll_next && (!next || poll_next < next))
+            next = poll_next;
         if (iw_work_pending(dev))
             timeout = 0;
         else if (next)

@@ -134,6 +134,9 @@ static void iw_load_config(struct iw_provider *prov)
      * drops the connection only if bytes are already queued behind the Reply when it reads it,
      * which a short grace period avoids. */
     c->first_fpdu_grace_ms = iw_cfg_u32(prov, "first_fpdu_grace_ms", 100, 0, 600000);
+    /* A consumer polling less often than this is better served by the progress thread. */
+    c->poll_progress = iw_cfg_u32(prov, "poll_progress", 1, 0, 1) != 0;
+    c->poll_idle_ms = iw_cfg_u32(prov, "poll_idle_ms", 2, 1, 600000);
 }
 
 static NDIS_STATUS iw_initialize(NDIS_HANDLE drv, NDIS_HANDLE handle, CONST NDK_PROVIDER_INTERFACE *ifc,

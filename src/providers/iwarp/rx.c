@@ -12,7 +12,8 @@
  * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
  * in the staging buffer together with headers, by one copy.
  *
- * Context: the progress thread only, holding dp->rx_mutex; qp->lock is taken briefly for
+ * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
+ * dp->rx_mutex; qp->lock is taken briefly for
  * state shared with TX and posting (RQ, ORQ, IRQ, SQE states). Never blocks: the socket is read
  * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
  * is level-triggered, so the rest comes on the next call).
@@ -595,6 +596,24 @@ int iw_qp_on_readable(struct iw_qp *qp)
     stopped = dp->stopped;
     pthread_mutex_unlock(&qp->lock);
     err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
+    if (!err && dp->rx.tx_err)
+        err = dp->rx.tx_err;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return err;
+}
+
+int dp_rx_poll(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool stopped;
+    int err;
+
+    if (pthread_mutex_trylock(&dp->rx_mutex) != 0)
+        return 0;                                 /* the owner reads the socket right now */
+    pthread_mutex_lock(&qp->lock);
+    stopped = dp->stopped;
+    pthread_mutex_unlock(&qp->lock);
+    err = stopped || dp->fd < 0 ? 0 : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
     pthread_mutex_unlock(&dp->rx_mutex);

@@ -424,6 +424,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
         case DP_TX_SENDING:
             err = tx_write(dp);
             if (err == -EAGAIN) {
+                atomic_store_explicit(&dp->tx_blocked, true, memory_order_relaxed);
                 if (!tx->want_out) {
                     tx->want_out = true;
                     iw_qp_want_writable(qp, true);
@@ -434,6 +435,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
             }
+            atomic_store_explicit(&dp->tx_blocked, false, memory_order_relaxed);
             tx_goto(qp, dp, DP_TX_IDLE);
             tx_batch_done(qp, dp);
             if (tx->state == DP_TX_DEAD)
@@ -534,6 +536,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
         pthread_mutex_init(&dp->rx_mutex, NULL);
         pthread_mutex_init(&dp->tx_mutex, NULL);
         dp->fd = -1;
+        dp_poll_init(qp, dp);
     }
     pthread_mutex_lock(&qp->lock);
     fd = qp->fd;
@@ -572,6 +575,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     dp->fd = nfd;
     qp->dp = dp;
+    dp_poll_attach(qp);
     iw_dbg("QP[%u] data path up: crc %d ird %u ord %u mulpdu %u", qp->obj.id, dp->crc, dp->ird, dp->ord,
            dp->tx.mulpdu);
     dp_tx_kick(qp);
@@ -583,6 +587,9 @@ void dp_stop(struct iw_qp *qp)
 
     if (!dp)
         return;
+    /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
+     * can find the QP afterwards (cq->qps_lock is outside the engine mutexes). */
+    dp_poll_detach(qp);
     pthread_mutex_lock(&dp->rx_mutex);
     pthread_mutex_lock(&dp->tx_mutex);
     pthread_mutex_lock(&qp->lock);
