@@ -491,8 +491,16 @@ static void case_perf_lat(const char *op, const char *host)
     check_lat_json(perf_run(addr, a, "ndkperf --lat"), op, 200);
     char *b[] = { "-c", "@", "-t", (char *)op, "--lat", "-z", "100000", "-n", "50", "--poll", "--verify", "--json",
                   NULL };
-    check_lat_json(perf_run(addr, b, "ndkperf --lat --poll"), op, 50);
-    printf("ndkperf -t %s --lat over %s: 8 B x 200, 100000 B x 50 (--poll), verified, JSON sane\n", op, addr);
+    const char *doc = perf_run(addr, b, "ndkperf --lat --poll");
+    check_lat_json(doc, op, 50);
+    HAS(doc, "\"completions\":\"poll\"");
+    /* Notification mode runs the data path inside the CQ callback: large messages too. */
+    char *c[] = { "-c", "@", "-t", (char *)op, "--lat", "-z", "100000", "-n", "50", "--verify", "--json", NULL };
+    doc = perf_run(addr, c, "ndkperf --lat (notifications)");
+    check_lat_json(doc, op, 50);
+    HAS(doc, "\"completions\":\"notify\"");
+    printf("ndkperf -t %s --lat over %s: 8 B x 200, 100000 B x 50 (--poll and notifications), verified, JSON sane\n",
+           op, addr);
 }
 
 static void case_perf_multi(void)
@@ -503,7 +511,74 @@ static void case_perf_multi(void)
     char *b[] = { "-c", "@", "-t", "send", "-q", "2", "-z", "4096", "-n", "500", "--verify", "--json",
                   NULL };
     check_bw_json(perf_run("127.0.0.1", b, "ndkperf -q 2 send"), "send", 4096, 1000, 2);
-    printf("ndkperf -q 2: write over ::1 and send over 127.0.0.1, verified, JSON sane\n");
+    /* Two CQs whose notification callbacks share the provider's thread. */
+    char *c[] = { "-c", "@", "-t", "send", "--lat", "-q", "2", "-z", "64", "-n", "300", "--verify", "--json", NULL };
+    check_lat_json(perf_run("127.0.0.1", c, "ndkperf -q 2 send --lat"), "send", 600);
+    printf("ndkperf -q 2: write over ::1, send and send --lat over 127.0.0.1, verified, JSON sane\n");
+}
+
+/* Waits until the client printed its table header (the test is running), then a little more. */
+static void wait_running(struct proc *c, const char *header)
+{
+    uint64_t deadline = ndk_test_now_ms() + 20000;
+    while (!strstr(slurp(c->out), header)) {
+        CHECK_MSG(ndk_test_now_ms() < deadline, "the client did not start within 20 s\n--- stderr:\n%s",
+                  slurp(c->err));
+        usleep(10000);
+    }
+    usleep(300000);
+}
+
+/* Teardown in the middle of a phase whose data path runs in the CQ notification callbacks (or
+ * busy-polls): the peer is killed, or a side is interrupted. Every surviving process must end
+ * soon, with a failure status and one clean reason (no sanitizer report, no hang). */
+static void case_perf_teardown(const char *host)
+{
+    static const struct {
+        const char *what, *op, *mode, *header;
+        int victim;        /* 0: SIGKILL the server, 1: SIGKILL the client, 2: SIGINT the client, 3: SIGINT the server */
+    } runs[] = {
+        { "send --lat, server killed", "send", "--lat", "Send Latency Test", 0 },
+        { "send --lat, client killed", "send", "--lat", "Send Latency Test", 1 },
+        { "write --lat, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2 },
+        { "read --lat, server interrupted", "read", "--lat", "RDMA_Read Latency Test", 3 },
+        { "write bandwidth, server killed", "write", NULL, "RDMA_Write BW Test", 0 },
+        { "send bandwidth, client interrupted", "send", NULL, "Send BW Test", 2 },
+        { "send bandwidth --poll, client interrupted", "send", "--poll", "Send BW Test", 2 },
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        struct proc s, c;
+        char saddr[64];
+        host_port(saddr, sizeof saddr, host, next_port());
+        char *sargv[] = { (char *)ndkperf, "-s", saddr, "--once", NULL };
+        start(&s, "td-server", sargv);
+        wait_listening(&s);
+        char *cargv[] = { (char *)ndkperf, "-c", saddr, "-t", (char *)runs[i].op, "-z", "4096", "-D", "60",
+                          "--verify", (char *)runs[i].mode, NULL };
+        start(&c, "td-client", cargv);
+        wait_running(&c, runs[i].header);
+        struct proc *victim = runs[i].victim == 0 || runs[i].victim == 3 ? &s : &c;
+        struct proc *other = victim == &s ? &c : &s;
+        kill(victim->pid, runs[i].victim >= 2 ? SIGINT : SIGKILL);
+        int vrc = finish(victim, 30000);
+        int orc = finish(other, 45000);
+        const char *oe = slurp(other->err);
+        CHECK_MSG(vrc != -1 || runs[i].victim < 2, "%s: the interrupted process did not exit\n%s", runs[i].what,
+                  slurp(victim->err));
+        if (runs[i].victim >= 2)
+            CHECK_MSG(vrc > 0, "%s: the interrupted process exited %d\n%s", runs[i].what, vrc, slurp(victim->err));
+        /* An interrupted client ends the phase early but may still close the session in order;
+         * then its server has nothing to complain about. */
+        CHECK_MSG(orc > 0 || (orc == 0 && runs[i].victim == 2),
+                  "%s: the surviving process exited %d\n--- stdout:\n%s--- stderr:\n%s", runs[i].what, orc,
+                  slurp(other->out), oe);
+        CLEAN(oe);
+        CLEAN(slurp(victim->err));
+        if (orc > 0)
+            CHECK_MSG(strstr(oe, "ndkperf: "), "%s: the surviving process gave no reason:\n%s", runs[i].what, oe);
+        const char *why = strstr(orc > 0 ? oe : slurp(victim->err), "ndkperf: ");
+        printf("ndkperf teardown over %s, %s: exits %d/%d, %s", host, runs[i].what, vrc, orc, why ? why : "\n");
+    }
 }
 
 static void case_perf_table(void)
@@ -591,6 +666,9 @@ int main(int argc, char **argv)
         case_perf_multi();
     } else if (!strcmp(which, "table")) {
         case_perf_table();
+    } else if (!strcmp(which, "teardown")) {
+        case_perf_teardown("127.0.0.1");
+        case_perf_teardown("::1");
     } else if (!strcmp(which, "ndkperfcmd")) {
         case_ndkperfcmd();
     } else {

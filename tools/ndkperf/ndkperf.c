@@ -10,7 +10,11 @@
  *
  * The client states the test in its connect private data, so the server needs nothing beyond
  * -s. Control messages (phase boundaries, credits, CPU reports) travel as Sends on the same
- * connection. Completions are waited for through CQ notifications (NdkArmCq) unless --poll.
+ * connection. Without --poll, completions come through CQ notifications (NdkArmCq) and the
+ * data path of a phase (on the server, the whole test up to the client's DONE) runs inside the
+ * CQ notification callback, as NDK consumers do: each message costs the receiving side one
+ * wake-up, not two. The connection's thread waits for the control exchanges between phases.
+ * With --poll that thread busy-polls the CQ for everything.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -234,6 +238,7 @@ struct perf_conn {
     uint64_t      ctl_sent, ctl_done;
     char          where[NDK_TOOL_ADDRSTRLEN];
     char          error[512];       /* first failure */
+    char          note[256];        /* first -v diagnostic, printed by the connection's thread */
 };
 
 static NTSTATUS perf_mem_setup(struct perf_conn *pc, uint32_t nrecv, uint32_t rbuf, uint64_t data_len)
@@ -269,6 +274,19 @@ static void perf_fail(struct perf_conn *pc, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(pc->error, sizeof pc->error, fmt, ap);
+    va_end(ap);
+}
+
+/* The first -v diagnostic of a handler: a handler may run in the CQ notification callback,
+ * which must not block on stderr, so the connection's thread prints it later. */
+static void perf_note(struct perf_conn *pc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void perf_note(struct perf_conn *pc, const char *fmt, ...)
+{
+    if (!opt.verbose || pc->note[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pc->note, sizeof pc->note, fmt, ap);
     va_end(ap);
 }
 
@@ -338,6 +356,7 @@ struct srv_conn {
     volatile int      finished;
     int               rc;
     bool              done;         /* DONE received, RESULT queued */
+    bool              over;         /* the connection failed or ended (srv_handle returned false) */
     uint64_t          mismatches;
     uint64_t          data_rx, reposted, credited, credit_batch;
     /* control replies waiting for a free ring slot */
@@ -382,9 +401,8 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
             for (uint64_t s = 0; s < slots && s < count; s++) {
                 uint64_t last = s + slots * ((count - 1 - s) / slots), bad = 0;
                 if ((s + 1) * size > pc->data_len || !check_seed(perf_data(pc) + s * size, size, seed + last, &bad)) {
-                    if (opt.verbose)
-                        ndk_tool_err("%s: slot %llu of the %llu-byte phase differs at byte %llu", pc->where,
-                                     (unsigned long long)s, (unsigned long long)size, (unsigned long long)bad);
+                    perf_note(pc, "%s: slot %llu of the %llu-byte phase differs at byte %llu", pc->where,
+                              (unsigned long long)s, (unsigned long long)size, (unsigned long long)bad);
                     sc->mismatches++;
                     break;
                 }
@@ -401,9 +419,8 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
         if (sc->h.flags & HELLO_VERIFY) {
             uint64_t bad;
             if (!check_seed(p, bytes, sc->data_rx, &bad)) {
-                if (opt.verbose && !sc->mismatches)
-                    ndk_tool_err("%s: message %llu differs at byte %llu", pc->where, (unsigned long long)sc->data_rx,
-                                 (unsigned long long)bad);
+                perf_note(pc, "%s: message %llu differs at byte %llu", pc->where, (unsigned long long)sc->data_rx,
+                          (unsigned long long)bad);
                 sc->mismatches++;
             }
         }
@@ -456,18 +473,23 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
     return true;
 }
 
-/* One batch of completions; false when the connection is over (cleanly or not). */
-static bool srv_pump(struct srv_conn *sc)
+/* The wait for completions ended without any. A disconnect may be seen before the provider
+ * flushed our receives, so it is a failure by itself unless the client said DONE. */
+static void srv_wait_failed(struct srv_conn *sc, NTSTATUS st)
+{
+    if (st == STATUS_CONNECTION_DISCONNECTED && !sc->done)
+        perf_fail(&sc->pc, "the client went away before the end of the test");
+    else if (!sc->done)
+        perf_fail(&sc->pc, "waiting for completions: %s", ndk_tool_status(st));
+    sc->over = true;
+}
+
+/* One batch of completions; false when the connection is over (cleanly or not). Runs on the
+ * CQ's owner: the connection's thread, or the notification callback (must not block). */
+static bool srv_handle(struct srv_conn *sc, NDK_RESULT *r, ULONG n)
 {
     struct perf_conn *pc = &sc->pc;
-    NDK_RESULT r[64];
     NTSTATUS st;
-    ULONG n = ndk_tool_cq_wait(pc->conn.cq, r, 64, sc->done ? 10000 : NDK_TOOL_INFINITE, &st);
-    if (!n) {
-        if (st != STATUS_CONNECTION_DISCONNECTED && !sc->done)
-            perf_fail(pc, "waiting for completions: %s", ndk_tool_status(st));
-        return false;
-    }
     for (ULONG i = 0; i < n; i++) {
         int kind = TAG_KIND(r[i].RequestContext);
         uint64_t idx = TAG_IDX(r[i].RequestContext);
@@ -477,6 +499,7 @@ static bool srv_pump(struct srv_conn *sc)
                           ndk_tool_status(r[i].Status));
             else if (!sc->done)
                 perf_fail(pc, "the client went away before the end of the test");
+            sc->over = true;
             return false;
         }
         switch (kind) {
@@ -484,18 +507,44 @@ static bool srv_pump(struct srv_conn *sc)
         case K_ECHO:
             if ((st = perf_post_recv(pc, (uint32_t)idx)) != STATUS_SUCCESS) {
                 perf_fail(pc, "posting a receive failed: %s", ndk_tool_status(st));
+                sc->over = true;
                 return false;
             }
             break;
         case K_RECV:
-            if (!srv_on_recv(sc, (uint32_t)idx, r[i].BytesTransferred))
+            if (!srv_on_recv(sc, (uint32_t)idx, r[i].BytesTransferred)) {
+                sc->over = true;
                 return false;
+            }
             break;
         default: break;
         }
     }
     srv_flush_pending(sc);
-    return !pc->error[0];
+    if (pc->error[0])
+        sc->over = true;
+    return !sc->over;
+}
+
+/* ndk_tool_cq_handler (callback or connection thread): serves the test; once the client said
+ * DONE, the rest (waiting for its disconnect) is left to the connection's thread. */
+static bool srv_handler(void *ctx, NDK_RESULT *r, ULONG n)
+{
+    struct srv_conn *sc = ctx;
+    return srv_handle(sc, r, n) && !sc->done;
+}
+
+/* Connection thread, blocks: waits for and handles one batch; false when the connection is over. */
+static bool srv_pump(struct srv_conn *sc)
+{
+    NDK_RESULT r[64];
+    NTSTATUS st;
+    ULONG n = ndk_tool_cq_wait(sc->pc.conn.cq, r, 64, sc->done ? 10000 : NDK_TOOL_INFINITE, &st);
+    if (!n) {
+        srv_wait_failed(sc, st);
+        return false;
+    }
+    return srv_handle(sc, r, n);
 }
 
 static void *srv_conn_main(void *arg)
@@ -562,8 +611,14 @@ static void *srv_conn_main(void *arg)
         fprintf(stderr, "ndkperf: %s: %s %s test, up to %llu bytes, depth %u, connection %u of %u\n", peer,
                 op_name[h->op], (h->flags & HELLO_LAT) ? "latency" : "bandwidth", (unsigned long long)h->max_size,
                 h->depth, h->conn_index + 1, h->conn_count);
-    while (srv_pump(sc))
+    /* The test itself in the notification callback (busy-polled here with --poll). */
+    st = ndk_tool_cq_run(pc->conn.cq, true, NDK_TOOL_INFINITE, srv_handler, NULL, sc);
+    if (st != STATUS_SUCCESS)
+        srv_wait_failed(sc, st);
+    while (!sc->over && srv_pump(sc))
         ;
+    if (pc->note[0])
+        ndk_tool_err("%s", pc->note);
     if (pc->error[0]) {
         ndk_tool_err("%s: %s", peer, pc->error);
         sc->rc = 1;
@@ -721,6 +776,22 @@ struct cli_conn {
     uint64_t         cur_size, cur_seed, lat_seq;
     struct phase_res *res;
     pthread_t        thread;
+    /* the running phase, advanced by its handler on the CQ's owner */
+    struct bw_state {
+        uint64_t size, iters, posted, done0, t0, t_end, win_t, win_n;
+        double   peak;
+        bool     stop;
+    } bw;
+    struct lat_state {
+        uint64_t  size, iters, i, t_start, t_end, t0, t, data0, recv0;
+        bool      answered;         /* the current iteration's answer is in, t taken */
+        uint64_t *samples;
+        size_t    n, cap;
+        size_t    dst_off, sig_off;
+        ULONG     flags;
+    } lat;
+    uint64_t         progress;      /* atomic: operations done in the phase (progress line) */
+    uint64_t         last_progress; /* connection thread only */
 };
 
 static struct {
@@ -750,22 +821,23 @@ static void cli_abort(struct cli_conn *cc, const char *fmt, ...)
 
 static bool cli_aborted(void) { return __atomic_load_n(&cl.abort, __ATOMIC_ACQUIRE) || ndk_tool_stopped(); }
 
-/* One batch of completions. false on failure (recorded in the connection). */
-static bool cli_pump(struct cli_conn *cc, int timeout_ms)
+/* The wait for completions ended without any. */
+static void cli_wait_failed(struct cli_conn *cc, NTSTATUS st, int timeout_ms)
+{
+    if (st == STATUS_CONNECTION_DISCONNECTED)
+        cli_abort(cc, "the server disconnected");
+    else if (st == STATUS_IO_TIMEOUT)
+        cli_abort(cc, "no completion within %d ms", timeout_ms);
+    else
+        cli_abort(cc, "waiting for completions: %s", ndk_tool_status(st));
+}
+
+/* One batch of completions. false on failure (recorded in the connection). Runs on the CQ's
+ * owner: the connection's thread, or the notification callback (must not block). */
+static bool cli_handle(struct cli_conn *cc, NDK_RESULT *r, ULONG n)
 {
     struct perf_conn *pc = &cc->pc;
-    NDK_RESULT r[64];
     NTSTATUS st;
-    ULONG n = ndk_tool_cq_wait(pc->conn.cq, r, 64, timeout_ms, &st);
-    if (!n) {
-        if (st == STATUS_CONNECTION_DISCONNECTED)
-            cli_abort(cc, "the server disconnected");
-        else if (st == STATUS_IO_TIMEOUT)
-            cli_abort(cc, "no completion within %d ms", timeout_ms);
-        else
-            cli_abort(cc, "waiting for completions: %s", ndk_tool_status(st));
-        return false;
-    }
     for (ULONG i = 0; i < n; i++) {
         int kind = TAG_KIND(r[i].RequestContext);
         uint64_t idx = TAG_IDX(r[i].RequestContext);
@@ -779,8 +851,7 @@ static bool cli_pump(struct cli_conn *cc, int timeout_ms)
             if (opt.op == OP_READ && opt.verify && !opt.lat) {
                 uint64_t slot = idx % cc->slots, bad;
                 if (!check_abs(perf_data(pc) + slot * cc->cur_size, slot * cc->cur_size, cc->cur_size, &bad)) {
-                    if (!cc->verify_fail && opt.verbose)
-                        ndk_tool_err("read %llu: byte %llu differs", (unsigned long long)idx, (unsigned long long)bad);
+                    perf_note(pc, "read %llu: byte %llu differs", (unsigned long long)idx, (unsigned long long)bad);
                     cc->verify_fail++;
                 }
             }
@@ -827,6 +898,19 @@ static bool cli_pump(struct cli_conn *cc, int timeout_ms)
         }
     }
     return true;
+}
+
+/* Connection thread, blocks: waits for and handles one batch. */
+static bool cli_pump(struct cli_conn *cc, int timeout_ms)
+{
+    NDK_RESULT r[64];
+    NTSTATUS st;
+    ULONG n = ndk_tool_cq_wait(cc->pc.conn.cq, r, 64, timeout_ms, &st);
+    if (!n) {
+        cli_wait_failed(cc, st, timeout_ms);
+        return false;
+    }
+    return cli_handle(cc, r, n);
 }
 
 #define CLI_WAIT_MS 30000
@@ -885,159 +969,233 @@ static void progress_line(const char *what, uint64_t size, uint64_t done, uint64
                 (unsigned long long)done, mbps);
 }
 
-static void cli_bw_phase(struct cli_conn *cc, uint64_t size, struct phase_res *res)
-{
-    uint64_t iters = opt.duration > 0 ? 0 : opt.iters;
-    uint64_t posted = 0, done0 = cc->data_done;
-    bool stop = false;
-    uint64_t t0 = ndk_tool_now_ns(), t_end = t0 + (uint64_t)(opt.duration * 1e9);
-    uint64_t win_t = t0, win_n = 0, last_progress = t0;
-    double peak = 0;
+/* ---- bandwidth phase: keep depth requests in flight ---- */
 
-    cc->cur_size = size;
-    for (;;) {
-        uint64_t completed = cc->data_done - done0;
-        if (stop && completed == posted)
+/* Posts up to the depth (and, for Send, the credits) and decides whether the phase stops;
+ * false when it is over (everything posted has completed) or posting failed. On the CQ's owner. */
+static bool cli_bw_post(struct cli_conn *cc)
+{
+    struct bw_state *b = &cc->bw;
+    uint64_t completed = cc->data_done - b->done0;
+    while (!b->stop && b->posted - completed < cc->depth && (!b->iters || b->posted < b->iters)) {
+        if (opt.op == OP_SEND && cc->credits0 + cc->credits_cum - cc->data_sent == 0)
             break;
-        while (!stop && posted - completed < cc->depth && (!iters || posted < iters)) {
-            if (opt.op == OP_SEND && cc->credits0 + cc->credits_cum - cc->data_sent == 0)
-                break;
-            NTSTATUS st = cli_post_data(cc, posted, size);
-            if (st != STATUS_SUCCESS) {
-                cli_abort(cc, "posting %s #%llu failed: %s", kind_name(K_DATA, opt.op), (unsigned long long)posted,
-                          ndk_tool_status(st));
-                return;
-            }
-            posted++;
-            if (opt.op == OP_SEND)
-                cc->data_sent++;
+        NTSTATUS st = cli_post_data(cc, b->posted, b->size);
+        if (st != STATUS_SUCCESS) {
+            cli_abort(cc, "posting %s #%llu failed: %s", kind_name(K_DATA, opt.op), (unsigned long long)b->posted,
+                      ndk_tool_status(st));
+            return false;
         }
-        uint64_t now = ndk_tool_now_ns();
-        if ((iters && posted == iters) || (!iters && now >= t_end) || cli_aborted())
-            stop = true;
-        if (stop && completed == posted)
-            break;
-        if (!cli_pump(cc, CLI_WAIT_MS))
-            return;
-        now = ndk_tool_now_ns();
-        completed = cc->data_done - done0;
-        if (now - win_t >= 50000000u) {        /* peak: the best 50 ms window */
-            double r = (double)(completed - win_n) * (double)size / ((double)(now - win_t) / 1e9);
-            if (r > peak)
-                peak = r;
-            win_t = now;
-            win_n = completed;
-        }
-        if (cl.progress && cc->index == 0 && now - last_progress > 500000000u) {
-            progress_line(op_name[opt.op], size, completed, iters,
-                          (double)completed * (double)size / ((double)(now - t0) / 1e9) / 1e6);
-            last_progress = now;
-        }
+        b->posted++;
+        if (opt.op == OP_SEND)
+            cc->data_sent++;
     }
-    res->elapsed_ns = ndk_tool_now_ns() - t0;
-    res->count = cc->data_done - done0;
-    double avg = res->elapsed_ns ? (double)res->count * (double)size / ((double)res->elapsed_ns / 1e9) : 0;
-    res->peak_Bps = peak > avg ? peak : avg;
+    uint64_t now = ndk_tool_now_ns();
+    if ((b->iters && b->posted == b->iters) || (!b->iters && now >= b->t_end) || cli_aborted())
+        b->stop = true;
+    return !(b->stop && completed == b->posted);
 }
 
+/* ndk_tool_cq_handler (callback or connection thread). */
+static bool cli_bw_handler(void *ctx, NDK_RESULT *r, ULONG n)
+{
+    struct cli_conn *cc = ctx;
+    struct bw_state *b = &cc->bw;
+    if (!cli_handle(cc, r, n))
+        return false;
+    uint64_t now = ndk_tool_now_ns(), completed = cc->data_done - b->done0;
+    if (now - b->win_t >= 50000000u) {        /* peak: the best 50 ms window */
+        double rate = (double)(completed - b->win_n) * (double)b->size / ((double)(now - b->win_t) / 1e9);
+        if (rate > b->peak)
+            b->peak = rate;
+        b->win_t = now;
+        b->win_n = completed;
+    }
+    __atomic_store_n(&cc->progress, completed, __ATOMIC_RELAXED);
+    return cli_bw_post(cc);
+}
+
+/* ndk_tool_cq_tick (connection thread): reads only the atomic progress count. */
+static void cli_bw_tick(void *ctx)
+{
+    struct cli_conn *cc = ctx;
+    if (!cl.progress || cc->index != 0)
+        return;
+    uint64_t now = ndk_tool_now_ns();
+    if (now - cc->last_progress <= 500000000u)
+        return;
+    uint64_t completed = __atomic_load_n(&cc->progress, __ATOMIC_RELAXED);
+    progress_line(op_name[opt.op], cc->bw.size, completed, cc->bw.iters,
+                  (double)completed * (double)cc->bw.size / ((double)(now - cc->bw.t0) / 1e9) / 1e6);
+    cc->last_progress = now;
+}
+
+/* Connection thread, blocks until the phase is over. */
+static void cli_bw_phase(struct cli_conn *cc, uint64_t size, struct phase_res *res)
+{
+    struct bw_state *b = &cc->bw;
+    memset(b, 0, sizeof *b);
+    b->size = size;
+    b->iters = opt.duration > 0 ? 0 : opt.iters;
+    b->done0 = cc->data_done;
+    b->t0 = ndk_tool_now_ns();
+    b->t_end = b->t0 + (uint64_t)(opt.duration * 1e9);
+    b->win_t = b->t0;
+    cc->last_progress = b->t0;
+    __atomic_store_n(&cc->progress, 0, __ATOMIC_RELAXED);
+
+    cc->cur_size = size;
+    if (cli_bw_post(cc)) {
+        NTSTATUS st = ndk_tool_cq_run(cc->pc.conn.cq, true, CLI_WAIT_MS, cli_bw_handler, cli_bw_tick, cc);
+        if (st != STATUS_SUCCESS)
+            cli_wait_failed(cc, st, CLI_WAIT_MS);
+    }
+    res->elapsed_ns = ndk_tool_now_ns() - b->t0;
+    res->count = cc->data_done - b->done0;
+    double avg = res->elapsed_ns ? (double)res->count * (double)size / ((double)res->elapsed_ns / 1e9) : 0;
+    res->peak_Bps = b->peak > avg ? b->peak : avg;
+}
+
+/* ---- latency phase: one message (or read) at a time ---- */
+
+/* Starts the next iteration; false when the phase is over or posting failed. On the CQ's owner. */
+static bool cli_lat_next(struct cli_conn *cc)
+{
+    struct perf_conn *pc = &cc->pc;
+    struct lat_state *l = &cc->lat;
+    NDK_QP *qp = pc->conn.qp;
+    uint64_t size = l->size;
+    NTSTATUS st;
+
+    if ((l->iters && l->i >= l->iters) || cli_aborted())
+        return false;
+    if (!l->iters && ndk_tool_now_ns() >= l->t_end)
+        return false;
+    cc->lat_seq++;
+    if (opt.verify && opt.op != OP_READ)
+        fill_seed(perf_data(pc), size, cc->lat_seq);
+    l->data0 = cc->data_done;
+    l->recv0 = cc->recv_data;
+    l->answered = false;
+    l->t0 = ndk_tool_now_ns();
+    if (opt.op == OP_SEND) {
+        NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data, (ULONG)size);
+        st = qp->Dispatch->NdkSend(qp, TAG(K_DATA, l->i), &sge, 1, l->flags);
+    } else if (opt.op == OP_WRITE) {
+        NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data, (ULONG)size);
+        st = qp->Dispatch->NdkWrite(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr, cc->rtoken, l->flags);
+        if (st == STATUS_SUCCESS) {
+            struct perf_signal sig;
+            memset(&sig, 0, sizeof sig);
+            sig.marker = 0x80;
+            sig.size = htobe32((uint32_t)size);
+            sig.seq = htobe64(cc->lat_seq);
+            memcpy(pc->mem.buf + pc->off_data + l->sig_off, &sig, sizeof sig);
+            NDK_SGE s2 = ndk_tool_sge(&pc->mem, pc->off_data + l->sig_off, sizeof sig);
+            st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, NDK_OP_FLAG_INLINE);
+            if (st == STATUS_INVALID_PARAMETER || st == STATUS_NOT_SUPPORTED)
+                st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, 0);
+        }
+    } else {
+        NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data + l->dst_off, (ULONG)size);
+        if (opt.verify)
+            memset(pc->mem.buf + pc->off_data + l->dst_off, 0, size);
+        st = qp->Dispatch->NdkRead(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr, cc->rtoken, 0);
+    }
+    if (st != STATUS_SUCCESS) {
+        cli_abort(cc, "posting %s failed: %s", kind_name(K_DATA, opt.op), ndk_tool_status(st));
+        return false;
+    }
+    l->i++;
+    return true;
+}
+
+/* ndk_tool_cq_handler (callback or connection thread): takes the sample once the answer (Read:
+ * the read's completion; Send/Write: the peer's echo) is in and our own request has completed
+ * (its buffer is reused), then starts the next iteration. */
+static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
+{
+    struct cli_conn *cc = ctx;
+    struct perf_conn *pc = &cc->pc;
+    struct lat_state *l = &cc->lat;
+
+    if (!cli_handle(cc, r, n))
+        return false;
+    if (!l->answered) {
+        if (opt.op == OP_READ ? cc->data_done == l->data0 : cc->recv_data == l->recv0)
+            return true;
+        l->answered = true;
+        l->t = ndk_tool_now_ns() - l->t0;
+        if (opt.op == OP_READ && opt.verify) {
+            uint64_t bad;
+            if (!check_abs(pc->mem.buf + pc->off_data + l->dst_off, 0, l->size, &bad))
+                cc->verify_fail++;
+        }
+    }
+    if (cc->data_done == l->data0)
+        return true;
+    if (l->n == l->cap) {
+        uint64_t *bigger = realloc(l->samples, l->cap * 2 * sizeof *l->samples);
+        if (!bigger) {
+            cli_abort(cc, "out of memory");
+            return false;
+        }
+        l->samples = bigger;
+        l->cap *= 2;
+    }
+    l->samples[l->n++] = opt.op == OP_READ ? l->t : l->t / 2;
+    __atomic_store_n(&cc->progress, l->n, __ATOMIC_RELAXED);
+    return cli_lat_next(cc);
+}
+
+/* ndk_tool_cq_tick (connection thread): reads only the atomic progress count. */
+static void cli_lat_tick(void *ctx)
+{
+    struct cli_conn *cc = ctx;
+    if (!cl.progress || cc->index != 0)
+        return;
+    uint64_t now = ndk_tool_now_ns();
+    if (now - cc->last_progress <= 500000000u)
+        return;
+    fprintf(stderr, "\r  %s --lat %llu B: %llu iterations   ", op_name[opt.op], (unsigned long long)cc->lat.size,
+            (unsigned long long)__atomic_load_n(&cc->progress, __ATOMIC_RELAXED));
+    cc->last_progress = now;
+}
+
+/* Connection thread, blocks until the phase is over. */
 static void cli_lat_phase(struct cli_conn *cc, uint64_t size, struct phase_res *res)
 {
     struct perf_conn *pc = &cc->pc;
-    NDK_QP *qp = pc->conn.qp;
-    uint64_t iters = opt.duration > 0 ? 0 : opt.iters;
-    uint64_t t_start = ndk_tool_now_ns(), t_end = t_start + (uint64_t)(opt.duration * 1e9), last_progress = t_start;
-    size_t cap = iters ? iters : 65536;
-    uint64_t *lat = malloc(cap * sizeof *lat);
-    size_t n = 0;
-    uint8_t *src = perf_data(pc);
+    struct lat_state *l = &cc->lat;
+    memset(l, 0, sizeof *l);
+    l->size = size;
+    l->iters = opt.duration > 0 ? 0 : opt.iters;
+    l->t_start = ndk_tool_now_ns();
+    l->t_end = l->t_start + (uint64_t)(opt.duration * 1e9);
+    l->cap = l->iters ? l->iters : 65536;
+    l->samples = malloc(l->cap * sizeof *l->samples);
     /* write --lat layout: [source][sink the server writes back into][signal]; read: sink at 0 */
-    size_t dst_off = opt.op == OP_WRITE ? (size_t)((pc->data_len - 64) / 2) : 0;
-    size_t sig_off = opt.op == OP_WRITE ? (size_t)(pc->data_len - 64) : 0;
-    ULONG flags = size <= opt.inline_size ? NDK_OP_FLAG_INLINE : 0;
+    l->dst_off = opt.op == OP_WRITE ? (size_t)((pc->data_len - 64) / 2) : 0;
+    l->sig_off = opt.op == OP_WRITE ? (size_t)(pc->data_len - 64) : 0;
+    l->flags = size <= opt.inline_size ? NDK_OP_FLAG_INLINE : 0;
+    cc->last_progress = l->t_start;
+    __atomic_store_n(&cc->progress, 0, __ATOMIC_RELAXED);
 
-    if (!lat) {
+    if (!l->samples) {
         cli_abort(cc, "out of memory");
         return;
     }
     cc->cur_size = size;
-    for (uint64_t i = 0; (!iters || i < iters) && !cli_aborted(); i++) {
-        if (!iters && ndk_tool_now_ns() >= t_end)
-            break;
-        cc->lat_seq++;
-        if (opt.verify && opt.op != OP_READ)
-            fill_seed(src, size, cc->lat_seq);
-        uint64_t data0 = cc->data_done, recv0 = cc->recv_data;
-        NTSTATUS st;
-        uint64_t t0 = ndk_tool_now_ns();
-        if (opt.op == OP_SEND) {
-            NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data, (ULONG)size);
-            st = qp->Dispatch->NdkSend(qp, TAG(K_DATA, i), &sge, 1, flags);
-        } else if (opt.op == OP_WRITE) {
-            NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data, (ULONG)size);
-            st = qp->Dispatch->NdkWrite(qp, TAG(K_DATA, i), &sge, 1, cc->rbuf_addr, cc->rtoken, flags);
-            if (st == STATUS_SUCCESS) {
-                struct perf_signal sig;
-                memset(&sig, 0, sizeof sig);
-                sig.marker = 0x80;
-                sig.size = htobe32((uint32_t)size);
-                sig.seq = htobe64(cc->lat_seq);
-                memcpy(pc->mem.buf + pc->off_data + sig_off, &sig, sizeof sig);
-                NDK_SGE s2 = ndk_tool_sge(&pc->mem, pc->off_data + sig_off, sizeof sig);
-                st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, i), &s2, 1, NDK_OP_FLAG_INLINE);
-                if (st == STATUS_INVALID_PARAMETER || st == STATUS_NOT_SUPPORTED)
-                    st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, i), &s2, 1, 0);
-            }
-        } else {
-            NDK_SGE sge = ndk_tool_sge(&pc->mem, pc->off_data + dst_off, (ULONG)size);
-            if (opt.verify)
-                memset(pc->mem.buf + pc->off_data + dst_off, 0, size);
-            st = qp->Dispatch->NdkRead(qp, TAG(K_DATA, i), &sge, 1, cc->rbuf_addr, cc->rtoken, 0);
-        }
-        if (st != STATUS_SUCCESS) {
-            cli_abort(cc, "posting %s failed: %s", kind_name(K_DATA, opt.op), ndk_tool_status(st));
-            break;
-        }
-        /* Read: the read's completion; Send/Write: the peer's answer. */
-        if (opt.op == OP_READ) {
-            while (cc->data_done == data0)
-                if (!cli_pump(cc, CLI_WAIT_MS))
-                    goto out;
-        } else {
-            while (cc->recv_data == recv0)
-                if (!cli_pump(cc, CLI_WAIT_MS))
-                    goto out;
-        }
-        uint64_t t = ndk_tool_now_ns() - t0;
-        if (opt.op == OP_READ && opt.verify) {
-            uint64_t bad;
-            if (!check_abs(pc->mem.buf + pc->off_data + dst_off, 0, size, &bad))
-                cc->verify_fail++;
-        }
-        /* Our own Send/Write must be complete before its buffer is reused. */
-        while (cc->data_done == data0)
-            if (!cli_pump(cc, CLI_WAIT_MS))
-                goto out;
-        if (n == cap) {
-            uint64_t *bigger = realloc(lat, cap * 2 * sizeof *lat);
-            if (!bigger) {
-                cli_abort(cc, "out of memory");
-                break;
-            }
-            lat = bigger;
-            cap *= 2;
-        }
-        lat[n++] = opt.op == OP_READ ? t : t / 2;
-        uint64_t now = ndk_tool_now_ns();
-        if (cl.progress && cc->index == 0 && now - last_progress > 500000000u) {
-            fprintf(stderr, "\r  %s --lat %llu B: %zu iterations   ", op_name[opt.op], (unsigned long long)size, n);
-            last_progress = now;
-        }
+    if (cli_lat_next(cc)) {
+        NTSTATUS st = ndk_tool_cq_run(pc->conn.cq, true, CLI_WAIT_MS, cli_lat_handler, cli_lat_tick, cc);
+        if (st != STATUS_SUCCESS)
+            cli_wait_failed(cc, st, CLI_WAIT_MS);
     }
-out:
-    res->elapsed_ns = ndk_tool_now_ns() - t_start;
-    res->count = n;
-    res->lat = lat;
-    res->nlat = n;
+    res->elapsed_ns = ndk_tool_now_ns() - l->t_start;
+    res->count = l->n;
+    res->lat = l->samples;
+    res->nlat = l->n;
+    l->samples = NULL;
 }
 
 static void *cli_conn_main(void *arg)
@@ -1423,6 +1581,9 @@ static int run_client(ndk_rt *rt)
         pthread_barrier_destroy(&cl.barrier);
 
         struct agg *rows = calloc(cl.nsizes, sizeof *rows);
+        for (unsigned c = 0; c < cl.nconns; c++)
+            if (cl.conns[c].pc.note[0])
+                ndk_tool_err("connection %u to %s: %s", c + 1, dst_s, cl.conns[c].pc.note);
         for (unsigned c = 0; c < cl.nconns; c++)
             if (cl.conns[c].pc.error[0]) {
                 ndk_tool_err("connection %u to %s: %s", c + 1, dst_s, cl.conns[c].pc.error);
