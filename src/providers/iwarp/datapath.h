@@ -238,6 +238,11 @@ struct dp_cq_ref {
     bool on;
 };
 
+/* The IRQ holds IRD entries plus one: once the last bytes of a Read Response are on their way,
+ * the peer may see them, free its ORD slot and send its next Read Request before our TX engine
+ * has retired the entry (it does so after sendmsg returns, on another thread than RX). */
+#define DP_IRQ_SLOTS (IW_MAX_IRD + 1u)
+
 struct iw_dp {
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;
@@ -255,8 +260,9 @@ struct iw_dp {
     uint32_t ord, ird;
     struct dp_orq_ent orq[IW_MAX_ORD];
     uint32_t orq_head, orq_count;
-    struct dp_irq_ent irq[IW_MAX_IRD];
+    struct dp_irq_ent irq[DP_IRQ_SLOTS];
     uint32_t irq_head, irq_count;
+    bool rresp_last_out;      /* the head Read Response's last FPDUs are going to the socket */
     bool term_pending, term_sent;
     struct iw_fpdu_term term;
     /* engine-private state, owned by the mutexes above */

@@ -127,7 +127,9 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     bool full;
 
     pthread_mutex_lock(&qp->lock);
-    full = dp->irq_count >= dp->ird;
+    /* RFC 5040 §5.3: at most IRD outstanding; a response whose last bytes are going out no
+     * longer counts (DP_IRQ_SLOTS). */
+    full = dp->irq_count >= dp->ird + (dp->rresp_last_out ? 1u : 0u);
     pthread_mutex_unlock(&qp->lock);
     if (full) {
         /* More Read Requests in flight than our IRD: what siw answers (iwarp-wire.md §4.3). */
@@ -411,7 +413,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     case IW_OP_READ_REQ:
         if (rx->rr_pending) {
             pthread_mutex_lock(&qp->lock);
-            dp->irq[(dp->irq_head + dp->irq_count) % IW_MAX_IRD] = rx->rr;
+            dp->irq[(dp->irq_head + dp->irq_count) % DP_IRQ_SLOTS] = rx->rr;
             dp->irq_count++;
             rx->rr_pending = false;
             memset(&rx->rr, 0, sizeof rx->rr);

@@ -395,8 +395,9 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
     case DP_MSG_RRESP:
         drop = dp->irq[dp->irq_head].src;
         memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
-        dp->irq_head = (dp->irq_head + 1) % IW_MAX_IRD;
+        dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
         dp->irq_count--;
+        dp->rresp_last_out = false;
         break;
     case DP_MSG_TERM:
         dp->term_sent = true;
@@ -464,6 +465,11 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             if (err < 0) {
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
+            }
+            if (tx->msg == DP_MSG_RRESP && tx->batch_last) {
+                pthread_mutex_lock(&qp->lock);
+                dp->rresp_last_out = true;
+                pthread_mutex_unlock(&qp->lock);
             }
             tx_goto(qp, dp, DP_TX_SENDING);
             continue;
@@ -634,9 +640,10 @@ void dp_stop(struct iw_qp *qp)
         dp->orq_count = 0;
         while (dp->irq_count) {
             dp_sgl_release(&dp->irq[dp->irq_head].src);
-            dp->irq_head = (dp->irq_head + 1) % IW_MAX_IRD;
+            dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
             dp->irq_count--;
         }
+        dp->rresp_last_out = false;
         dp_sgl_release(&dp->rx.wsgl);
         dp_sgl_release(&dp->rx.rr.src);
         dp->rx.rr_pending = false;
