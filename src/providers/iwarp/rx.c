@@ -571,6 +571,10 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         }
         rx->rx_bytes += (uint64_t)got;
         IW_COUNT(qp->obj.dev, rdma_in_octets, got);
+        /* Less than asked for: the socket was drained, and another readv() would only say
+         * EAGAIN (one syscall per message saved). Whoever runs the engine comes back when more
+         * arrives (level-triggered epoll, or the polling consumer). */
+        bool drained = (uint64_t)got < direct + sizeof rx->stage;
         size_t left = (size_t)got;
         for (int i = 0; i < n && left; i++) {
             size_t take = left < iov[i].iov_len ? left : iov[i].iov_len;
@@ -581,6 +585,8 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         }
         rx->st_off = 0;
         rx->st_len = left;
+        if (drained)
+            break;
     }
     return rx_consume_stage(qp, dp);
 }
