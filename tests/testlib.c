@@ -118,3 +118,29 @@ void ndk_test_sh(const char *fmt, ...)
     int rc = system(cmd);
     CHECK_MSG(rc == 0, "command failed (%d): %s", rc, cmd);
 }
+
+void ndk_test_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
+bool ndk_test_check(const uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        if (p[i] != (uint8_t)x) {
+            fprintf(stderr, "byte %zu of %zu differs: %02x, expected %02x\n", i, n, p[i], (uint8_t)x);
+            return false;
+        }
+    }
+    return true;
+}

@@ -4,6 +4,7 @@
 #ifndef NDK_TESTLIB_H
 #define NDK_TESTLIB_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -33,5 +34,9 @@ void ndk_test_enter_netns(void);
 void ndk_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Monotonic milliseconds. */
 uint64_t ndk_test_now_ms(void);
+/* A reproducible byte pattern of n bytes from seed (xorshift), and its check (which prints the
+ * first differing byte). */
+void ndk_test_fill(uint8_t *p, size_t n, uint32_t seed);
+bool ndk_test_check(const uint8_t *p, size_t n, uint32_t seed);
 
 #endif

@@ -105,28 +105,12 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
 
 void dpt_fill(uint8_t *p, size_t n, uint32_t seed)
 {
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
+    ndk_test_fill(p, n, seed);
 }
 
 bool dpt_check(const uint8_t *p, size_t n, uint32_t seed)
 {
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        if (p[i] != (uint8_t)x) {
-            fprintf(stderr, "mismatch at %zu of %zu: %02x != %02x\n", i, n, p[i], (uint8_t)x);
-            return false;
-        }
-    }
-    return true;
+    return ndk_test_check(p, n, seed);
 }
 
 /* Tears a side down the way cm.c does: state out of RTS, fd detached and closed (abortive),

@@ -41,8 +41,6 @@ static const size_t sizes[] = { 0, 1, 4095, 4096, 65536, 1u << 20, 16u << 20 };
 
 static atomic_int g_disc;
 static void on_disc(void *ctx) { (void)ctx; atomic_store(&g_disc, 1); }
-static _Atomic(NDK_CONNECTOR *) g_incoming;
-static void on_connect(void *ctx, NDK_CONNECTOR *c) { (void)ctx; atomic_store(&g_incoming, c); }
 
 static int server(void *p)
 {
@@ -51,23 +49,10 @@ static int server(void *p)
     struct iwt_req rq;
     NDK_LISTENER *l;
     NDK_CONNECTOR *c;
-    SOCKADDR_INET addr, la;
-    ULONG len;
     NTSTATUS st;
 
     dpe_side_open(&s, a->family, SRV_LEN, NULL, NULL);
-    CHECK_STATUS(s.t.ad->Dispatch->NdkCreateListener(s.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
-    addr = iwt_addr(&s.t, 0);
-    iwt_req_init(&rq);
-    st = l->Dispatch->NdkListen(l, (PSOCKADDR)&addr, iwt_addr_len(&addr), iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-    len = sizeof la;
-    CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
-    iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la));
-    iwt_send(iwt_srv_tx(&a->ch), s.token);
-    uint64_t va = (uint64_t)(uintptr_t)s.buf;
-    iwt_send(iwt_srv_tx(&a->ch), (uint32_t)(va >> 32));
-    iwt_send(iwt_srv_tx(&a->ch), (uint32_t)va);
+    l = dpe_listen(&s, iwt_srv_tx(&a->ch));
 
     /* receives for the Send phase, posted before the connection exists (§8 item 28) */
     size_t soff[NSIZES], off = SEND_AREA;
@@ -78,18 +63,13 @@ static int server(void *p)
         off += (sizes[i] + 8191) & ~(size_t)4095;
     }
 
-    uint64_t end = ndk_test_now_ms() + TMO;
-    while (!(c = atomic_load(&g_incoming)))
-        CHECK(ndk_test_now_ms() < end);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkAccept(c, s.qp, 16, 16, NULL, 0, on_disc, NULL, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
+    c = dpe_accept(&s, on_disc);
 
     /* Sends of every size */
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_RESULT_EX res = expect(&s, (void *)(uintptr_t)(100 + i), NdkOperationTypeReceive);
         CHECK_EQ(res.BytesTransferred, sizes[i]);
-        CHECK(dpe_same(s.buf + soff[i], sizes[i], 10 + (uint32_t)i));
+        CHECK(ndk_test_check(s.buf + soff[i], sizes[i], 10 + (uint32_t)i));
         iwt_send(iwt_srv_tx(&a->ch), 1);
     }
     /* multi-SGE sends: receive scattered into 16 pieces with gaps */
@@ -111,7 +91,7 @@ static int server(void *p)
             memcpy(g + o, sg[k].VirtualAddress, sg[k].Length);
             o += sg[k].Length;
         }
-        CHECK(dpe_same(g, total, 50 + n));
+        CHECK(ndk_test_check(g, total, 50 + n));
         free(g);
         iwt_send(iwt_srv_tx(&a->ch), 3);
     }
@@ -121,13 +101,13 @@ static int server(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, (void *)(uintptr_t)(300 + i), NULL, 0), STATUS_SUCCESS);
         iwt_send(iwt_srv_tx(&a->ch), 4);
         expect(&s, (void *)(uintptr_t)(300 + i), NdkOperationTypeReceive);
-        CHECK(dpe_same(s.buf + off + 7, sizes[i], 20 + (uint32_t)i));
+        CHECK(ndk_test_check(s.buf + off + 7, sizes[i], 20 + (uint32_t)i));
         off += (sizes[i] + 8191) & ~(size_t)4095;
         iwt_send(iwt_srv_tx(&a->ch), 5);
     }
     /* Reads: fill the area with a pattern; the client reads and checks. The receive posted after
      * the fill orders it before the engines' reads (qp->lock), as any post would. */
-    dpe_fill(s.buf + RD_AREA, BIG, 77);
+    ndk_test_fill(s.buf + RD_AREA, BIG, 77);
     CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, (void *)0x999, NULL, 0), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a->ch), 6);
     CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 120000), 7);      /* client done */
@@ -147,29 +127,19 @@ static int client(void *p)
     struct arg *a = p;
     struct dpe_side s;
     struct iwt_req rq;
+    struct dpe_peer peer;
     NDK_CONNECTOR *c;
-    SOCKADDR_INET src, dst;
     NTSTATUS st;
-    uint16_t port = (uint16_t)iwt_recv(iwt_cli_rx(&a->ch), TMO);
-    uint32_t rtok = iwt_recv(iwt_cli_rx(&a->ch), TMO);
-    uint64_t rva = (uint64_t)iwt_recv(iwt_cli_rx(&a->ch), TMO) << 32;
-    rva |= iwt_recv(iwt_cli_rx(&a->ch), TMO);
 
+    dpe_recv_peer(&peer, iwt_cli_rx(&a->ch));
+    uint32_t rtok = peer.token;
+    uint64_t rva = peer.va;
     dpe_side_open(&s, a->family, 2 * (size_t)BIG, NULL, NULL);
-    CHECK_STATUS(s.t.ad->Dispatch->NdkCreateConnector(s.t.ad, NULL, NULL, &c), STATUS_SUCCESS);
-    src = iwt_addr(&s.t, 0);
-    dst = iwt_addr(&s.t, port);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkConnect(c, s.qp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&dst, iwt_addr_len(&dst),
-                                 16, 16, NULL, 0, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkCompleteConnect(c, on_disc, NULL, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
+    c = dpe_connect(&s, peer.port, on_disc);
 
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_SGE sg = { .VirtualAddress = s.buf, .Length = (ULONG)sizes[i], .MemoryRegionToken = s.token };
-        dpe_fill(s.buf, sizes[i], 10 + (uint32_t)i);
+        ndk_test_fill(s.buf, sizes[i], 10 + (uint32_t)i);
         CHECK_STATUS(s.qp->Dispatch->NdkSend(s.qp, (void *)(uintptr_t)(1 + i), &sg, 1,
                                              i & 1 ? NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT : 0),
                      STATUS_SUCCESS);
@@ -179,7 +149,7 @@ static int client(void *p)
     for (uint32_t n = 1; n <= MAXSGE; n++) {
         size_t total = 3000 + 1111 * n, per = total / n;
         NDK_SGE sg[MAXSGE];
-        dpe_fill(s.buf, total, 50 + n);
+        ndk_test_fill(s.buf, total, 50 + n);
         for (uint32_t k = 0; k < n; k++) {
             sg[k].VirtualAddress = s.buf + per * k;
             sg[k].Length = (ULONG)(k == n - 1 ? total - per * k : per);
@@ -193,7 +163,7 @@ static int client(void *p)
     uint64_t woff = WR_AREA;
     for (size_t i = 0; i < NSIZES; i++) {
         NDK_SGE sg = { .VirtualAddress = s.buf, .Length = (ULONG)sizes[i], .MemoryRegionToken = s.token };
-        dpe_fill(s.buf, sizes[i], 20 + (uint32_t)i);
+        ndk_test_fill(s.buf, sizes[i], 20 + (uint32_t)i);
         CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 4);
         uint64_t t0 = ndk_test_now_ms();
         CHECK_STATUS(s.qp->Dispatch->NdkWrite(s.qp, (void *)(uintptr_t)(60 + i), &sg, 1, rva + woff + 7, rtok, 0),
@@ -218,7 +188,7 @@ static int client(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkRead(s.qp, (void *)(uintptr_t)(80 + i), &sg, 1, rva + RD_AREA, rtok, 0),
                      STATUS_SUCCESS);
         expect(&s, (void *)(uintptr_t)(80 + i), NdkOperationTypeRead);
-        CHECK(dpe_same(s.buf, sizes[i], 77));
+        CHECK(ndk_test_check(s.buf, sizes[i], 77));
     }
     for (uint32_t n = 1; n <= MAXSGE; n++) {
         size_t total = 70000 + 999 * n, per = total / n;
@@ -232,7 +202,7 @@ static int client(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkRead(s.qp, (void *)(uintptr_t)(90 + n), sg, n, rva + RD_AREA, rtok, 0),
                      STATUS_SUCCESS);
         expect(&s, (void *)(uintptr_t)(90 + n), NdkOperationTypeRead);
-        CHECK(dpe_same(s.buf, total, 77));
+        CHECK(ndk_test_check(s.buf, total, 77));
     }
     {
         const int reps = 8;
@@ -247,7 +217,7 @@ static int client(void *p)
         uint64_t ms = ndk_test_now_ms() - t0;
         printf("  %s: RDMA Read %d x 16 MiB: %.0f MB/s\n", iwt_family_name(a->family), reps,
                ms ? reps * 16.0 * 1048576 / 1e6 / (ms / 1000.0) : 0.0);
-        CHECK(dpe_same(s.buf, BIG, 77) && dpe_same(s.buf + BIG, BIG, 77));
+        CHECK(ndk_test_check(s.buf, BIG, 77) && ndk_test_check(s.buf + BIG, BIG, 77));
         t0 = ndk_test_now_ms();
         for (int k = 0; k < reps; k++) {
             NDK_SGE sg = { .VirtualAddress = s.buf, .Length = BIG, .MemoryRegionToken = s.token };

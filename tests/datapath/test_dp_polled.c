@@ -33,9 +33,7 @@ struct arg {
 };
 
 static atomic_int g_disc, g_notified;
-static _Atomic(NDK_CONNECTOR *) g_incoming;
 static void on_disc(void *ctx) { (void)ctx; atomic_store(&g_disc, 1); }
-static void on_connect(void *ctx, NDK_CONNECTOR *c) { (void)ctx; atomic_store(&g_incoming, c); }
 static void on_notify(void *ctx, NTSTATUS st)
 {
     (void)ctx;
@@ -80,34 +78,16 @@ static int server(void *p)
     struct iwt_req rq;
     NDK_LISTENER *l;
     NDK_CONNECTOR *c;
-    SOCKADDR_INET addr, la;
-    ULONG len;
     NTSTATUS st;
     NDK_RESULT_EX r;
+    uint64_t end;
 
     dpe_side_open(&s, a->family, SRV_LEN, on_notify, NULL);
-    CHECK_STATUS(s.t.ad->Dispatch->NdkCreateListener(s.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
-    addr = iwt_addr(&s.t, 0);
-    iwt_req_init(&rq);
-    st = l->Dispatch->NdkListen(l, (PSOCKADDR)&addr, iwt_addr_len(&addr), iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-    len = sizeof la;
-    CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
-    dpe_fill(s.buf + RD_AREA, RD_LEN, 3);
+    ndk_test_fill(s.buf + RD_AREA, RD_LEN, 3);
     for (uint32_t k = 0; k < NRECV; k++)
         post_recv(&s, k);
-    iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la));
-    iwt_send(iwt_srv_tx(&a->ch), s.token);
-    uint64_t va = (uint64_t)(uintptr_t)s.buf;
-    iwt_send(iwt_srv_tx(&a->ch), (uint32_t)(va >> 32));
-    iwt_send(iwt_srv_tx(&a->ch), (uint32_t)va);
-
-    uint64_t end = ndk_test_now_ms() + TMO;
-    while (!(c = atomic_load(&g_incoming)))
-        CHECK(ndk_test_now_ms() < end);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkAccept(c, s.qp, 16, 16, NULL, 0, on_disc, NULL, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
+    l = dpe_listen(&s, iwt_srv_tx(&a->ch));
+    c = dpe_accept(&s, on_disc);
 
     /* 1: echo every message from the receive buffer it landed in. Our Send's completion and the
      * next ping share the CQ and may come in either order (different queues). */
@@ -125,7 +105,7 @@ static int server(void *p)
         CHECK_EQ(r.BytesTransferred, 8u);
         uint32_t k = (uint32_t)((uintptr_t)r.RequestContext - 1000);
         CHECK(k < NRECV && k != echoing);
-        CHECK(dpe_same(s.buf + (size_t)k * RBUF, 8, 100 + i));
+        CHECK(ndk_test_check(s.buf + (size_t)k * RBUF, 8, 100 + i));
         while (echoing < NRECV) {        /* one echo at a time: its buffer is still in use */
             NDK_RESULT_EX w;
             CHECK_MSG(spin(s.cq, &w, TMO), "echo %u did not complete", i);
@@ -144,7 +124,7 @@ static int server(void *p)
     CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 120000), 2);
     CHECK_MSG(spin(s.cq, &r, TMO), "the Send after the Writes did not arrive");
     CHECK_STATUS(r.Status, STATUS_SUCCESS);
-    CHECK(dpe_same(s.buf + WR_AREA, WR_LEN, 2));
+    CHECK(ndk_test_check(s.buf + WR_AREA, WR_LEN, 2));
     post_recv(&s, (uint32_t)((uintptr_t)r.RequestContext - 1000));
     iwt_send(iwt_srv_tx(&a->ch), 2);
     /* 3: not polling, not armed, while the client reads */
@@ -185,42 +165,32 @@ static int client(void *p)
     struct arg *a = p;
     struct dpe_side s;
     struct iwt_req rq;
+    struct dpe_peer peer;
     NDK_CONNECTOR *c;
-    SOCKADDR_INET src, dst;
     NTSTATUS st;
-    uint16_t port = (uint16_t)iwt_recv(iwt_cli_rx(&a->ch), TMO);
-    uint32_t rtok = iwt_recv(iwt_cli_rx(&a->ch), TMO);
-    uint64_t rva = (uint64_t)iwt_recv(iwt_cli_rx(&a->ch), TMO) << 32;
-    rva |= iwt_recv(iwt_cli_rx(&a->ch), TMO);
 
+    dpe_recv_peer(&peer, iwt_cli_rx(&a->ch));
+    uint32_t rtok = peer.token;
+    uint64_t rva = peer.va;
     /* Our QP never goes back to the progress thread while we poll, however long the scheduler
      * keeps us off the CPU: phase 2 must find the poll itself resuming the blocked TX engine. */
     setenv("NDK_IWARP_POLL_IDLE_MS", "600000", 1);
     /* [Write source][receive buffers][ping source] */
     dpe_side_open(&s, a->family, WR_LEN + RBUF * NRECV + RBUF, NULL, NULL);
     uint8_t *rbufs = s.buf + WR_LEN, *ping = rbufs + RBUF * NRECV;
-    dpe_fill(s.buf, WR_LEN, 2);
+    ndk_test_fill(s.buf, WR_LEN, 2);
     for (uint32_t k = 0; k < NRECV; k++) {
         NDK_SGE sg = { .VirtualAddress = rbufs + (size_t)k * RBUF, .Length = RBUF, .MemoryRegionToken = s.token };
         CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, (void *)(uintptr_t)(1000 + k), &sg, 1), STATUS_SUCCESS);
     }
-    CHECK_STATUS(s.t.ad->Dispatch->NdkCreateConnector(s.t.ad, NULL, NULL, &c), STATUS_SUCCESS);
-    src = iwt_addr(&s.t, 0);
-    dst = iwt_addr(&s.t, port);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkConnect(c, s.qp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&dst, iwt_addr_len(&dst),
-                                 16, 16, NULL, 0, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-    iwt_req_init(&rq);
-    st = c->Dispatch->NdkCompleteConnect(c, on_disc, NULL, iwt_req_cb, &rq);
-    CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
+    c = dpe_connect(&s, peer.port, on_disc);
 
     /* 1: the echo and our Send's completion, in either order */
     for (uint32_t i = 0; i < NPING; i++) {
         NDK_SGE sg = { .VirtualAddress = ping, .Length = 8, .MemoryRegionToken = s.token };
         NDK_RESULT_EX r;
         bool sent = false, echoed = false;
-        dpe_fill(ping, 8, 100 + i);
+        ndk_test_fill(ping, 8, 100 + i);
         CHECK_STATUS(s.qp->Dispatch->NdkSend(s.qp, (void *)(uintptr_t)(5000 + i), &sg, 1, 0), STATUS_SUCCESS);
         while (!sent || !echoed) {
             CHECK_MSG(spin(s.cq, &r, TMO), "ping %u: sent %d echoed %d", i, sent, echoed);
@@ -233,7 +203,7 @@ static int client(void *p)
             uint32_t k = (uint32_t)((uintptr_t)r.RequestContext - 1000);
             CHECK(k < NRECV);
             CHECK_EQ(r.BytesTransferred, 8u);
-            CHECK(dpe_same(rbufs + (size_t)k * RBUF, 8, 100 + i));
+            CHECK(ndk_test_check(rbufs + (size_t)k * RBUF, 8, 100 + i));
             NDK_SGE rs = { .VirtualAddress = rbufs + (size_t)k * RBUF, .Length = RBUF, .MemoryRegionToken = s.token };
             CHECK_STATUS(s.qp->Dispatch->NdkReceive(s.qp, r.RequestContext, &rs, 1), STATUS_SUCCESS);
             echoed = true;
@@ -264,7 +234,7 @@ static int client(void *p)
         CHECK_STATUS(s.qp->Dispatch->NdkRead(s.qp, (void *)(uintptr_t)400, &sg, 1, rva + RD_AREA, rtok, 0),
                      STATUS_SUCCESS);
         spin_expect(&s, (void *)(uintptr_t)400, NdkOperationTypeRead);
-        CHECK(dpe_same(s.buf, RD_LEN, 3));
+        CHECK(ndk_test_check(s.buf, RD_LEN, 3));
     }
     iwt_send(iwt_cli_tx(&a->ch), 3);
     /* 4: a Send to the armed, sleeping server */
@@ -290,7 +260,6 @@ static void body(int family)
     iwt_chan_init(&a.ch);
     atomic_store(&g_disc, 0);
     atomic_store(&g_notified, 0);
-    atomic_store(&g_incoming, NULL);
     iwt_run_pair(server, client, &a, 170000);
     iwt_chan_close(&a.ch);
 }
