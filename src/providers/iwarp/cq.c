@@ -105,8 +105,9 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
         iw_cq_poll_stop(cq);
 }
 
-/* Takes up to n entries. busy (may be NULL): set when the consumer counts as busy-polling (the
- * CQ came back short IW_POLL_ENTER times in a row while unarmed). Any thread; takes cq->lock. */
+/* Takes up to n entries. busy (NULL when the caller could not run the engines anyway): set when
+ * the consumer counts as busy-polling (the CQ came back short IW_POLL_ENTER times in a row,
+ * unarmed, each within IW_POLL_GAP_NS of the last). Any thread; takes cq->lock. */
 static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n, bool *busy)
 {
     ULONG got = 0;
@@ -149,10 +150,12 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
  * cores would have to preempt the spinning consumer. Consumer thread (or a callback). */
 static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
+    /* A consumer polling from a notification callback is on the progress thread already. */
+    bool may_run = !cq->obj.dev->no_poll_progress && !iw_on_progress_thread(cq->obj.dev);
     bool busy = false;
-    ULONG got = iw_cq_pop(cq, ex, plain, n, &busy);
+    ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
-    if (got < n && busy && !cq->obj.dev->no_poll_progress && !iw_on_progress_thread(cq->obj.dev)) {
+    if (got < n && busy) {
         iw_cq_poll_progress(cq);
         got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
     }
