@@ -126,6 +126,9 @@ static void test_read(size_t len, uint32_t nsge, ULONG flags)
     CHECK_STATUS(iw_dp_read(qa(), (void *)6, s, nsge, (uint64_t)(uintptr_t)mb.p, mb.token, flags), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)6, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p, len, 999 + (uint32_t)len));
+    /* B's sendmsg() of the Response may still be returning when A has all of it; B's buffer is
+     * reused next. B's engine runs the barrier's Send after it, which orders the two for TSan. */
+    barrier();
 }
 
 /* More reads than ORD, a fenced Send behind them, silent successes: completions in order. */

@@ -26,14 +26,17 @@ struct arg {
 };
 
 static _Atomic(NDK_CONNECTOR *) g_conn[64];
-static atomic_int g_nconn;
+static atomic_int g_nconn;     /* connect events published: g_conn[0 .. g_nconn-1] are set */
+static atomic_int g_slot;      /* slots handed out */
 
 static void on_connect(void *ctx, NDK_CONNECTOR *c)
 {
     (void)ctx;
-    int i = atomic_fetch_add(&g_nconn, 1);
+    /* The slot is filled before the event is counted: next_conn() reads it once counted. */
+    int i = atomic_fetch_add(&g_slot, 1);
     if (i < 64)
         atomic_store(&g_conn[i], c);
+    atomic_fetch_add(&g_nconn, 1);
 }
 
 static NDK_LISTENER *listen_on(struct iwt *t, uint16_t *port)
@@ -273,6 +276,7 @@ static void body(int family)
     struct arg a = { .family = family };
 
     atomic_store(&g_nconn, 0);
+    atomic_store(&g_slot, 0);
     iwt_chan_init(&a.ch);
     iwt_run_pair(server, client, &a, 60000);
     iwt_chan_close(&a.ch);
