@@ -1015,14 +1015,22 @@ static bool cli_bw_handler(void *ctx, NDK_RESULT *r, ULONG n)
     return cli_bw_post(cc);
 }
 
+/* Whether connection cc prints its progress line now (the first connection, on a terminal,
+ * every half second); *now is the time read. Connection thread. */
+static bool cli_progress_due(struct cli_conn *cc, uint64_t *now)
+{
+    if (!cl.progress || cc->index != 0)
+        return false;
+    *now = ndk_tool_now_ns();
+    return *now - cc->last_progress > 500000000u;
+}
+
 /* ndk_tool_cq_tick (connection thread): reads only the atomic progress count. */
 static void cli_bw_tick(void *ctx)
 {
     struct cli_conn *cc = ctx;
-    if (!cl.progress || cc->index != 0)
-        return;
-    uint64_t now = ndk_tool_now_ns();
-    if (now - cc->last_progress <= 500000000u)
+    uint64_t now;
+    if (!cli_progress_due(cc, &now))
         return;
     uint64_t completed = __atomic_load_n(&cc->progress, __ATOMIC_RELAXED);
     progress_line(op_name[opt.op], cc->bw.size, completed, cc->bw.iters,
@@ -1152,10 +1160,8 @@ static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
 static void cli_lat_tick(void *ctx)
 {
     struct cli_conn *cc = ctx;
-    if (!cl.progress || cc->index != 0)
-        return;
-    uint64_t now = ndk_tool_now_ns();
-    if (now - cc->last_progress <= 500000000u)
+    uint64_t now;
+    if (!cli_progress_due(cc, &now))
         return;
     fprintf(stderr, "\r  %s --lat %llu B: %llu iterations   ", op_name[opt.op], (unsigned long long)cc->lat.size,
             (unsigned long long)__atomic_load_n(&cc->progress, __ATOMIC_RELAXED));
