@@ -41,8 +41,12 @@ void case_create_close_pd(void)
     for (int r = 0; r < ROUNDS; r++) {
         NDK_PD *pd = cf_pd(&a);
         const NDK_PD_DISPATCH *d = take_over(pd);
-        UINT32 tok = 0x12345678;
+        /* The token is the PD's, synchronous and stable (§2.5): two reads into different
+         * sentinels give one value, so the call really wrote it. */
+        UINT32 tok = 0x12345678, tok2 = 0x87654321;
         d->NdkGetPrivilegedMemoryRegionToken(pd, &tok);
+        d->NdkGetPrivilegedMemoryRegionToken(pd, &tok2);
+        CHECK_MSG(tok == tok2, "privileged token not stable: %#x then %#x", tok, tok2);
         /* A child created through the real table while Dispatch is interposed. */
         struct cf_op *op = cf_op_new("NdkCreateMr");
         NDK_MR *mr = CF_SENTINEL, *out;
@@ -196,8 +200,11 @@ void case_create_close_frmr(void)
     struct cf_ad a;
     cf_ad_open(&a);
     NDK_PD *pd = cf_pd(&a);
+    UINT32 priv;
+    pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(pd, &priv);
     for (int r = 0; r < ROUNDS; r++) {
-        NDK_MR *mr = cf_mr(&a, pd, TRUE);
+        /* Two live FRMRs, so that their tokens can be told apart. */
+        NDK_MR *mr = cf_mr(&a, pd, TRUE), *other = cf_mr(&a, pd, TRUE);
         const NDK_MR_DISPATCH *d = take_over(mr);
         struct cf_op *op = cf_op_new("NdkInitializeFastRegisterMr");
         CHECK_ST(cf_req_done(op, d->NdkInitializeFastRegisterMr(mr, a.info.FRMRPageCount, r & 1, cf_req_cb, op)),
@@ -205,8 +212,18 @@ void case_create_close_frmr(void)
         /* May be called repeatedly (§2.6). */
         op = cf_op_new("NdkInitializeFastRegisterMr(again)");
         CHECK_ST(cf_req_done(op, d->NdkInitializeFastRegisterMr(mr, 16, TRUE, cf_req_cb, op)), STATUS_SUCCESS);
-        (void)d->NdkGetLocalTokenFromMr(mr);
-        (void)d->NdkGetRemoteTokenFromMr(mr);
+        op = cf_op_new("NdkInitializeFastRegisterMr(other)");
+        CHECK_ST(cf_req_done(op, other->Dispatch->NdkInitializeFastRegisterMr(other, 16, TRUE, cf_req_cb, op)),
+                 STATUS_SUCCESS);
+        /* Valid once the initialisation completed (§2.6): stable, the MR's own, never the
+         * privileged token (which must not grant remote access, §2.5). */
+        UINT32 l = d->NdkGetLocalTokenFromMr(mr), rt = d->NdkGetRemoteTokenFromMr(mr);
+        CHECK_EQ(d->NdkGetLocalTokenFromMr(mr), l);
+        CHECK_EQ(d->NdkGetRemoteTokenFromMr(mr), rt);
+        CHECK_MSG(l != priv && rt != priv, "an FRMR token (local %#x, remote %#x) is the privileged token", l, rt);
+        UINT32 ol = other->Dispatch->NdkGetLocalTokenFromMr(other), ort = other->Dispatch->NdkGetRemoteTokenFromMr(other);
+        CHECK_MSG(l != ol && rt != ort, "two live FRMRs share a token (local %#x/%#x, remote %#x/%#x)", l, ol, rt, ort);
+        cf_close(other);
         close_via(d, mr);
     }
     cf_close(pd);
@@ -218,10 +235,19 @@ void case_create_close_mw(void)
     struct cf_ad a;
     cf_ad_open(&a);
     NDK_PD *pd = cf_pd(&a);
+    UINT32 priv;
+    pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(pd, &priv);
     for (int r = 0; r < ROUNDS; r++) {
-        NDK_MW *mw = cf_mw(&a, pd);
+        NDK_MW *mw = cf_mw(&a, pd), *other = cf_mw(&a, pd);
         const NDK_MW_DISPATCH *d = take_over(mw);
-        (void)d->NdkGetRemoteTokenFromMw(mw);
+        /* The token is meaningful only after a bind (§2.7, checked by the bind cases); before
+         * one it is still a synchronous, stable read, and a window's token never names the
+         * privileged region, which must not be reachable remotely (§2.5). */
+        UINT32 t = d->NdkGetRemoteTokenFromMw(mw), o = other->Dispatch->NdkGetRemoteTokenFromMw(other);
+        CHECK_EQ(d->NdkGetRemoteTokenFromMw(mw), t);
+        CHECK_MSG(t != priv && o != priv, "an MW token (%#x, %#x) is the privileged token %#x", t, o, priv);
+        CHECK_MSG(t != o, "two live MWs share the token %#x", t);
+        cf_close(other);
         close_via(d, mw);
     }
     cf_close(pd);
@@ -235,13 +261,23 @@ void case_create_close_connector(void)
     for (int r = 0; r < ROUNDS; r++) {
         NDK_CONNECTOR *c = cf_connector(&a);
         const NDK_CONNECTOR_DISPATCH *d = take_over(c);
-        SOCKADDR_INET addr;
-        ULONG len = sizeof addr;
         /* Before a connection exists the address getters may fail, but must not pend or crash
          * (§8.37); with a too-small buffer they never write beyond it. */
-        (void)d->NdkGetLocalAddress(c, (PSOCKADDR)&addr, &len);
-        len = sizeof addr;
-        (void)d->NdkGetPeerAddress(c, (PSOCKADDR)&addr, &len);
+        for (int peer = 0; peer < 2; peer++) {
+            const char *fn = peer ? "NdkGetPeerAddress" : "NdkGetLocalAddress";
+            NDK_FN_GET_LOCAL_ADDRESS get = peer ? d->NdkGetPeerAddress : d->NdkGetLocalAddress;
+            unsigned char buf[sizeof(SOCKADDR_INET) + 16];
+            for (ULONG give = 0; give <= sizeof(SOCKADDR_INET); give += sizeof(SOCKADDR_INET) / 2) {
+                memset(buf, 0xA5, sizeof buf);
+                ULONG len = give;
+                NTSTATUS st = get(c, give ? (PSOCKADDR)buf : NULL, &len);
+                CHECK_MSG(st != STATUS_PENDING, "%s on an unconnected connector pended (§8.37)", fn);
+                if (st == STATUS_SUCCESS)
+                    CHECK_MSG(len <= give, "%s succeeded with %u bytes into a %u-byte buffer", fn, len, give);
+                for (size_t i = give; i < sizeof buf; i++)
+                    CHECK_MSG(buf[i] == 0xA5, "%s wrote byte %zu of a %u-byte buffer", fn, i, give);
+            }
+        }
         close_via(d, c);
     }
     cf_ad_close(&a);
