@@ -215,8 +215,7 @@ void dpt_env_fini(struct dpt_env *e)
     pthread_join(e->thr, NULL);
     CHECK_STATUS(e->pd->Dispatch->NdkClosePd(&e->pd->Header, NULL, NULL), STATUS_SUCCESS);
     run_work(&e->dev);
-    free(e->dev.stag_tab);
-    free(e->dev.stag_key);
+    iw_stag_table_destroy(&e->dev.stags);
     g_env = NULL;
 }
 

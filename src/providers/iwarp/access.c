@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/random.h>
 
 /* ---- helpers ---- */
 
@@ -95,32 +94,6 @@ NTSTATUS dp_term_status(const struct dp_term_code *tc)
     if (too_long)
         return STATUS_BUFFER_TOO_SMALL;
     return STATUS_DATA_ERROR;
-}
-
-uint8_t dp_random_key(uint8_t old)
-{
-    /* A small pool refilled from getrandom(): keys must not be predictable by a peer (RFC 5040
-     * §8 / issue 4), and one syscall per re-registration would be wasteful. */
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;   /* job: the pool below */
-    static uint8_t pool[256];
-    static unsigned pos = sizeof pool;
-    uint8_t k;
-
-    pthread_mutex_lock(&lock);
-    do {
-        if (pos == sizeof pool) {
-            ssize_t n = getrandom(pool, sizeof pool, 0);
-            if (n != (ssize_t)sizeof pool) {
-                /* No entropy source: fall back to a counter mix rather than fail a post. */
-                for (unsigned i = 0; i < sizeof pool; i++)
-                    pool[i] = (uint8_t)(pool[i] * 167u + i * 13u + 1u);
-            }
-            pos = 0;
-        }
-        k = pool[pos++];
-    } while (k == old);
-    pthread_mutex_unlock(&lock);
-    return k;
 }
 
 /* ---- remote checks (data sink / data source) ---- */

@@ -122,8 +122,7 @@ void iw_device_destroy(struct iw_device *dev)
 {
     /* The runtime closed every adapter instance first (provider.h), so no object is left. */
     iw_progress_stop(dev);
-    free(dev->stag_tab);
-    free(dev->stag_key);
+    iw_stag_table_destroy(&dev->stags);
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mem_lock);
     free(dev);

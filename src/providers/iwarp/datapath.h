@@ -117,9 +117,6 @@ NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w);
 NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w);
 NTSTATUS dp_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w);
 
-/* A fresh, unpredictable 8-bit STag key different from old (getrandom pool). Any thread. */
-uint8_t dp_random_key(uint8_t old);
-
 /* ---- per-QP data-path state ---- */
 
 enum dp_sqe_state {

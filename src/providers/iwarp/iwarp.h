@@ -46,6 +46,8 @@
 #include <ndisndk.h>
 #include <ndk/provider.h>
 
+#include "stag.h"
+
 #include "ndk_list.h"
 #include "ndk_status.h"
 #include "iwarp_wire.h"
@@ -78,8 +80,6 @@
 #define IW_MAX_MR_COUNT          (1u << 20)
 #define IW_MAX_MW_COUNT          (1u << 20)
 #define IW_MAX_SRQ_COUNT         4096u
-#define IW_STAG_INDEX_BITS       24u          /* STag = index << 8 | key (verbs layout) */
-#define IW_PRIVILEGED_STAG       0u           /* index 0 is never given to an MR / MW */
 #define IW_OBJ_MAX_ANTE          4            /* QP: PD, receive CQ, initiator CQ, SRQ */
 
 /* Version negotiation (§2.2): per supported major, the highest minor. */
@@ -232,11 +232,10 @@ struct iw_device {
     struct ndk_list timers;           /* connectors with a CM deadline */
     struct ndk_list adapters;         /* open iw_adapter instances */
 
-    /* STag table (mem.c). Job of mem_lock: the index -> object map and key counters. */
+    /* STag table (stag.c, used by mem.c). Job of mem_lock: the table and every MR's / MW's
+     * stag, registered and bound fields. */
     pthread_mutex_t mem_lock;
-    struct iw_obj **stag_tab;         /* index -> struct iw_mr / iw_mw object (NULL = free) */
-    uint32_t stag_cap, stag_hint;
-    uint8_t *stag_key;                /* per-index key, bumped on every reuse */
+    struct iw_stag_table stags;
 
     /* Progress engine (progress.c). Job of wq_lock: the work list and the queued flags. */
     pthread_t thread;
@@ -554,9 +553,9 @@ NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW
  * valid (wrong key, free index, deregistered). Any thread; takes dev->mem_lock. */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out);
 void iw_mem_put(struct iw_obj *mem);
-/* DATA PATH API: allocate a fresh key for an index when a fast register / bind changes the
- * STag (the low 8 bits). Returns the new STag. */
-uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag, uint8_t key);
+/* A fresh random key for stag's slot when a fast register / bind issues a new token (RFC 5040
+ * §8). Returns the new STag (the old one if no random byte could be had). mem_lock not held. */
+uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag);
 
 /* ====================================================================================
  * QP (qp.c) - state machine, association with a connector, flush

@@ -10,84 +10,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IW_STAG_MAX_INDEX ((1u << IW_STAG_INDEX_BITS) - 1)
-
-/* Allocates a table slot for o; returns its STag (key bumped on every reuse). dev->mem_lock
- * taken inside. */
-static int iw_stag_alloc(struct iw_device *dev, struct iw_obj *o, uint32_t *stag)
+/* Gives o a token. dev->mem_lock taken inside. */
+static int iw_mem_stag_alloc(struct iw_device *dev, struct iw_obj *o, uint32_t *stag)
 {
-    int err = -ENOMEM;
-
     pthread_mutex_lock(&dev->mem_lock);
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint32_t i = dev->stag_hint ? dev->stag_hint : 1; i < dev->stag_cap; i++) {
-            if (dev->stag_tab[i])
-                continue;
-            dev->stag_tab[i] = o;
-            dev->stag_key[i]++;
-            *stag = i << 8 | dev->stag_key[i];
-            dev->stag_hint = i + 1;
-            err = 0;
-            goto out;
-        }
-        dev->stag_hint = 1;
-        if (pass == 0) {
-            /* grow */
-            uint32_t ncap = dev->stag_cap ? dev->stag_cap * 2 : 1024;
-            if (ncap > IW_STAG_MAX_INDEX + 1)
-                ncap = IW_STAG_MAX_INDEX + 1;
-            if (ncap == dev->stag_cap)
-                continue;
-            struct iw_obj **tab = realloc(dev->stag_tab, ncap * sizeof(*tab));
-            if (!tab)
-                break;
-            dev->stag_tab = tab;
-            uint8_t *key = realloc(dev->stag_key, ncap);
-            if (!key)
-                break;
-            dev->stag_key = key;
-            memset(tab + dev->stag_cap, 0, (ncap - dev->stag_cap) * sizeof(*tab));
-            memset(key + dev->stag_cap, 0, ncap - dev->stag_cap);
-            dev->stag_hint = dev->stag_cap ? dev->stag_cap : 1;
-            dev->stag_cap = ncap;
-            pass = -1;   /* rescan from the new hint */
-        }
-    }
-out:
+    int err = iw_stag_alloc(&dev->stags, o, stag);
     pthread_mutex_unlock(&dev->mem_lock);
     return err;
 }
 
 /* Frees the slot of stag if it still maps to o. dev->mem_lock taken inside. */
-static void iw_stag_free(struct iw_device *dev, uint32_t stag, struct iw_obj *o)
+static void iw_mem_stag_free(struct iw_device *dev, uint32_t stag, struct iw_obj *o)
 {
-    uint32_t idx = stag >> 8;
-
     pthread_mutex_lock(&dev->mem_lock);
-    if (idx && idx < dev->stag_cap && dev->stag_tab[idx] == o)
-        dev->stag_tab[idx] = NULL;
+    iw_stag_free(&dev->stags, stag, o);
     pthread_mutex_unlock(&dev->mem_lock);
 }
 
-uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag, uint8_t key)
+uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag)
 {
-    uint32_t idx = stag >> 8;
-
     pthread_mutex_lock(&dev->mem_lock);
-    if (idx < dev->stag_cap)
-        dev->stag_key[idx] = key;
+    uint32_t ns = iw_stag_rekey(&dev->stags, stag);
     pthread_mutex_unlock(&dev->mem_lock);
-    return idx << 8 | key;
+    return ns ? ns : stag;
 }
 
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out)
 {
-    uint32_t idx = stag >> 8;
     struct iw_obj *o;
     int err = -ENOENT;
 
     pthread_mutex_lock(&dev->mem_lock);
-    if (idx == 0 || idx >= dev->stag_cap || !(o = dev->stag_tab[idx]) || iw_obj_closing(o))
+    if (!(o = iw_stag_find(&dev->stags, stag)) || iw_obj_closing(o))
         goto out;
     if (o->type == IW_OBJ_MR) {
         struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
@@ -156,7 +110,7 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     mr->base_va = (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl);
     mr->length = len;
     mr->access = flags;
-    err = iw_stag_alloc(mr->obj.dev, &mr->obj, &stag);
+    err = iw_mem_stag_alloc(mr->obj.dev, &mr->obj, &stag);
     if (!err) {
         pthread_mutex_lock(&mr->obj.dev->mem_lock);
         mr->stag = stag;
@@ -178,7 +132,7 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
         pthread_mutex_unlock(&mr->lock);
         return STATUS_INVALID_DEVICE_REQUEST;
     }
-    iw_stag_free(dev, mr->stag, &mr->obj);
+    iw_mem_stag_free(dev, mr->stag, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);
     mr->registered = false;
     if (atomic_load(&mr->dma_users) > 0) {
@@ -222,7 +176,7 @@ static NTSTATUS iw_init_fast_register_mr(NDK_MR *m, ULONG pages, BOOLEAN remote,
             mr->frmr_remote = true;
         if (!mr->frmr_initialized) {
             uint32_t stag;
-            if (iw_stag_alloc(mr->obj.dev, &mr->obj, &stag) < 0) {
+            if (iw_mem_stag_alloc(mr->obj.dev, &mr->obj, &stag) < 0) {
                 st = STATUS_INSUFFICIENT_RESOURCES;
             } else {
                 pthread_mutex_lock(&mr->obj.dev->mem_lock);
@@ -259,7 +213,7 @@ static void iw_mr_close_start(struct iw_obj *o)
     /* Closing revokes access at once; in-flight DMA holds references, so the close pends. */
     pthread_mutex_lock(&mr->lock);
     if (mr->stag)
-        iw_stag_free(o->dev, mr->stag, o);
+        iw_mem_stag_free(o->dev, mr->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     mr->registered = false;
     pthread_mutex_unlock(&o->dev->mem_lock);
@@ -340,7 +294,7 @@ static void iw_mw_close_start(struct iw_obj *o)
 {
     struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
 
-    iw_stag_free(o->dev, mw->stag, o);
+    iw_mem_stag_free(o->dev, mw->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     mw->bound = false;
     pthread_mutex_unlock(&o->dev->mem_lock);
@@ -387,7 +341,7 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     pthread_mutex_init(&mw->lock, NULL);
     iw_obj_set_ante(&mw->obj, 0, &pd->obj);
     /* The window's STag exists from creation but is invalid until a bind (mw->bound). */
-    if (iw_stag_alloc(dev, &mw->obj, &stag) < 0) {
+    if (iw_mem_stag_alloc(dev, &mw->obj, &stag) < 0) {
         iw_obj_abort_create(&mw->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }

@@ -246,7 +246,7 @@ static void bind_rekey(struct iw_qp *qp, struct iw_wqe *w)
     old = mw->stag;
     mw->bound = false;
     pthread_mutex_unlock(&dev->mem_lock);
-    uint32_t ns = iw_mem_rekey(dev, old, dp_random_key((uint8_t)old));
+    uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
     mw->stag = ns;
     pthread_mutex_unlock(&dev->mem_lock);
@@ -298,7 +298,7 @@ static void frmr_rekey(struct iw_qp *qp, struct iw_wqe *w)
     old = mr->stag;
     mr->registered = false;
     pthread_mutex_unlock(&dev->mem_lock);
-    uint32_t ns = iw_mem_rekey(dev, old, dp_random_key((uint8_t)old));
+    uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
     mr->stag = ns;
     pthread_mutex_unlock(&dev->mem_lock);
