@@ -169,9 +169,9 @@ static void *progress(void *arg)
             struct dpt_side *s = &e->s[idx[k]];
             int r = 0;
             if (pf[k].revents & (POLLIN | POLLERR | POLLHUP))
-                r = iw_qp_on_readable(s->qp);
+                r = iw_rx_run(s->qp);
             if (!r && (pf[k].revents & POLLOUT))
-                r = iw_qp_on_writable(s->qp);
+                r = iw_tx_run(s->qp);
             if (r) {
                 int zero = 0;
                 atomic_compare_exchange_strong(&s->failed, &zero, r);
@@ -400,7 +400,6 @@ void dpt_disconnect(struct dpt_env *e)
             continue;
         if (!atomic_load(&s->lost))
             teardown(s, -ESHUTDOWN);
-        iw_dp_qp_destroy(s->qp);
         run_work(&e->dev);
         CHECK_STATUS(s->ndk->Dispatch->NdkCloseQp(&s->ndk->Header, NULL, NULL), STATUS_SUCCESS);
         if (s->srq)

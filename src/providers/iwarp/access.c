@@ -75,7 +75,7 @@ static void set_tc(struct dp_term_code *tc, uint8_t layer, uint8_t etype, uint8_
     tc->ecode = ecode;
 }
 
-NTSTATUS dp_term_status(const struct dp_term_code *tc)
+NTSTATUS iw_access_term_status(const struct dp_term_code *tc)
 {
     bool bounds = (tc->layer == IW_TERM_LAYER_RDMAP && tc->etype == IW_TERM_ETYPE_RDMAP_REMOTE_PROT &&
                    tc->ecode == IW_TERM_RDMAP_BASE_BOUNDS) ||
@@ -97,7 +97,7 @@ NTSTATUS dp_term_status(const struct dp_term_code *tc)
     return STATUS_DATA_ERROR;
 }
 
-uint8_t dp_random_key(uint8_t old)
+uint8_t iw_access_random_key(uint8_t old)
 {
     /* A small pool refilled from getrandom(): keys must not be predictable by a peer (RFC 5040
      * §8 / issue 4), and one syscall per re-registration would be wasteful. */
@@ -125,7 +125,7 @@ uint8_t dp_random_key(uint8_t old)
 
 /* ---- remote checks (data sink / data source) ---- */
 
-int dp_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
+int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
                     struct iw_obj **mem, struct dp_term_code *tc)
 {
     struct iw_device *dev = qp->obj.dev;
@@ -191,7 +191,7 @@ fail:
 
 /* ---- local SGLs ---- */
 
-void dp_sgl_release(struct dp_sgl *s)
+void iw_access_sgl_release(struct dp_sgl *s)
 {
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].mem)
@@ -200,7 +200,7 @@ void dp_sgl_release(struct dp_sgl *s)
     s->total = 0;
 }
 
-void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
+void iw_access_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
 {
     memset(out, 0, sizeof(*out));
     if (len) {
@@ -211,7 +211,7 @@ void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
     out->total = len;
 }
 
-void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len)
+void iw_access_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len)
 {
     memset(out, 0, sizeof(*out));
     out->n = 1;
@@ -221,7 +221,7 @@ void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t le
     out->total = len;
 }
 
-int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
+int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
                    uint32_t *bad_sge)
 {
     struct iw_device *dev = qp->obj.dev;
@@ -263,7 +263,7 @@ int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned
         iw_mem_put(o);
     bad:
         *bad_sge = i;
-        dp_sgl_release(out);
+        iw_access_sgl_release(out);
         return -EACCES;
     }
     return 0;
@@ -311,7 +311,7 @@ static int mem_iov(struct iw_obj *mem, uint64_t va, uint64_t len, struct iovec *
     return n;
 }
 
-int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
+int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
 {
     int n = 0;
 
@@ -336,7 +336,7 @@ int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec 
 
 /* ---- invalidation and the local memory operations ---- */
 
-int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc)
+int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_obj *o;
@@ -366,7 +366,7 @@ int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_t
     return err;
 }
 
-NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct dp_term_code tc;
     uint32_t stag;
@@ -376,10 +376,10 @@ NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_unlock(&qp->obj.dev->mem_lock);
     /* §2.9: invalidating a token that is already invalid (e.g. by the peer's Send with
      * Invalidate) fails as a completion with an error status. */
-    return dp_invalidate_stag(qp, stag, false, &tc) < 0 ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS;
+    return iw_access_invalidate(qp, stag, false, &tc) < 0 ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS;
 }
 
-NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_mw *mw = obj_mw(w->mem);
@@ -408,7 +408,7 @@ NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     return STATUS_SUCCESS;
 }
 
-NTSTATUS dp_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_mr *mr = obj_mr(w->mem);

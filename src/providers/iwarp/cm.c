@@ -18,6 +18,7 @@
 #define _GNU_SOURCE     /* accept4 */
 #include "iwarp.h"
 #include "fpdu.h"
+#include "datapath.h"
 
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -141,18 +142,8 @@ static void iw_out_run(struct iw_cm_out *out)
     }
     if (out->established)
         iw_qp_connection_established(out->established);
-    if (out->release_tx) {
-        struct iw_qp *qp = out->release_tx;
-        pthread_mutex_lock(&qp->lock);
-        bool held = qp->params.tx_wait_first_rx;
-        qp->params.tx_wait_first_rx = false;
-        pthread_mutex_unlock(&qp->lock);
-        if (held) {
-            iw_ddbg(qp->obj.dev, "QP[%u] no FPDU from the initiator within the grace period; transmitting",
-                    qp->obj.id);
-            iw_qp_kick_tx(qp);
-        }
-    }
+    if (out->release_tx)
+        iw_qp_release_first_fpdu(out->release_tx);
     for (int i = 0; i < out->n; i++) {
         struct iw_cb *cb = &out->cb[i];
         switch (cb->kind) {
@@ -1033,9 +1024,9 @@ static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
         /* The data phase: the QP's engines run without the CM lock (only this thread closes
          * the socket, so it stays valid). */
         if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            r = iw_qp_on_readable(qp);
+            r = iw_rx_run(qp);
         if (!r && (events & EPOLLOUT))
-            r = iw_qp_on_writable(qp);
+            r = iw_tx_run(qp);
         pthread_mutex_lock(&dev->lock);
         if (r && c->state != IW_CM_CLOSED) {
             if (r == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)

@@ -102,7 +102,7 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     /* The consumer is going to wait: the progress thread must watch its QPs' sockets again.
      * Level-triggered epoll reports data that arrived meanwhile at once. */
     if (was_busy)
-        iw_cq_poll_stop(cq);
+        iw_poll_cq_stop(cq);
 }
 
 /* Takes up to n entries. busy (NULL when the caller could not run the engines anyway): set when
@@ -156,7 +156,7 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
     if (got < n && busy) {
-        iw_cq_poll_progress(cq);
+        iw_poll_cq(cq);
         got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
     }
     return got;

@@ -97,6 +97,7 @@ struct iw_connector;
 struct iw_listener;
 struct iw_shared_endpoint;
 struct iw_endpoint;
+struct iw_dp;
 
 /* ====================================================================================
  * Progress engine (progress.c): one thread per device owning an epoll set, a work queue and
@@ -418,13 +419,13 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
  * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
-/* DATA PATH HOOKS for consumer-driven progress (poll.c). iw_cq_poll_progress: a consumer is
+/* DATA PATH HOOKS for consumer-driven progress (poll.c). iw_poll_cq: a consumer is
  * busy-polling cq and found it (nearly) empty: run the engines of its QPs in this thread.
- * iw_cq_poll_stop: the consumer armed cq (it is going to wait for a notification): hand the
- * QPs back to the progress thread. iw_cq_poll_progress: consumer threads, never the progress
- * thread; iw_cq_poll_stop: any thread. No lock held. */
-void iw_cq_poll_progress(struct iw_cq *cq);
-void iw_cq_poll_stop(struct iw_cq *cq);
+ * iw_poll_cq_stop: the consumer armed cq (it is going to wait for a notification): hand the
+ * QPs back to the progress thread. iw_poll_cq: consumer threads, never the progress
+ * thread; iw_poll_cq_stop: any thread. No lock held. */
+void iw_poll_cq(struct iw_cq *cq);
+void iw_poll_cq_stop(struct iw_cq *cq);
 /* Short polls of an unarmed CQ in a row, each at most IW_POLL_GAP_NS after the previous one,
  * after which the consumer counts as busy-polling. A consumer that waits for notifications polls
  * once or twice before it arms; one that polls now and then is served by the progress thread. */
@@ -432,8 +433,8 @@ void iw_cq_poll_stop(struct iw_cq *cq);
 #define IW_POLL_GAP_NS 200000u
 
 /* ====================================================================================
- * Work requests and queues (shared by the QP's queues and the SRQ). The data path may extend
- * iw_wqe; the core only needs the fields to flush a request with STATUS_CANCELLED.
+ * Work requests and the work-queue ring (wq.c), shared by the QP's queues and the SRQ. A WQE is
+ * what post.c validated and copied; the engines execute it (tx.c, rx.c).
  * ==================================================================================== */
 enum iw_wr_op {
     IW_WR_RECEIVE = NdkOperationTypeReceive,
@@ -462,13 +463,11 @@ struct iw_wqe {
     uint32_t fbo;                     /* fast register */
     uint32_t page_count;              /* fast register: pages copied to page_list */
     uint64_t *page_list;              /* fast register (owned) */
-    /* data-path progress fields (bytes sent / received, MSN, ...) go here in issue 4 */
-    uint64_t done;
-    uint32_t msn;
 };
 
-/* A ring of depth WQEs. Producer: the posting consumer (serialized per queue by §5.4).
- * Consumer: the data path. Protected by the owning object's lock (qp->lock / srq->lock). */
+/* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
+ * Consumer: the engines, retire and flush. Every call is made with the owning object's lock
+ * held (qp->lock / srq->lock); none blocks. */
 struct iw_wq {
     struct iw_wqe *ring;
     uint32_t depth, head, count;
@@ -476,10 +475,25 @@ struct iw_wq {
 };
 int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge);
 void iw_wq_free(struct iw_wq *q);
+/* Appends a copy of *w (which then owns nothing); -ENOSPC when full. */
+int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
+/* Moves the oldest entry into *out (its buffers and references with it); -ENOBUFS when empty. */
+int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
+/* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
+int iw_wq_resize(struct iw_wq *q, uint32_t depth);
+/* Pops every entry and completes it on cq with STATUS_CANCELLED (§2.9 NdkFlush). */
+void iw_wq_flush(struct iw_wq *q, struct iw_cq *cq, void *qp_context);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
-void iw_wqe_release(struct iw_wqe *w);
-static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[(q->head + i) % q->depth]; }
+void iw_wq_entry_release(struct iw_wqe *w);
+/* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
+static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
+static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[iw_wq_slot(q, i)]; }
 static inline bool iw_wq_full(const struct iw_wq *q) { return q->count == q->depth; }
+/* NDK_OPERATION_TYPE of a WQE's completion. */
+static inline NDK_OPERATION_TYPE iw_wr_type(enum iw_wr_op op)
+{
+    return op == IW_WR_SEND_INV ? NdkOperationTypeSend : (NDK_OPERATION_TYPE)op;
+}
 
 /* ====================================================================================
  * SRQ (srq.c)
@@ -613,7 +627,7 @@ struct iw_qp {
     int fd;                           /* the connection's TCP socket while RTS/CLOSING, else -1 */
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
-    void *dp;                         /* DATA PATH private state (tx/rx engines), owned by tx.c/rx.c */
+    struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; the CM's copy is authoritative). */
     atomic_bool polled;
@@ -641,25 +655,17 @@ void iw_qp_flush_locked(struct iw_qp *qp);
 /* Records the first protocol error (later ones are ignored). Caller holds qp->lock. */
 void iw_qp_set_error_locked(struct iw_qp *qp, int err);
 
-/* ---- DATA PATH HOOKS (minimal versions in qp.c; issue 4 replaces them in tx.c / rx.c) ---- */
-/* Called by the CM on the progress thread, with no lock held, right after the QP entered RTS
- * (qp->fd and qp->params are set). The data path sets up its engines here. */
+/* The connection's life cycle, driven by the CM (cm.c). */
+/* Progress thread, no lock held, right after the QP entered RTS (qp->fd and qp->params are
+ * set): the QP sets up its engines and starts transmitting. */
 void iw_qp_connection_established(struct iw_qp *qp);
-/* The socket is readable (EPOLLIN) while the QP is RTS/CLOSING. Progress thread, no lock held.
- * Returns 0 to keep going, -ESHUTDOWN when the peer closed its side (orderly FIN, read 0),
- * another -errno on a fatal error (the CM then aborts the connection: -EBADMSG/-EPROTO for a
- * protocol error after the data path sent its TERMINATE). */
-int iw_qp_on_readable(struct iw_qp *qp);
-/* The socket became writable (EPOLLOUT was requested with iw_qp_want_writable). Progress
- * thread, no lock held. Same return convention. */
-int iw_qp_on_writable(struct iw_qp *qp);
-/* Called by the CM on the progress thread, with no lock held, when the connection is gone (peer
- * FIN, reset, local disconnect done, abort) and after the QP left RTS; the fd is already
- * detached. The data path stops its engines; the CM flushes the queues right after. */
+/* Progress thread, no lock held, when the connection is gone (peer FIN, reset, local
+ * disconnect done, abort) and after the QP left RTS; the CM's fd is already detached. The QP
+ * stops its engines; the CM flushes the queues right after when it should. */
 void iw_qp_connection_lost(struct iw_qp *qp, int err);
-/* A new initiator request was queued on an RTS QP: start transmitting. Posting thread; no lock
- * held. Minimal version: nothing (requests wait for flush). */
-void iw_qp_kick_tx(struct iw_qp *qp);
+/* A non-P2P responder's first-FPDU grace period is over (RFC 5044 §7.1.2 hold-back): transmit.
+ * Progress thread, no lock held. */
+void iw_qp_release_first_fpdu(struct iw_qp *qp);
 /* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket).
  * Any thread. */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
@@ -672,7 +678,6 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on);
  * the progress thread. Returns the time of the next check, 0 when no QP is polled. */
 uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now);
 
-/* The QP posting entry points and NdkFlush are the data path's (datapath.h, post.c). */
 
 /* ====================================================================================
  * Endpoints (endpoint.c) - §5.11.5 reference counting of local (IP, ND port) pairs.
