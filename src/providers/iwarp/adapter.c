@@ -97,7 +97,6 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->endpoints);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->listeners);
-    ndk_list_init(&dev->timers);
     ndk_list_init(&dev->adapters);
     err = iw_progress_start(dev);
     if (err) {
@@ -192,7 +191,7 @@ NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
         if (was != on) {
             iw_dinfo(dev, "%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
             atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
-            iw_work_queue(dev, &dev->pnp_work);
+            iw_progress_queue(dev, &dev->pnp_work);
         }
         return NDIS_STATUS_SUCCESS;   /* §6.5: never pending */
     }
@@ -347,7 +346,7 @@ void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
     struct iw_device *dev = ctx;
     struct iw_adapter *ad = to_iw_adapter(a);
 
-    if (iw_on_progress_thread(dev))
+    if (iw_progress_on_thread(dev))
         iw_derr(dev, "CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
     /* §8 item 1 decision: block until every object of the instance is closed and its close
      * completion has returned (objects are uncounted only after their completion returned). */

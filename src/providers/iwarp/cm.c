@@ -18,7 +18,6 @@
 #define _GNU_SOURCE     /* accept4 */
 #include "iwarp.h"
 #include "fpdu.h"
-#include "datapath.h"
 
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -159,64 +158,45 @@ static void iw_out_run(struct iw_cm_out *out)
         iw_obj_put(&out->conn->obj);
 }
 
-/* ---- timers ---- */
-
-static void iw_timer_set_locked(struct iw_connector *c, uint32_t ms)
-{
-    struct iw_device *dev = c->obj.dev;
-
-    if (!c->deadline_ms)
-        ndk_list_add_tail(&dev->timers, &c->timer_link);
-    c->deadline_ms = iw_now_ms() + ms;
-    iw_progress_kick(dev);
-}
-
-static void iw_timer_clear_locked(struct iw_connector *c)
-{
-    if (c->deadline_ms) {
-        ndk_list_del(&c->timer_link);
-        c->deadline_ms = 0;
-    }
-}
+/* ---- the connector's CM deadline ---- */
 
 static void iw_conn_queue_locked(struct iw_connector *c, unsigned act)
 {
     c->actions |= act;
     iw_obj_get(&c->obj);
-    if (!iw_work_queue(c->obj.dev, &c->work))
+    if (!iw_progress_queue(c->obj.dev, &c->work))
         iw_obj_put(&c->obj);
 }
 
-uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now)
+/* The armed timer holds a reference on the connector (iwarp.h, struct iw_timer). dev->lock held. */
+static void iw_timer_set_locked(struct iw_connector *c, uint32_t ms)
 {
-    struct ndk_list *pos, *tmp;
-    uint64_t next = 0;
+    c->deadline_ms = iw_now_ms() + ms;
+    if (iw_progress_timer_arm(c->obj.dev, &c->timer, c->deadline_ms))
+        iw_obj_get(&c->obj);
+}
 
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_for_each_safe(pos, tmp, &dev->timers) {
-        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, timer_link);
-        if (c->deadline_ms <= now) {
-            iw_timer_clear_locked(c);
-            iw_conn_queue_locked(c, IW_CM_ACT_TIMEOUT);
-        } else if (!next || c->deadline_ms < next) {
-            next = c->deadline_ms;
-        }
+static void iw_timer_clear_locked(struct iw_connector *c)
+{
+    if (c->deadline_ms) {
+        c->deadline_ms = 0;
+        if (iw_progress_timer_cancel(c->obj.dev, &c->timer))
+            iw_obj_put(&c->obj);
     }
-    /* Listeners backing off after accept() ran out of file descriptors: poll them again. */
-    ndk_list_for_each(pos, &dev->listeners) {
-        struct iw_listener *l = ndk_list_entry(pos, struct iw_listener, link);
-        if (!l->backoff_until)
-            continue;
-        if (l->backoff_until <= now) {
-            l->backoff_until = 0;
-            if (l->listening && l->polled)
-                iw_poll_mod(dev, &l->poll, EPOLLIN);
-        } else if (!next || l->backoff_until < next) {
-            next = l->backoff_until;
-        }
+}
+
+/* Progress thread, no lock held: the deadline passed, unless it moved or went meanwhile. */
+static void iw_conn_timer_fired(struct iw_timer *t, uint64_t now)
+{
+    struct iw_connector *c = ndk_container_of(t, struct iw_connector, timer);
+
+    pthread_mutex_lock(&c->obj.dev->lock);
+    if (c->deadline_ms && c->deadline_ms <= now) {
+        c->deadline_ms = 0;
+        iw_conn_queue_locked(c, IW_CM_ACT_TIMEOUT);
     }
-    pthread_mutex_unlock(&dev->lock);
-    return next;
+    pthread_mutex_unlock(&c->obj.dev->lock);
+    iw_obj_put(&c->obj);                 /* the fired arming's reference */
 }
 
 /* ---- sockets ---- */
@@ -274,10 +254,10 @@ static uint32_t iw_conn_events(struct iw_connector *c)
      * responder like siw may send FPDUs right behind its Reply; they wait for the data path). */
     case IW_CM_REPLY_RECEIVED:
     case IW_CM_REQUEST_RECEIVED: ev = EPOLLRDHUP; break;
-    /* A consumer busy-polling the QP's CQs reads and writes the socket itself (poll.c): watch
-     * only for the peer going away. */
-    case IW_CM_ESTABLISHED: ev = c->dp_polled ? EPOLLRDHUP : EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
-    case IW_CM_DISCONNECTING: ev = EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
+    /* The data phase: the QP watches the socket for data and room itself (qp.c); the
+     * connector only for the peer going away. */
+    case IW_CM_ESTABLISHED:
+    case IW_CM_DISCONNECTING: ev = EPOLLRDHUP; break;
     default: break;
     }
     if (txp)
@@ -288,7 +268,7 @@ static uint32_t iw_conn_events(struct iw_connector *c)
 static void iw_conn_update_events(struct iw_connector *c)
 {
     if (c->polled && c->poll.fd >= 0)
-        iw_poll_mod(c->obj.dev, &c->poll, iw_conn_events(c));
+        iw_progress_mod(c->obj.dev, &c->poll, iw_conn_events(c));
 }
 
 /* Sends what is left of txbuf. 1 = all out, 0 = socket full, <0 = error. dev->lock held. */
@@ -361,7 +341,7 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
 
     if (c->poll.fd >= 0) {
         if (c->polled) {
-            iw_poll_del(dev, &c->poll);
+            iw_progress_del(dev, &c->poll);
             c->polled = false;
             out->puts++;                 /* the epoll registration's reference */
         }
@@ -887,6 +867,8 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
     if (c->state == IW_CM_CLOSED)
         return;
     if (act & IW_CM_ACT_FAIL) {
+        if (c->fail_err == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
+            iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
         iw_conn_fail_locked(c, out, c->fail_err ? c->fail_err : -ECONNABORTED);
         return;
     }
@@ -1021,14 +1003,17 @@ static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
         int r = 0;
 
         pthread_mutex_unlock(&dev->lock);
-        /* The data phase: the QP's engines run without the CM lock (only this thread closes
-         * the socket, so it stays valid). */
+        /* The data phase: the peer went away or the socket failed. The QP reads what is left,
+         * without the CM lock (only this thread closes the socket, so it stays valid). */
         if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            r = iw_rx_run(qp);
-        if (!r && (events & EPOLLOUT))
-            r = iw_tx_run(qp);
+            r = iw_qp_on_hangup(qp);
         pthread_mutex_lock(&dev->lock);
         if (r && c->state != IW_CM_CLOSED) {
+            /* The first error wins: the QP may have reported one already (its own watch saw the
+             * reset that this read now only sees as the end of the stream). */
+            if (!c->fail_err)
+                c->fail_err = r;
+            r = c->fail_err;
             if (r == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
                 iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
             /* FIN: close our side too (no half-closed connections, §5.11.6). */
@@ -1078,7 +1063,6 @@ static void iw_conn_destroy(struct iw_obj *o)
 
     pthread_mutex_lock(&dev->lock);
     ndk_list_del(&c->link);
-    iw_timer_clear_locked(c);
     ndk_list_del(&c->ep_link);
     if (c->ep)
         iw_ep_put(dev, c->ep);     /* §5.11.5: -1 when the connector is closed */
@@ -1091,6 +1075,7 @@ static void iw_conn_destroy(struct iw_obj *o)
     }
     if (c->poll.fd >= 0)           /* never registered (failed before connect) */
         close(c->poll.fd);
+    iw_progress_timer_fini(dev, &c->timer);   /* idle: an armed timer holds a reference */
     free(c);
 }
 
@@ -1181,7 +1166,7 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
     iw_obj_get(&c->obj);                 /* the epoll registration's reference */
     c->polled = true;
     iw_timer_set_locked(c, c->obj.dev->prov->cfg.connect_timeout_ms);
-    if (iw_poll_add(dev, &c->poll, EPOLLOUT) < 0) {
+    if (iw_progress_add(dev, &c->poll, EPOLLOUT) < 0) {
         /* fall back to the progress thread noticing through the timer; should not happen */
         iw_derr(c->obj.dev, "CONN[%u] epoll_ctl: %s", c->obj.id, strerror(errno));
         c->polled = false;
@@ -1639,12 +1624,15 @@ static struct iw_connector *iw_conn_alloc(struct iw_adapter *ad)
 
     if (!c)
         return NULL;
+    if (iw_progress_timer_init(ad->dev, &c->timer, iw_conn_timer_fired) < 0) {
+        free(c);
+        return NULL;
+    }
     iw_obj_init(&c->obj, &iw_conn_ops, IW_OBJ_CONNECTOR, ad, &c->ndk.Header, &iw_connector_dispatch);
     c->poll.fd = -1;
     c->state = IW_CM_IDLE;
     c->work.fn = iw_conn_work;
     ndk_list_init(&c->work.link);
-    ndk_list_init(&c->timer_link);
     ndk_list_init(&c->ep_link);
     pthread_mutex_lock(&ad->dev->lock);
     ndk_list_add_tail(&ad->dev->connectors, &c->link);
@@ -1704,91 +1692,6 @@ void iw_cm_connection_failed(struct iw_qp *qp, int err)
     iw_obj_put(&c->obj);
 }
 
-void iw_qp_want_writable(struct iw_qp *qp, bool on)
-{
-    struct iw_connector *c = iw_qp_conn_get(qp);
-
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->obj.dev->lock);
-    c->dp_want_out = on;
-    if (c->state == IW_CM_ESTABLISHED || c->state == IW_CM_DISCONNECTING)
-        iw_conn_update_events(c);
-    pthread_mutex_unlock(&c->obj.dev->lock);
-    iw_obj_put(&c->obj);
-}
-
-void iw_qp_set_polled(struct iw_qp *qp, bool on)
-{
-    struct iw_connector *c = iw_qp_conn_get(qp);
-    struct iw_device *dev = qp->obj.dev;
-    bool kick = false;
-
-    /* The QP's flag follows the request even when the CM keeps the socket (not ESTABLISHED):
-     * it only spares pollers this call, and the expiry check looks at the CM's copy. It is
-     * stored under dev->lock so that it and the CM's copy end as the last caller left them. */
-    if (!c) {
-        atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
-        return;
-    }
-    pthread_mutex_lock(&dev->lock);
-    atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
-    if (c->dp_polled != on && (!on || c->state == IW_CM_ESTABLISHED)) {
-        c->dp_polled = on;
-        if (on) {
-            c->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
-            c->poll_since_ms = iw_now_ms();
-            /* The progress thread may sleep without a deadline: it must start the checks. */
-            kick = !atomic_exchange(&dev->any_polled, true);
-        }
-        iw_conn_update_events(c);
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (kick)
-        iw_progress_kick(dev);
-    iw_obj_put(&c->obj);
-}
-
-uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now)
-{
-    struct ndk_list *pos;
-    uint64_t next = 0;
-    bool any = false;
-
-    if (!atomic_load(&dev->any_polled))
-        return 0;
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_for_each(pos, &dev->connectors) {
-        struct iw_connector *c = ndk_container_of(pos, struct iw_connector, link);
-        struct iw_qp *qp = c->qp;
-
-        if (!c->dp_polled)
-            continue;
-        if (qp && c->state == IW_CM_ESTABLISHED) {
-            unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
-            if (seq != c->poll_seq_seen) {
-                c->poll_seq_seen = seq;
-                c->poll_since_ms = now;
-            }
-            if (now - c->poll_since_ms < dev->poll_idle_ms) {
-                uint64_t at = c->poll_since_ms + dev->poll_idle_ms;
-                if (!next || at < next)
-                    next = at;
-                any = true;
-                continue;
-            }
-            iw_ddbg(dev, "CONN[%u] not polled for %u ms: back to the progress thread", c->obj.id, dev->poll_idle_ms);
-            atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
-        }
-        c->dp_polled = false;
-        iw_conn_update_events(c);
-    }
-    if (!any)
-        atomic_store(&dev->any_polled, false);
-    pthread_mutex_unlock(&dev->lock);
-    return next;
-}
-
 /* ====================================================================================
  * Listener
  * ==================================================================================== */
@@ -1797,7 +1700,7 @@ uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now)
 
 /* accept() failed for want of file descriptors (or memory): the connection stays in the kernel
  * backlog and the listening socket stays readable, so polling it would spin this thread. Stop
- * polling it for a while (iw_cm_run_timers resumes), and say so once per listener. Progress
+ * polling it for a while (its back-off timer resumes), and say so once per listener. Progress
  * thread, no lock held. */
 static void iw_listener_backoff(struct iw_listener *l, int e)
 {
@@ -1808,13 +1711,31 @@ static void iw_listener_backoff(struct iw_listener *l, int e)
     first = !l->backoff_logged;
     l->backoff_logged = true;
     if (l->listening && l->polled) {
-        iw_poll_mod(dev, &l->poll, 0);
+        iw_progress_mod(dev, &l->poll, 0);
         l->backoff_until = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
+        if (iw_progress_timer_arm(dev, &l->backoff_timer, l->backoff_until))
+            iw_obj_get(&l->obj);
     }
     pthread_mutex_unlock(&dev->lock);
     iw_dev_log(dev, first ? NDK_LOG_WARNING : NDK_LOG_DEBUG,
                "LISTENER[%u] accept: %s; not accepting for %u ms (connections wait in the backlog)", l->obj.id,
                strerror(e), IW_ACCEPT_BACKOFF_MS);
+}
+
+/* Progress thread, no lock held: the back-off is over; poll the listening socket again. */
+static void iw_listener_backoff_over(struct iw_timer *t, uint64_t now)
+{
+    struct iw_listener *l = ndk_container_of(t, struct iw_listener, backoff_timer);
+    struct iw_device *dev = l->obj.dev;
+
+    pthread_mutex_lock(&dev->lock);
+    if (l->backoff_until && l->backoff_until <= now) {
+        l->backoff_until = 0;
+        if (l->listening && l->polled)
+            iw_progress_mod(dev, &l->poll, EPOLLIN);
+    }
+    pthread_mutex_unlock(&dev->lock);
+    iw_obj_put(&l->obj);                 /* the fired arming's reference */
 }
 
 static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
@@ -1873,7 +1794,7 @@ static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
         iw_timer_set_locked(c, c->obj.dev->prov->cfg.mpa_request_timeout_ms);
         iw_obj_get(&c->obj);             /* epoll registration */
         c->polled = true;
-        if (iw_poll_add(dev, &c->poll, EPOLLIN) < 0) {
+        if (iw_progress_add(dev, &c->poll, EPOLLIN) < 0) {
             c->polled = false;
             iw_obj_put(&c->obj);
             c->fail_err = -ENOMEM;
@@ -1889,12 +1810,16 @@ static void iw_listener_kill_work(struct iw_work *w)
     struct iw_listener *l = ndk_container_of(w, struct iw_listener, kill_work);
     struct iw_device *dev = l->obj.dev;
     struct ndk_list *pos, *tmp;
-    bool put_poll = false;
+    bool put_poll = false, put_timer = false;
 
     pthread_mutex_lock(&dev->lock);
+    if (l->backoff_until) {
+        l->backoff_until = 0;
+        put_timer = iw_progress_timer_cancel(dev, &l->backoff_timer);
+    }
     if (l->poll.fd >= 0) {
         if (l->polled) {
-            iw_poll_del(dev, &l->poll);
+            iw_progress_del(dev, &l->poll);
             l->polled = false;
             put_poll = true;
         }
@@ -1916,6 +1841,8 @@ static void iw_listener_kill_work(struct iw_work *w)
     pthread_mutex_unlock(&dev->lock);
     if (put_poll)
         iw_obj_put(&l->obj);
+    if (put_timer)
+        iw_obj_put(&l->obj);
     iw_obj_put(&l->obj);                 /* the queuer's reference */
 }
 
@@ -1928,7 +1855,7 @@ static void iw_listener_close_start(struct iw_obj *o)
     l->listening = false;
     pthread_mutex_unlock(&o->dev->lock);
     iw_obj_get(o);
-    if (!iw_work_queue(o->dev, &l->kill_work))
+    if (!iw_progress_queue(o->dev, &l->kill_work))
         iw_obj_put(o);
 }
 
@@ -1938,6 +1865,7 @@ static void iw_listener_destroy(struct iw_obj *o)
 
     if (l->poll.fd >= 0)
         close(l->poll.fd);
+    iw_progress_timer_fini(o->dev, &l->backoff_timer);
     free(l);
 }
 
@@ -1992,7 +1920,7 @@ static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK
     ndk_list_add_tail(&dev->listeners, &l->link);
     iw_obj_get(&l->obj);                 /* epoll registration */
     l->polled = true;
-    if (iw_poll_add(dev, &l->poll, EPOLLIN) < 0) {
+    if (iw_progress_add(dev, &l->poll, EPOLLIN) < 0) {
         l->polled = false;
         iw_obj_put(&l->obj);
         iw_derr(l->obj.dev, "LISTENER[%u] epoll_ctl: %s", l->obj.id, strerror(errno));
@@ -2046,6 +1974,10 @@ NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PV
     l = calloc(1, sizeof(*l));
     if (!l)
         return STATUS_INSUFFICIENT_RESOURCES;
+    if (iw_progress_timer_init(ad->dev, &l->backoff_timer, iw_listener_backoff_over) < 0) {
+        free(l);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
     iw_obj_init(&l->obj, &iw_listener_ops, IW_OBJ_LISTENER, ad, &l->ndk.Header, &iw_listener_dispatch);
     l->poll.fd = -1;
     l->connect_event = ev;

@@ -44,7 +44,7 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
     if (st != STATUS_SUCCESS)
         cq->error_notified = true;
     iw_obj_get(&cq->obj);
-    if (!iw_work_queue(cq->obj.dev, &cq->notify_work))
+    if (!iw_progress_queue(cq->obj.dev, &cq->notify_work))
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
 }
 
@@ -151,7 +151,7 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
 static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     /* A consumer polling from a notification callback is on the progress thread already. */
-    bool may_run = !cq->obj.dev->no_poll_progress && !iw_on_progress_thread(cq->obj.dev);
+    bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 

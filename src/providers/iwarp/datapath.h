@@ -244,6 +244,13 @@ struct dp_cq_ref {
 #define DP_IRQ_SLOTS (IW_MAX_IRD + 1u)
 
 struct iw_dp {
+    struct iw_qp *qp;
+    /* The connection's socket with the progress engine, from establishment until the
+     * connection is lost (qp.c). Its fd is fd below; the fields are protected by qp->lock, the
+     * registration holds a reference on the QP. */
+    struct iw_pollable poll;
+    bool watching;            /* registered */
+    bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */

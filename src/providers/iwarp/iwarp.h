@@ -101,7 +101,7 @@ struct iw_dp;
 
 /* ====================================================================================
  * Progress engine (progress.c): one thread per device owning an epoll set, a work queue and
- * the CM timers. Handlers run on that thread only.
+ * a timer heap. Handlers, work and timer callbacks run on that thread only.
  * ==================================================================================== */
 
 /* Something registered with the device's epoll set. handler runs on the progress thread with no
@@ -121,26 +121,51 @@ struct iw_work {
     bool queued;                      /* protected by dev->wq_lock */
 };
 
+/* A deadline with a callback, kept in the device's min-heap (O(log n) arm / cancel / fire, so
+ * tens of thousands of connections' timers cost little). fn runs on the progress thread with no
+ * lock held, at or after the deadline. A fire can race an arm or cancel made by another thread
+ * (the timer leaves the heap just before fn runs), so owners keep their own deadline under
+ * their own lock and fn re-checks it. Owners hold a reference on their object while the timer
+ * is armed: iw_progress_timer_arm returns true when it armed an idle timer (take one),
+ * iw_progress_timer_cancel returns true when it disarmed an armed one (drop it), and fn drops
+ * the one of the arming that fired. */
+struct iw_timer {
+    uint64_t deadline_ms;             /* dev->timer_lock */
+    uint32_t slot;                    /* index in the heap, IW_TIMER_IDLE when not armed */
+    void (*fn)(struct iw_timer *t, uint64_t now);
+};
+#define IW_TIMER_IDLE UINT32_MAX
+
 /* May be called from any thread, any lock held except dev->wq_lock. Returns false when the work
  * was already queued (then nothing changes). Never blocks. */
-bool iw_work_queue(struct iw_device *dev, struct iw_work *w);
-/* Registers / re-arms / removes a pollable. Any thread; never blocks. */
-int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
-int iw_poll_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
-void iw_poll_del(struct iw_device *dev, struct iw_pollable *p);
-/* Wakes the progress thread so it recomputes timer deadlines. Any thread. */
-void iw_progress_kick(struct iw_device *dev);
+bool iw_progress_queue(struct iw_device *dev, struct iw_work *w);
+/* Registers / re-arms / removes a pollable. Any thread; never blocks. The caller serializes
+ * the calls for one pollable (its owner's lock). */
+int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+void iw_progress_del(struct iw_device *dev, struct iw_pollable *p);
+/* Reserves the timer's room in the heap, so that arming never allocates: at the owner's
+ * creation (-ENOMEM), released by fini (which cancels). Any thread; no lock held. */
+int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now));
+void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t);
+/* Arms or moves t to deadline_ms (iw_now_ms() clock); wakes the progress thread when t became
+ * the earliest. Any thread, any lock held except dev->timer_lock / dev->wq_lock; never blocks. */
+bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms);
+bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
 /* TRUE when the caller is dev's progress thread. */
-bool iw_on_progress_thread(const struct iw_device *dev);
+bool iw_progress_on_thread(const struct iw_device *dev);
 /* The device whose progress thread the caller is, or NULL. */
 const struct iw_device *iw_progress_current(void);
-uint64_t iw_now_ms(void);
-/* CLOCK_MONOTONIC in ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
+/* CLOCK_MONOTONIC in ms and ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
 static inline uint64_t iw_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline uint64_t iw_now_ms(void)
+{
+    return iw_now_ns() / 1000000u;
 }
 
 int iw_progress_start(struct iw_device *dev);   /* may block; called from Initialize */
@@ -224,13 +249,12 @@ struct iw_device {
     atomic_uint nqp, ncq, npd, nmr, nmw, nsrq;
 
     /* The CM lock. Job: the endpoint table, every listener's and connector's CM state and CM
-     * socket I/O, the list of open adapter instances, the timer list. Held only briefly, never
+     * socket I/O, the list of open adapter instances. Held only briefly, never
      * across a consumer callback. */
     pthread_mutex_t lock;
     struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5) */
     struct ndk_list connectors;       /* every live iw_connector (OID_NDK_CONNECTIONS) */
     struct ndk_list listeners;        /* every listening iw_listener */
-    struct ndk_list timers;           /* connectors with a CM deadline */
     struct ndk_list adapters;         /* open iw_adapter instances */
 
     /* STag table (mem.c). Job of mem_lock: the index -> object map and key counters. */
@@ -244,13 +268,17 @@ struct iw_device {
     bool thread_running;
     int epfd, evfd;
     atomic_bool stopping;
-    atomic_bool any_polled;           /* some QP may be consumer-polled: run iw_cm_poll_expire */
     bool no_poll_progress;            /* config poll_progress = 0 (set before any CQ exists) */
-    /* A QP nobody polled for this long goes back to the progress thread (cm.c), so Read Requests
+    /* A QP nobody polled for this long goes back to the progress thread (qp.c), so Read Requests
      * and the peer's data never wait on a consumer that stopped polling without arming. */
     uint32_t poll_idle_ms;
     pthread_mutex_t wq_lock;
     struct ndk_list work;
+    /* Timers (progress.c). Job of timer_lock: the heap and every timer's deadline and slot.
+     * A leaf lock. */
+    pthread_mutex_t timer_lock;
+    struct iw_timer **timer_heap;
+    uint32_t timer_count, timer_cap, timer_reserved;
 };
 
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
@@ -629,9 +657,13 @@ struct iw_qp {
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
     struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
-     * by the progress thread (set through iw_qp_set_polled; the CM's copy is authoritative). */
+     * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
     atomic_bool polled;
     atomic_uint poll_seq;             /* bumped by every consumer poll that ran the engines */
+    bool poll_on;                     /* the progress thread left data and room to the poller (lock) */
+    unsigned poll_seq_seen;           /* poll_seq at the last expiry check (lock) */
+    uint64_t poll_since_ms;           /* when that check was (lock) */
+    struct iw_timer poll_timer;       /* the expiry check (dev->poll_idle_ms after the last) */
 };
 static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
 #define IW_QP_ANTE_PD 0
@@ -666,18 +698,19 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err);
 /* A non-P2P responder's first-FPDU grace period is over (RFC 5044 §7.1.2 hold-back): transmit.
  * Progress thread, no lock held. */
 void iw_qp_release_first_fpdu(struct iw_qp *qp);
-/* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket).
- * Any thread. */
+/* The peer hung up or the socket failed (the connector's hang-up watch, cm.c): the QP reads
+ * what is left. Progress thread, no lock held. Returns 0 while data remains, else why the
+ * connection ended (-ESHUTDOWN for the peer's FIN). */
+int iw_qp_on_hangup(struct iw_qp *qp);
+/* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket)
+ * or withdraws it. Any thread; no lock held except dp->tx_mutex (takes qp->lock). */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
 /* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLOUT as
- * the TX engine asks) and a polling consumer (on = true: the progress thread keeps watching only
- * for the peer going away). Only while ESTABLISHED. Any thread except inside the engines; no
- * lock held except cq->qps_lock (takes qp->lock, then dev->lock). */
+ * the TX engine asks) and a polling consumer (on = true: the progress thread watches only for
+ * the peer going away, through the connector). Only while the QP is connected and not
+ * CLOSING; a QP nobody polled for dev->poll_idle_ms goes back by itself. Any thread except
+ * inside the engines; no lock held except cq->qps_lock (takes qp->lock). */
 void iw_qp_set_polled(struct iw_qp *qp, bool on);
-/* Progress thread: hands QPs that no consumer polled during the last dev->poll_idle_ms back to
- * the progress thread. Returns the time of the next check, 0 when no QP is polled. */
-uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now);
-
 
 /* ====================================================================================
  * Endpoints (endpoint.c) - §5.11.5 reference counting of local (IP, ND port) pairs.
@@ -746,13 +779,9 @@ struct iw_connector {
     NDK_CONNECTOR ndk;
     struct iw_obj obj;
     struct ndk_list link;             /* dev->connectors (dev->lock) */
-    struct ndk_list timer_link;       /* dev->timers while deadline != 0 (dev->lock) */
     struct ndk_list ep_link;          /* shared endpoint's conns (dev->lock) */
     struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
     bool polled;                      /* registered with epoll (dev->lock) */
-    bool dp_polled;                   /* a consumer polls the QP (iw_qp_set_polled; dev->lock) */
-    unsigned poll_seq_seen;           /* qp->poll_seq at the last expiry check (dev->lock) */
-    uint64_t poll_since_ms;           /* when that check was */
 
     /* Everything below is protected by dev->lock (the CM lock). */
     enum iw_cm_state state;
@@ -762,7 +791,8 @@ struct iw_connector {
     struct iw_shared_endpoint *sep;   /* active via a shared endpoint: obj.ante[1] */
     struct iw_endpoint *ep;           /* the endpoint reference this connector holds */
     SOCKADDR_INET local, peer;        /* ND (= TCP) addresses */
-    uint64_t deadline_ms;             /* CM timer, 0 = none */
+    uint64_t deadline_ms;             /* CM deadline, 0 = none (timer armed while set) */
+    struct iw_timer timer;
 
     /* requested read limits (capped by adapter maxima) and what the peer stated */
     uint32_t my_ird, my_ord;
@@ -805,7 +835,6 @@ struct iw_connector {
     bool have_peer_data;              /* peer's Request / Reply / reject was parsed */
     bool peer_rejected;               /* the peer's Reply had R = 1 */
     bool establish_after_tx;          /* go ESTABLISHED once txbuf is out (Accept v1, Write RTR) */
-    bool dp_want_out;                 /* data path asked for EPOLLOUT */
     bool internal_ref;                /* passive, not yet delivered: the CM holds the creation ref */
     bool established_once;            /* reached ESTABLISHED (its QP is spent afterwards) */
     unsigned actions;                 /* IW_CM_ACT_*: work for the progress thread */
@@ -835,6 +864,7 @@ struct iw_listener {
     bool listening;
     bool paused;                      /* NdkControlConnectEvents(TRUE) (§2.12) */
     uint64_t backoff_until;           /* accept() out of fds: not polled until then (0 = polled) */
+    struct iw_timer backoff_timer;    /* armed while backoff_until is set */
     bool backoff_logged;              /* that was logged once already */
     struct iw_endpoint *ep;
     SOCKADDR_INET local;
@@ -865,9 +895,6 @@ NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PV
                             NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out);
 NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
                                    PVOID ctx, NDK_SHARED_ENDPOINT **out);
-/* Progress thread: fires due CM timers (connector deadlines, listener accept back-off); returns
- * the next deadline (0 = none). dev->lock not held. */
-uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now);
 /* OID_NDK_CONNECTIONS / OID_NDK_LOCAL_ENDPOINTS builders (dev->lock taken inside). */
 NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req);
 NDIS_STATUS iw_cm_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req);

@@ -129,7 +129,7 @@ void iw_mem_put(struct iw_obj *o)
         done = atomic_fetch_sub(&mr->dma_users, 1) == 1 && mr->dereg_cb;
         pthread_mutex_unlock(&dev->mem_lock);
         if (done)
-            iw_work_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
+            iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
     iw_obj_put(o);
 }

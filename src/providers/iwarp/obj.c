@@ -85,7 +85,7 @@ void iw_obj_put(struct iw_obj *o)
         return;
     /* Last reference. The close function holds the consumer reference until it decided, so
      * reaching zero here means the close returned (or will return) STATUS_PENDING. */
-    iw_work_queue(o->dev, &o->close_work);
+    iw_progress_queue(o->dev, &o->close_work);
 }
 
 void iw_obj_set_ante(struct iw_obj *o, int slot, struct iw_obj *ante)

@@ -9,7 +9,7 @@
  * Life of a QP here: on its CQs' lists from establishment (iw_poll_attach) until the engines
  * stop (iw_poll_detach, from iw_qp_stop). Polled (iw_qp_set_polled) from the first busy poll of
  * one of its CQs until that CQ is armed (the consumer is going to wait), or until nobody
- * polled it for poll_idle_ms (cm.c iw_cm_poll_expire: Read Requests and the peer's data
+ * polled it for poll_idle_ms (qp.c, the QP's poll timer: Read Requests and the peer's data
  * must not wait on a consumer that stopped polling without arming).
  *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes

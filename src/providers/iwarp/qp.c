@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ static const uint8_t iw_qp_next[IW_QP_STATE_COUNT] = {
     [IW_QP_ERROR] = 0,
 };
 
+static void iw_qp_unpoll_locked(struct iw_qp *qp);
+
 int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
 {
     enum iw_qp_state from = qp->state;
@@ -43,6 +46,10 @@ int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
     }
     iw_dbg("QP[%u] %s => %s", qp->obj.id, iw_qp_state_name[from], iw_qp_state_name[to]);
     qp->state = to;
+    /* A local disconnect waits for the peer's FIN: the progress thread reads the socket again
+     * even for a polling consumer, who may stop polling now. */
+    if (to == IW_QP_CLOSING)
+        iw_qp_unpoll_locked(qp);
     return 0;
 }
 
@@ -109,6 +116,139 @@ void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int 
         iw_qp_modify_locked(qp, IW_QP_TERMINATE);
 }
 
+/* ---- the connection's socket with the progress engine ---- */
+
+/* What the progress thread watches the socket for: data and, when the TX engine waits, room;
+ * nothing while a consumer polls (the connector still watches for the hang-up). qp->lock held. */
+static void iw_qp_update_events_locked(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (dp && dp->watching)
+        iw_progress_mod(qp->obj.dev, &dp->poll, qp->poll_on ? 0 : EPOLLIN | (dp->want_out ? EPOLLOUT : 0));
+}
+
+/* Ends consumer polling (the socket goes back to the progress thread). qp->lock held. */
+static void iw_qp_unpoll_locked(struct iw_qp *qp)
+{
+    if (!qp->poll_on)
+        return;
+    qp->poll_on = false;
+    atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
+    if (iw_progress_timer_cancel(qp->obj.dev, &qp->poll_timer))
+        iw_obj_put(&qp->obj);
+    iw_qp_update_events_locked(qp);
+}
+
+/* Takes the socket off the progress engine. Progress thread (pollables are unregistered only
+ * there); no lock held. */
+static void iw_qp_unwatch(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool put;
+
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_unpoll_locked(qp);
+    put = dp->watching;
+    if (dp->watching) {
+        iw_progress_del(qp->obj.dev, &dp->poll);
+        dp->watching = false;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (put)
+        iw_obj_put(&qp->obj);            /* the registration's reference */
+}
+
+/* The pollable's handler: the socket is readable or writable. Progress thread, no lock held.
+ * An event of a batch can come after the connection was lost in the same batch: then the QP
+ * no longer watches and the event is stale. */
+static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
+{
+    struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
+    struct iw_qp *qp = dp->qp;
+    bool watching;
+    int r = 0;
+
+    pthread_mutex_lock(&qp->lock);
+    watching = dp->watching;
+    pthread_mutex_unlock(&qp->lock);
+    if (!watching)
+        return;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+        r = iw_rx_run(qp);
+    if (!r && (events & EPOLLOUT))
+        r = iw_tx_run(qp);
+    if (r) {
+        /* The connection ends (the peer's FIN, an error, our or the peer's Terminate): the CM
+         * tears it down; until then nothing is read here. */
+        iw_qp_unwatch(qp);
+        iw_cm_connection_failed(qp, r);
+    }
+}
+
+int iw_qp_on_hangup(struct iw_qp *qp)
+{
+    return iw_rx_run(qp);
+}
+
+void iw_qp_want_writable(struct iw_qp *qp, bool on)
+{
+    struct iw_dp *dp = qp->dp;
+
+    pthread_mutex_lock(&qp->lock);
+    dp->want_out = on;
+    iw_qp_update_events_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+}
+
+void iw_qp_set_polled(struct iw_qp *qp, bool on)
+{
+    struct iw_dp *dp = qp->dp;
+
+    /* The QP's flag follows the request even when polling cannot start (not connected): it only
+     * spares pollers this call; poll_on says whether the socket really left the progress thread. */
+    pthread_mutex_lock(&qp->lock);
+    atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
+    if (!on) {
+        iw_qp_unpoll_locked(qp);
+    } else if (!qp->poll_on && dp && dp->watching && qp->state != IW_QP_CLOSING) {
+        qp->poll_on = true;
+        qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+        qp->poll_since_ms = iw_now_ms();
+        if (iw_progress_timer_arm(qp->obj.dev, &qp->poll_timer, qp->poll_since_ms + qp->obj.dev->poll_idle_ms))
+            iw_obj_get(&qp->obj);
+        iw_qp_update_events_locked(qp);
+    }
+    pthread_mutex_unlock(&qp->lock);
+}
+
+/* Progress thread, no lock held: hands the socket back to the progress thread when no consumer
+ * polled during the last poll_idle_ms, so Read Requests and the peer's data never wait on a
+ * consumer that stopped polling without arming its CQ. */
+static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
+{
+    struct iw_qp *qp = ndk_container_of(t, struct iw_qp, poll_timer);
+    struct iw_device *dev = qp->obj.dev;
+
+    pthread_mutex_lock(&qp->lock);
+    if (qp->poll_on) {
+        unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+        if (seq != qp->poll_seq_seen) {
+            qp->poll_seq_seen = seq;
+            qp->poll_since_ms = now;
+        }
+        if (now - qp->poll_since_ms < dev->poll_idle_ms) {
+            if (iw_progress_timer_arm(dev, &qp->poll_timer, qp->poll_since_ms + dev->poll_idle_ms))
+                iw_obj_get(&qp->obj);
+        } else {
+            iw_dbg("QP[%u] not polled for %u ms: back to the progress thread", qp->obj.id, dev->poll_idle_ms);
+            iw_qp_unpoll_locked(qp);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    iw_obj_put(&qp->obj);                /* the fired arming's reference */
+}
+
 /* ---- the connection's life cycle: engines up at establishment, down at loss ---- */
 
 void iw_qp_connection_established(struct iw_qp *qp)
@@ -124,7 +264,10 @@ void iw_qp_connection_established(struct iw_qp *qp)
         }
         pthread_mutex_init(&dp->rx_mutex, NULL);
         pthread_mutex_init(&dp->tx_mutex, NULL);
+        dp->qp = qp;
         dp->fd = -1;
+        dp->poll.fd = -1;
+        dp->poll.handler = iw_qp_poll;
         iw_poll_init(qp, dp);
     }
     pthread_mutex_lock(&qp->lock);
@@ -154,7 +297,17 @@ void iw_qp_connection_established(struct iw_qp *qp)
         return;
     }
     dp->fd = nfd;
+    dp->poll.fd = nfd;
     qp->dp = dp;
+    pthread_mutex_lock(&qp->lock);
+    iw_obj_get(&qp->obj);                /* the registration's reference */
+    dp->watching = iw_progress_add(qp->obj.dev, &dp->poll, EPOLLIN) == 0;
+    pthread_mutex_unlock(&qp->lock);
+    if (!dp->watching) {
+        iw_obj_put(&qp->obj);
+        iw_cm_connection_failed(qp, -ENOMEM);
+        return;
+    }
     iw_poll_attach(qp);
     iw_dbg("QP[%u] data path up: crc %d ird %u ord %u mulpdu %u", qp->obj.id, dp->crc, dp->ird, dp->ord,
            dp->tx.mulpdu);
@@ -236,6 +389,7 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err)
     (void)iw_rx_drain(qp);
     iw_qp_stop(qp);
     iw_tx_disarm(qp);
+    iw_qp_unwatch(qp);
     pthread_mutex_lock(&dp->rx_mutex);
     if (dp->fd >= 0) {
         close(dp->fd);
@@ -301,6 +455,7 @@ static void iw_qp_destroy(struct iw_obj *o)
     struct iw_qp *qp = ndk_container_of(o, struct iw_qp, obj);
 
     iw_qp_engines_free(qp);
+    iw_progress_timer_fini(o->dev, &qp->poll_timer);   /* idle: an armed timer holds a reference */
     iw_wq_free(&qp->sq);
     iw_wq_free(&qp->rq);
     atomic_fetch_sub(&o->dev->nqp, 1);
@@ -344,9 +499,11 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     qp = calloc(1, sizeof(*qp));
-    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge) < 0) {
+    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge) < 0 ||
+        iw_progress_timer_init(dev, &qp->poll_timer, iw_qp_poll_expired) < 0) {
         if (qp) {
             iw_wq_free(&qp->sq);
+            iw_wq_free(&qp->rq);
             free(qp);
         }
         atomic_fetch_sub(&dev->nqp, 1);

@@ -22,7 +22,7 @@ static void iw_srq_check_limit_locked(struct iw_srq *srq)
         return;
     srq->armed = false;
     iw_obj_get(&srq->obj);
-    if (!iw_work_queue(srq->obj.dev, &srq->notify_work))
+    if (!iw_progress_queue(srq->obj.dev, &srq->notify_work))
         iw_obj_put(&srq->obj);
 }
 
