@@ -154,8 +154,6 @@ bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t d
 bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
 /* TRUE when the caller is dev's progress thread. */
 bool iw_progress_on_thread(const struct iw_device *dev);
-/* The device whose progress thread the caller is, or NULL. */
-const struct iw_device *iw_progress_current(void);
 /* CLOCK_MONOTONIC in ms and ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
 static inline uint64_t iw_now_ns(void)
 {
@@ -202,16 +200,23 @@ struct iw_provider {
     struct iw_config cfg;
     pthread_mutex_t lock;             /* job: the device list */
     struct ndk_list devices;
-    struct ndk_list reg_link;         /* process-wide registry of live instances (provider.c) */
+    struct ndk_list reg_link;         /* process-wide registry of live instances (log.c) */
     unsigned log_users;               /* context-free loggers using this instance (registry lock) */
 };
 
-/* Logging through the runtime (Services->Log) of the right instance. Never blocks for long; any
- * context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log (iw_err ...)
- * uses the progress thread's device, else the oldest live instance (provider.c). */
+/* Logging through the runtime (Services->Log) of the right instance (log.c). Never blocks for
+ * long; any context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log
+ * (iw_err ...) uses the progress thread's device, else the oldest live instance. Lines carry no
+ * prefix of ours: the runtime names the provider. */
 void iw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void iw_dev_log(const struct iw_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void iw_prov_log(struct iw_provider *prov, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The instance registry behind context-free logging: provider.c adds each instance at entry
+ * and removes it at unload (waiting out loggers using it). The progress thread binds itself to
+ * its device. */
+void iw_log_register(struct iw_provider *prov);
+void iw_log_unregister(struct iw_provider *prov);
+void iw_log_bind_thread(const struct iw_device *dev);
 #define iw_err(...)   iw_log(NDK_LOG_ERROR, __VA_ARGS__)
 #define iw_warn(...)  iw_log(NDK_LOG_WARNING, __VA_ARGS__)
 #define iw_info(...)  iw_log(NDK_LOG_INFO, __VA_ARGS__)
@@ -287,8 +292,6 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
 void iw_device_destroy(struct iw_device *dev);
 void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
 NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req);
-/* TRUE when addr (port ignored) is an address of this device, or the wildcard (§8.34). */
-bool iw_device_has_address(struct iw_device *dev, const struct sockaddr *addr);
 
 /* ====================================================================================
  * Adapter instance
@@ -740,6 +743,23 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
 void iw_ep_get(struct iw_endpoint *ep);                          /* dev->lock held */
 void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock held */
 
+/* TRUE when addr (port ignored) is an address of this device, or the wildcard (§8.34). Any
+ * thread. */
+bool iw_ep_is_local(struct iw_device *dev, const struct sockaddr *addr);
+
+/* What a socket is for decides its sharing flags (§5.11.5: a port is shared only on purpose):
+ *   LISTEN     SO_REUSEADDR, as siw (iwarp-wire.md §7.8): a listener can come back while its
+ *              old connections sit in TIME_WAIT; two listeners never share a port on Linux.
+ *   CONNECT    nothing: its bind (explicit or ephemeral port) is exclusive against every socket.
+ *   SEP_ANCHOR a shared endpoint's placeholder: bound exclusively, then SO_REUSEPORT so that
+ *              the connections through it can join (shared_endpoint.c).
+ *   SEP_CONN   a connection through a shared endpoint: SO_REUSEPORT, joins the placeholder. */
+enum iw_sock_use { IW_SOCK_LISTEN, IW_SOCK_CONNECT, IW_SOCK_SEP_ANCHOR, IW_SOCK_SEP_CONN };
+/* A non-blocking TCP socket for use (TCP_NODELAY, as siw). Returns the fd or -errno. */
+int iw_ep_socket(int family, enum iw_sock_use use);
+/* The socket's local (peer = false) or peer address into *a; *a unchanged on failure. */
+void iw_ep_sockname(int fd, SOCKADDR_INET *a, bool peer);
+
 /* Address helpers (any thread). */
 socklen_t iw_sa_len(const struct sockaddr *sa);
 int iw_sa_from_user(const struct sockaddr *in, ULONG len, SOCKADDR_INET *out);   /* -EINVAL / -EAFNOSUPPORT */
@@ -895,9 +915,13 @@ NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PV
                             NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out);
 NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
                                    PVOID ctx, NDK_SHARED_ENDPOINT **out);
-/* OID_NDK_CONNECTIONS / OID_NDK_LOCAL_ENDPOINTS builders (dev->lock taken inside). */
-NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req);
-NDIS_STATUS iw_cm_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req);
+/* A listener accepted fd from peer (connector.c): it becomes a passive connector that waits for the MPA
+ * Request (§3.5: delivered as a connect event only once it arrived). Progress thread, no lock
+ * held. Returns 0, -ENOMEM (fd closed; accept the next), -ESHUTDOWN (the listener stopped; fd
+ * closed). */
+int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_INET *peer);
+/* Aborts a passive connector not yet delivered (its listener closes). dev->lock held. */
+void iw_cm_abort_locked(struct iw_connector *c);
 
 /* DATA PATH API: the data path found the connection broken (fatal RX error after sending a
  * TERMINATE, or a socket error on TX from a posting thread). The CM tears the connection down on

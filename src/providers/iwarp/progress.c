@@ -55,11 +55,6 @@ bool iw_progress_on_thread(const struct iw_device *dev)
     return iw_tls_dev == dev;
 }
 
-const struct iw_device *iw_progress_current(void)
-{
-    return iw_tls_dev;
-}
-
 int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     struct epoll_event ev = { .events = events, .data.ptr = p };
@@ -255,6 +250,7 @@ static void *iw_progress_main(void *arg)
     struct epoll_event evs[IW_EPOLL_BATCH];
 
     iw_tls_dev = dev;
+    iw_log_bind_thread(dev);
     while (!atomic_load(&dev->stopping) || iw_work_pending(dev)) {
         uint64_t now = iw_now_ms();
         int timeout = -1;
