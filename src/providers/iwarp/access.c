@@ -10,7 +10,8 @@
  * fast-registered MR maps labels through its LAM page list (adapter.c: a logical page address
  * is the page's process address). A window maps through the MR it is bound to. Nothing is ever
  * dereferenced before the whole range passed the checks below.
- */
+ *
+ * Talks to: mem.c (STag lookups and references), obj.c. Called by rx.c, tx.c, post.c, qp.c. */
 #include "datapath.h"
 
 #include <errno.h>

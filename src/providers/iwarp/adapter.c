@@ -1,5 +1,8 @@
 /* adapter.c - the device (one bound interface: limits, capabilities, counters, NDK state, OIDs)
- * and the NDK_ADAPTER instances opened on it (§2.2, §2.3, §6.3-§6.8). */
+ * and the NDK_ADAPTER instances opened on it (§2.2, §2.3, §6.3-§6.8).
+ *
+ * Talks to: progress.c (the device's engine), log.c, and the creates its dispatch names: pd.c,
+ * cq.c, connector.c, listener.c, shared_endpoint.c. Called by provider.c. */
 #include "iwarp.h"
 
 #include <stdio.h>

@@ -1,9 +1,16 @@
-/* cm.c - connection management (§2.10-§2.12, §3.5-§3.7, §5.11): listeners, connectors, shared
- * endpoints, the MPA start-up exchange (iwarp-wire.md §2, §9) and the CM timers.
+/* cm.c - the connection manager's engine (§2.10-§2.12, §3.5-§3.7, §5.11): the connector state
+ * machine, the MPA start-up exchange (iwarp-wire.md §2, §9), the CM deadlines, establishment
+ * (the QP takes the socket over) and teardown. Until ESTABLISHED the connector owns its socket;
+ * from then on it watches only for the hang-up and the QP (qp.c) reads and writes.
+ *
+ * Talks to: qp.c (establish, lose, flush, the hang-up read, the first-FPDU grace), endpoint.c,
+ * mpa.c and fpdu.c (frames), progress.c (the pollable, work, the deadline timer), obj.c, log.c.
+ * connector.c (through cm.h) and listener.c start connections here; qp.c, tx.c and poll.c report
+ * a broken connection (iw_cm_connection_failed).
  *
  * Threading. Every connector's CM state and every CM socket operation is protected by dev->lock
- * (the CM lock). Consumer calls only validate, record what they want under the lock, and queue
- * the connector's work item; the progress thread does the socket I/O and the state transitions,
+ * (the CM lock). Consumer calls (connector.c) only validate, record what they want under the
+ * lock, and queue the connector's work item; the progress thread does the socket I/O and the state transitions,
  * collects the consumer callbacks in a struct iw_cm_out while locked, drops the lock and only
  * then calls them (with a reference held on each object named). Sockets are closed only on the
  * progress thread (progress.c's pollable rule).

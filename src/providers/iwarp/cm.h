@@ -1,7 +1,7 @@
 /* cm.h - the connection manager's engine (cm.c) as the connector object (connector.c) uses it:
  * the state transition, request bookkeeping, the CM deadline, the MPA frames and the progress
  * handlers. Everything here is called with dev->lock (the CM lock) held unless it says
- * otherwise. */
+ * otherwise. Talks to: iwarp.h, fpdu.h; included by cm.c and connector.c only. */
 #ifndef IWARP_CM_H
 #define IWARP_CM_H
 

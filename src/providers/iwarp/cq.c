@@ -1,6 +1,9 @@
 /* cq.c - completion queues (§2.4, §3.4, §5.7): a ring of NDK_RESULT_EX, one-shot arming with
  * the merge rules of §5.7, serialized notifications on the progress thread, overrun latch,
- * resize. */
+ * resize.
+ *
+ * Talks to: poll.c (a busy poll runs the QPs' engines), progress.c (notifications), obj.c, log.c.
+ * Called by qp.c, rx.c, wq.c (iw_cq_push). */
 #include "iwarp.h"
 
 #include <errno.h>

@@ -1,10 +1,11 @@
 /*
- * datapath.h - the iwarp provider's data path (issue 4): work-request posting (post.c), the
- * transmit engine (tx.c), the receive engine (rx.c), the STag protection checks (access.c) and
- * consumer-driven progress (poll.c).
+ * datapath.h - the data path: the QP's connected state (struct iw_dp, qp.c), work-request
+ * posting (post.c), the transmit engine (tx.c), the receive engine (rx.c), the STag protection
+ * checks (access.c) and consumer-driven progress (poll.c). Included by those files only;
+ * includes iwarp.h and fpdu.h.
  *
- * The data path plugs into the core through the "DATA PATH HOOK" functions of iwarp.h. Per
- * connected QP it keeps a struct iw_dp in qp->dp (created at establishment, freed with the QP).
+ * Per connected QP the engines' state is a struct iw_dp in qp->dp (created at establishment by
+ * qp.c, freed with the QP).
  *
  * Locks (outermost first; iwarp.h gives the whole order):
  *   cq->qps_lock  job: the CQ's list of connected QPs (poll.c); a consumer busy-polling the CQ

@@ -1,7 +1,10 @@
 /* endpoint.c - ND endpoints (local IP, ND port) and their reference counting (§1.8, §5.11.5),
  * plus the sockaddr helpers the CM uses. For iWARP the ND port is the TCP port (§6.7), so an
  * endpoint is also a TCP local endpoint; the table here enforces the NDK sharing rules inside
- * this process, and bind() enforces them against everyone else. */
+ * this process, and bind() enforces them against everyone else.
+ *
+ * Talks to: nothing of the provider but the runtime's AdapterHasAddress. Called by cm.c,
+ * connector.c, listener.c, shared_endpoint.c. */
 #include "iwarp.h"
 
 #include <netinet/tcp.h>

@@ -1,6 +1,7 @@
 /*
  * iwarp.h - the iwarp provider's internal object model: a software RNIC over kernel TCP sockets
- * that speaks standard iWARP (MPA / DDP / RDMAP) on the wire.
+ * that speaks standard iWARP (MPA / DDP / RDMAP) on the wire. Included by every provider file;
+ * includes the public NDK headers, src/common, iwarp_wire.h and mpa.h.
  *
  * Shape (NDKPI reference §1, §6; architecture.md):
  *
@@ -26,10 +27,22 @@
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): cq->qps_lock (consumer-driven progress) -> the data
  *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
- *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock is a leaf.
+ *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock and
+ *     dev->timer_lock are leaves.
+ *   - Names: a non-static function iw_<object>_* is defined in <object>.c, and the NDK create
+ *     entry point of an object (iw_create_<object>) in the object's file too. The objects and
+ *     their files: access (access.c), cm (cm.c, cm.h), connector, cq, ep / sa (endpoint.c:
+ *     endpoints and socket addresses), listener, log, mem (mem.c, with the MR / MW creates),
+ *     obj, poll, post, progress, qp, rx, srq, tx, wq (wq.c, with its entries iw_wq_entry_*),
+ *     device / adapter (adapter.c). Engine-private functions are static and may carry a short
+ *     prefix (tx_, rx_, post_, dp_ types of datapath.h).
  *
- * Data-path plug-in points (issue 4) are marked "DATA PATH HOOK" below; the minimal versions live
- * in qp.c / srq.c and are meant to be replaced by tx.c / rx.c.
+ * Files: provider.c (module entry, config) -> adapter.c (device, NDK_ADAPTER, OIDs) -> the
+ * objects (pd.c cq.c srq.c mem.c qp.c connector.c listener.c shared_endpoint.c, obj.c below
+ * them all). The connection manager (cm.c) runs the handshake and hands the socket to the QP
+ * at ESTABLISHED; the QP (qp.c) owns its life cycle and runs the engines (tx.c, rx.c) from its
+ * pollable; poll.c lets a busy-polling consumer run them. progress.c (epoll, work, timers) and
+ * log.c sit below everything.
  */
 #ifndef IWARP_H
 #define IWARP_H
@@ -444,13 +457,13 @@ static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, str
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
                       GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_CQ **out);
 
-/* DATA PATH API: appends one completion. solicited: a solicited receive (arms of type
+/* Appends one completion (the engines, retire and flush). solicited: a solicited receive (arms of type
  * SOLICITED match it; failures always match). Returns 0, or -EOVERFLOW when the CQ was full (the
  * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
  * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
-/* DATA PATH HOOKS for consumer-driven progress (poll.c). iw_poll_cq: a consumer is
+/* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer is
  * busy-polling cq and found it (nearly) empty: run the engines of its QPs in this thread.
  * iw_poll_cq_stop: the consumer armed cq (it is going to wait for a notification): hand the
  * QPs back to the progress thread. iw_poll_cq: consumer threads, never the progress
@@ -544,7 +557,7 @@ struct iw_srq {
 static inline struct iw_srq *to_iw_srq(NDK_SRQ *s) { return ndk_container_of(s, struct iw_srq, ndk); }
 NTSTATUS iw_create_srq(NDK_PD *pd, ULONG depth, ULONG max_sge, ULONG threshold, NDK_FN_SRQ_NOTIFICATION_CALLBACK cb,
                        PVOID cbctx, GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_SRQ **out);
-/* DATA PATH API: takes the oldest posted receive (into *out) for a QP that needs one; returns
+/* Takes the oldest posted receive (into *out) for a QP that needs one; returns
  * -ENOBUFS when the SRQ is empty. May queue the low-water notification (§5.9). srq->lock is
  * taken inside; callers may hold qp->lock. */
 int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out);
@@ -594,12 +607,12 @@ static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, str
 NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
 NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 
-/* DATA PATH API: looks up an STag; on success returns the MR or MW object with a reference and
+/* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
  * (for MRs) a DMA-user count held: release both with iw_mem_put. -ENOENT when the STag is not
  * valid (wrong key, free index, deregistered). Any thread; takes dev->mem_lock. */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out);
 void iw_mem_put(struct iw_obj *mem);
-/* DATA PATH API: allocate a fresh key for an index when a fast register / bind changes the
+/* Allocates a fresh key for an index when a fast register / bind changes the
  * STag (the low 8 bits). Returns the new STag. */
 uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag, uint8_t key);
 
@@ -923,7 +936,7 @@ int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_IN
 /* Aborts a passive connector not yet delivered (its listener closes). dev->lock held. */
 void iw_cm_abort_locked(struct iw_connector *c);
 
-/* DATA PATH API: the data path found the connection broken (fatal RX error after sending a
+/* The QP, its engines or a polling consumer found the connection broken (fatal RX error after sending a
  * TERMINATE, or a socket error on TX from a posting thread). The CM tears the connection down on
  * the progress thread (disconnect event to the consumer when it did not start it). Any thread. */
 void iw_cm_connection_failed(struct iw_qp *qp, int err);

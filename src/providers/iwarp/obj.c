@@ -10,7 +10,10 @@
  *  - The object's own antecedent references are released only after its close completion has
  *    returned, so an antecedent's close can never complete while a successor's close-completion
  *    callback still runs (§5.1 "ordering of close completions"), and the adapter's object count
- *    drops only then too (the blocking adapter close waits for it, §2.2). */
+ *    drops only then too (the blocking adapter close waits for it, §2.2).
+ *
+ * Talks to: progress.c (close completions are queued to the progress thread). Called by every
+ * object file. */
 #include "iwarp.h"
 
 #include <stdlib.h>

@@ -14,7 +14,9 @@
  *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
  * the connection on the progress thread exactly as if that thread had found them.
- */
+ *
+ * Talks to: rx.c and tx.c (it runs them), qp.c (iw_qp_set_polled), cm.c (a failure it found).
+ * Called by cq.c and qp.c. */
 #include "datapath.h"
 
 #include <errno.h>

@@ -1,10 +1,11 @@
 /*
- * post.c - the QP work-request entry points (NDKPI reference §2.9, §5.5) and NdkFlush.
+ * post.c - the QP work-request entry points (NDKPI reference §2.9, §5.5), named by qp.c's
+ * dispatch table. Talks to: wq.c (the rings), tx.c (kicks the engine), access.c, mem.c.
  *
  * Contract (§5.5.2): STATUS_SUCCESS = queued, exactly one completion later (none for a
  * successful SILENT_SUCCESS request); any failure = nothing queued, no completion ever. Every
  * limit is checked here, before queuing, with these statuses (§5.5.2 / §8 item 27 leave the
- * codes to us; they match the core's minimal versions):
+ * codes to us):
  *   unknown flag bits, too many SGEs, SGL total > MaxTransferLength, inline total >
  *   InlineDataSize, bad page list / FBO / base address / window     STATUS_INVALID_PARAMETER
  *   queue full                                                       STATUS_INSUFFICIENT_RESOURCES
@@ -25,7 +26,9 @@
  *
  * Context: the consumer's posting thread (§5.4: one poster per queue), no lock held on entry;
  * takes qp->lock briefly, never blocks, never calls a consumer callback.
- */
+ *
+ * Talks to: wq.c (the rings), tx.c (kicks the engine), access.c, mem.c (token changes). Named by
+ * qp.c's dispatch table. */
 #include "datapath.h"
 
 #include <errno.h>

@@ -6,7 +6,10 @@
  *
  * Lifetime rule for pollables: they are unregistered and their fds closed only on this thread,
  * so an event returned by epoll_wait can never name a freed pollable; objects free themselves
- * through the work queue, which runs only between epoll batches. */
+ * through the work queue, which runs only between epoll batches.
+ *
+ * Talks to: log.c only; everything else reaches it (pollables, work, timers) and it calls back
+ * only through the handlers registered with it. */
 #include "iwarp.h"
 
 #include <errno.h>

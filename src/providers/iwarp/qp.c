@@ -1,8 +1,13 @@
-/* qp.c - queue pairs (§2.5, §2.9, §5.4-§5.6): the QP object, its state machine (one transition
- * function) and the flush of its queues.
+/* qp.c - queue pairs (§2.5, §2.9, §5.4-§5.6), as siw_qp.c: the QP object and its state machine
+ * (one transition function), its life cycle with a connection (engines set up at
+ * establishment, its own pollable registered with the progress engine, stopped and flushed when
+ * the connection is lost), the one TERMINATE and the completion of SQ entries in order, which
+ * the engines report here, and consumer polling (the socket handed to a busy-polling consumer
+ * and back, with an expiry timer).
  *
- * The posting functions, NdkFlush and the DATA PATH HOOKS of iwarp.h are the data path's
- * (issue 4): post.c, tx.c, rx.c, access.c (datapath.h). */
+ * Talks to: tx.c and rx.c (runs and stops the engines), wq.c, cq.c, poll.c (the CQs' lists of
+ * QPs), cm.c (a broken connection), progress.c (pollable, timer), access.c, obj.c, log.c; its
+ * dispatch names post.c. Called by cm.c (establish, lose, hang-up), the engines, poll.c. */
 #include "iwarp.h"
 #include "datapath.h"
 

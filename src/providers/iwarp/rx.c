@@ -17,7 +17,10 @@
  * state shared with TX and posting (RQ, ORQ, IRQ, SQE states). Never blocks: the socket is read
  * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
  * is level-triggered, so the rest comes on the next call).
- */
+ *
+ * Talks to: fpdu.c (the deframer), access.c (checks, placement), qp.c (the first error, SQ
+ * retire), tx.c (kicks it: Read Responses, the Terminate), wq.c and srq.c (receives), cq.c. Run
+ * by qp.c (the pollable), poll.c and cm.c (the hang-up). */
 #include "datapath.h"
 
 #include <errno.h>

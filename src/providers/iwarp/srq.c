@@ -1,5 +1,8 @@
 /* srq.c - shared receive queues (§2.8, §3.8, §5.9): a ring of posted receives that QPs draw
- * from, with the one-shot low-water notification. */
+ * from, with the one-shot low-water notification.
+ *
+ * Talks to: wq.c (the ring), progress.c (the low-water notification), obj.c. Called by rx.c
+ * (iw_srq_take) and pd.c. */
 #include "iwarp.h"
 
 #include <errno.h>

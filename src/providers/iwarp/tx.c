@@ -1,5 +1,8 @@
 /*
- * tx.c - the transmit engine and the data path's life cycle hooks.
+ * tx.c - the transmit engine (as siw_qp_tx.c): picks the next message, frames FPDUs and writes
+ * them without blocking. Talks to: fpdu.c and crc32c.c (framing), access.c (SGLs, the local
+ * memory operations), qp.c (SQ retire, the one Terminate, the wish for room), cm.c (a socket
+ * error from a posting thread). Run by qp.c, post.c, rx.c and poll.c.
  *
  * The TX engine is a resumable state machine (enum dp_tx_state, one transition function
  * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: iw_tx_kick sets
