@@ -165,9 +165,26 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
  * because the ND port is the TCP port).
  * ==================================================================================== */
 
+/* The part the two listings share: the size check (BytesNeeded when the buffer is short), a
+ * zeroed buffer and its NDIS header. Returns the buffer, or NULL when short. dev->lock held. */
+static void *iw_oid_list_begin(NDK_OID_REQUEST *req, size_t need, UCHAR revision)
+{
+    NDIS_OBJECT_HEADER *h = req->InformationBuffer;
+
+    if (!h || req->InformationBufferLength < need) {
+        req->BytesNeeded = (ULONG)need;
+        return NULL;
+    }
+    memset(h, 0, need);
+    h->Type = NDIS_OBJECT_TYPE_DEFAULT;
+    h->Revision = revision;
+    h->Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
+    return h;
+}
+
 static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_CONNECTIONS *r = req->InformationBuffer;
+    NDIS_NDK_CONNECTIONS *r;
     struct ndk_list *pos;
     ULONG n = 0, i = 0;
     size_t need;
@@ -180,15 +197,11 @@ static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *re
             n++;
     }
     need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * n);
-    if (!r || req->InformationBufferLength < need) {
+    r = iw_oid_list_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
+    if (!r) {
         pthread_mutex_unlock(&dev->lock);
-        req->BytesNeeded = (ULONG)need;
         return NDIS_STATUS_BUFFER_TOO_SHORT;
     }
-    memset(r, 0, need);
-    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    r->Header.Revision = NDIS_NDK_CONNECTIONS_REVISION_1;
-    r->Header.Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
     r->NDConnectionsMappedtoTCPConnections = TRUE;
     /* Connections[] is declared [1] (the Windows layout): index through a plain pointer so
      * -fsanitize=bounds does not flag the variable-length tail. */
@@ -214,7 +227,7 @@ static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *re
 
 static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_LOCAL_ENDPOINTS *r = req->InformationBuffer;
+    NDIS_NDK_LOCAL_ENDPOINTS *r;
     struct ndk_list *pos;
     ULONG n = 0, i = 0;
     size_t need;
@@ -226,15 +239,11 @@ static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
             n++;
     }
     need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * n);
-    if (!r || req->InformationBufferLength < need) {
+    r = iw_oid_list_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    if (!r) {
         pthread_mutex_unlock(&dev->lock);
-        req->BytesNeeded = (ULONG)need;
         return NDIS_STATUS_BUFFER_TOO_SHORT;
     }
-    memset(r, 0, need);
-    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    r->Header.Revision = NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1;
-    r->Header.Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
     r->NDLocalEndpointsMappedtoTCPLocalEndpoints = TRUE;
     NDIS_NDK_LOCAL_ENDPOINT_ENTRY *ents =
         (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints));

@@ -147,6 +147,22 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
     return STATUS_PENDING;
 }
 
+/* Opens the connection's socket and takes dev->lock for a connector that is still IDLE (one
+ * connect per connector). On failure nothing is held and no socket is left open. */
+static NTSTATUS iw_conn_begin(struct iw_connector *c, int family, enum iw_sock_use use, int *fd)
+{
+    *fd = iw_ep_socket(family, use);
+    if (*fd < 0)
+        return ndk_status_from_errno(*fd);
+    pthread_mutex_lock(&c->obj.dev->lock);
+    if (c->state != IW_CM_IDLE) {
+        pthread_mutex_unlock(&c->obj.dev->lock);
+        close(*fd);
+        return STATUS_INVALID_DEVICE_REQUEST;
+    }
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, ULONG srclen, CONST PSOCKADDR dst,
                            ULONG dstlen, ULONG ird, ULONG ord, CONST PVOID pd, ULONG pdlen,
                            NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -160,20 +176,13 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
     if (!cb || pdlen > IW_MAX_PRIVATE_DATA || (pdlen && !pd))
         return STATUS_INVALID_PARAMETER;
     if ((err = iw_sa_from_user(src, srclen, &s)) < 0 || (err = iw_sa_from_user(dst, dstlen, &d)) < 0)
-        return ndk_status_from_errno(err);     /* -EINVAL or -EAFNOSUPPORT (INVALID_ADDRESS) */
+        return ndk_status_from_errno(err);
     if (s.si_family != d.si_family || iw_sa_is_wildcard(&d) || iw_sa_port(&d) == 0)
         return STATUS_INVALID_ADDRESS;
     if (!iw_ep_is_local(dev, (const struct sockaddr *)&s))
         return STATUS_INVALID_ADDRESS;
-    fd = iw_ep_socket(s.si_family, IW_SOCK_CONNECT);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-
-    pthread_mutex_lock(&dev->lock);
-    if (c->state != IW_CM_IDLE) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-        goto fail;
-    }
+    if ((st = iw_conn_begin(c, s.si_family, IW_SOCK_CONNECT, &fd)) != STATUS_SUCCESS)
+        return st;
     /* §5.11.5: duplicate 4-tuple -> STATUS_ADDRESS_ALREADY_EXISTS. */
     if (iw_sa_port(&s)) {
         struct ndk_list *pos;
@@ -241,17 +250,11 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
         return STATUS_INVALID_PARAMETER;
     sep = to_iw_shared_endpoint(ns);
     if ((err = iw_sa_from_user(dst, dstlen, &d)) < 0)
-        return ndk_status_from_errno(err);     /* -EINVAL or -EAFNOSUPPORT (INVALID_ADDRESS) */
+        return ndk_status_from_errno(err);
     if (d.si_family != sep->local.si_family || iw_sa_is_wildcard(&d) || iw_sa_port(&d) == 0)
         return STATUS_INVALID_ADDRESS;
-    fd = iw_ep_socket(d.si_family, IW_SOCK_SEP_CONN);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-    pthread_mutex_lock(&dev->lock);
-    if (c->state != IW_CM_IDLE) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-        goto fail;
-    }
+    if ((st = iw_conn_begin(c, d.si_family, IW_SOCK_SEP_CONN, &fd)) != STATUS_SUCCESS)
+        return st;
     /* §2.11: this endpoint already has a connection to that destination. */
     ndk_list_for_each(pos, &sep->ep->conns) {
         struct iw_connector *o = ndk_list_entry(pos, struct iw_connector, ep_link);

@@ -173,7 +173,7 @@ static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK
     (void)cb;
     (void)ctx;
     if ((err = iw_sa_from_user(addr, len, &a)) < 0)
-        return ndk_status_from_errno(err);     /* -EINVAL or -EAFNOSUPPORT (INVALID_ADDRESS) */
+        return ndk_status_from_errno(err);
     if (!iw_ep_is_local(dev, (const struct sockaddr *)&a))
         return STATUS_INVALID_ADDRESS;
     fd = iw_ep_socket(a.si_family, IW_SOCK_LISTEN);

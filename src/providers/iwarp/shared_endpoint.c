@@ -69,7 +69,7 @@ NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG l
     if (!out)
         return STATUS_INVALID_PARAMETER;
     if ((err = iw_sa_from_user(addr, len, &sa)) < 0)
-        return ndk_status_from_errno(err);     /* -EINVAL or -EAFNOSUPPORT (INVALID_ADDRESS) */
+        return ndk_status_from_errno(err);
     if (!iw_ep_is_local(dev, (const struct sockaddr *)&sa))
         return STATUS_INVALID_ADDRESS;
     /* A bound (not listening) placeholder reserves the port in the OS; connections through
