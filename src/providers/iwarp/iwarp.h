@@ -29,13 +29,16 @@
  *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
  *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock and
  *     dev->timer_lock are leaves.
- *   - Names: a non-static function iw_<object>_* is defined in <object>.c, and the NDK create
- *     entry point of an object (iw_create_<object>) in the object's file too. The objects and
- *     their files: access (access.c), cm (cm.c, cm.h), connector, cq, ep / sa (endpoint.c:
- *     endpoints and socket addresses), listener, log, mem (mem.c, with the MR / MW creates),
- *     obj, poll, post, progress, qp, rx, srq, tx, wq (wq.c, with its entries iw_wq_entry_*),
- *     device / adapter (adapter.c). Engine-private functions are static and may carry a short
- *     prefix (tx_, rx_, post_, dp_ types of datapath.h).
+ *   - Names: a non-static function iw_<object>_* is defined in <object>.c: access, cm (cm.c,
+ *     cm.h), connector, cq, listener, mem, obj, poll, post, progress, qp, rx, srq, tx, wq
+ *     (with its entries, iw_wq_entry_*), crc32c / mpa / fpdu (the wire layer). Named otherwise,
+ *     and where: the NDK entry points keep the NDK call's name in the object's file
+ *     (iw_create_<object>; iw_open_adapter, iw_close_adapter, iw_build_lam, iw_release_lam in
+ *     adapter.c; iw_query_extension in obj.c); adapter.c also holds the device (iw_device_*);
+ *     endpoint.c holds endpoints (iw_ep_*) and socket addresses (iw_sa_*); log.c the loggers
+ *     (iw_log, iw_dev_log, iw_prov_log). Engine-private functions are static and may carry a
+ *     short prefix (tx_, rx_, post_); dp_ names only datapath.h's engine types.
+ *     scripts/provider-deps.sh shows which file defines what each file uses.
  *
  * Files: provider.c (module entry, config) -> adapter.c (device, NDK_ADAPTER, OIDs) -> the
  * objects (pd.c cq.c srq.c mem.c qp.c connector.c listener.c shared_endpoint.c, obj.c below
