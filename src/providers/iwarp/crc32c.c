@@ -1,5 +1,7 @@
 /* CRC-32C: a hardware path on x86 (SSE4.2 crc32 instruction) and a portable slicing-by-8 path.
- * See crc32c.h for the contract. */
+ * See crc32c.h for the contract.
+ *
+ * Talks to: nothing. Called by fpdu.c and tx.c. */
 #include "crc32c.h"
 
 #include <string.h>
