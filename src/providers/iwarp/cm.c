@@ -291,9 +291,12 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
     if (qp) {
         pthread_mutex_lock(&qp->lock);
         if (qp->conn == c) {
-            if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE) {
+            bool flushed_live = iw_qp_flushed_live_locked(qp);
+            if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE ||
+                flushed_live) {
                 qp->fd = -1;
-                iw_qp_modify_locked(qp, IW_QP_ERROR);
+                if (!flushed_live)
+                    iw_qp_modify_locked(qp, IW_QP_ERROR);
                 out->lost = qp;
                 out->lost_err = err;
             } else if (qp->state == IW_QP_CONNECTING) {

@@ -549,7 +549,8 @@ static NTSTATUS iw_disconnect(NDK_CONNECTOR *nc, NDK_FN_REQUEST_COMPLETION cb, P
     } else if (c->state == IW_CM_ESTABLISHED) {
         c->local_disconnect = true;
         pthread_mutex_lock(&c->qp->lock);
-        iw_qp_modify_locked(c->qp, IW_QP_CLOSING);   /* no new TX from here on */
+        if (c->qp->state == IW_QP_RTS)
+            iw_qp_modify_locked(c->qp, IW_QP_CLOSING);   /* no new TX from here on */
         pthread_mutex_unlock(&c->qp->lock);
         iw_cm_req_store(c, &c->disconnect_cb, &c->disconnect_ctx, cb, ctx);
         iw_cm_queue_locked(c, IW_CM_ACT_DISCONNECT);

@@ -259,6 +259,7 @@ struct iw_dp {
     bool crc;
     /* below: protected by qp->lock */
     bool stopped;             /* iw_qp_stop ran: engines never run again */
+    bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
     bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */
     struct dp_sqe *sq;        /* [qp->sq.depth] */
@@ -308,6 +309,9 @@ int iw_rx_run(struct iw_qp *qp);
  * that dies right after a Terminate reports the reason instead of CANCELLED. Progress thread,
  * no lock held (takes rx_mutex). Returns the engine's result (ignored by the caller). */
 int iw_rx_drain(struct iw_qp *qp);
+/* Reads and drops what the socket holds (a flushed QP whose connection is still up): 0 when it
+ * would block, -ESHUTDOWN at the peer's FIN, else -errno. rx_mutex held. */
+int iw_rx_discard_locked(struct iw_dp *dp);
 /* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
  * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
 int iw_rx_poll(struct iw_qp *qp);

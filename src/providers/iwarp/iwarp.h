@@ -709,6 +709,9 @@ void iw_qp_set_error_locked(struct iw_qp *qp, int err);
 /* Progress thread, no lock held, right after the QP entered RTS (qp->fd and qp->params are
  * set): the QP sets up its engines and starts transmitting. */
 void iw_qp_connection_established(struct iw_qp *qp);
+/* NdkFlush ran while the connection was up: the QP is in ERROR but still holds the socket, so
+ * the CM's close must still take it down. qp->lock held. */
+bool iw_qp_flushed_live_locked(struct iw_qp *qp);
 /* Progress thread, no lock held, when the connection is gone (peer FIN, reset, local
  * disconnect done, abort) and after the QP left RTS; the CM's fd is already detached. The QP
  * stops its engines; the CM flushes the queues right after when it should. */

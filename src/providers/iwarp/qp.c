@@ -384,6 +384,11 @@ void iw_qp_stop(struct iw_qp *qp)
     pthread_mutex_unlock(&dp->rx_mutex);
 }
 
+bool iw_qp_flushed_live_locked(struct iw_qp *qp)
+{
+    return qp->state == IW_QP_ERROR && qp->dp && qp->dp->discard;
+}
+
 void iw_qp_connection_lost(struct iw_qp *qp, int err)
 {
     struct iw_dp *dp = qp->dp;
@@ -422,20 +427,29 @@ static void iw_qp_engines_free(struct iw_qp *qp)
 
 /* NdkFlush (§2.9): every outstanding request completes exactly once with STATUS_CANCELLED. The
  * engines are stopped first, so no request is completed by them and by the flush, and no DMA
- * runs after (§5.11.6). The QP stays in ERROR (§8 item 29); a live connection is aborted.
+ * runs after (§5.11.6). The QP stays in ERROR (§8 item 29); the connection is left to
+ * NdkDisconnect or the close.
  * Consumer thread, no lock held. */
 static void iw_qp_ndk_flush(NDK_QP *q)
 {
     struct iw_qp *qp = to_iw_qp(q);
-    bool was_connected;
+    bool terminating;
 
     iw_qp_stop(qp);
+    if (qp->dp)
+        pthread_mutex_lock(&qp->dp->rx_mutex);
     pthread_mutex_lock(&qp->lock);
-    was_connected = qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE;
+    terminating = qp->state == IW_QP_TERMINATE;
+    /* A live connection stays up: ULPs (SMB Direct) flush, then NdkDisconnect, and expect the
+     * graceful exchange of §5.11.6. Until then what the peer sends is read and dropped. */
+    if (qp->dp && (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING))
+        qp->dp->discard = true;
     iw_qp_flush_locked(qp);
     pthread_mutex_unlock(&qp->lock);
-    if (was_connected)
-        iw_cm_connection_failed(qp, -ECANCELED);
+    if (qp->dp)
+        pthread_mutex_unlock(&qp->dp->rx_mutex);
+    if (terminating)
+        iw_cm_connection_failed(qp, -ECANCELED);   /* a Terminate already ends the connection */
 }
 
 

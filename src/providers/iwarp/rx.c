@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *const dp_rx_state_name[DP_RX_STATE_COUNT] = {
@@ -583,6 +584,22 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     return rx_consume_stage(qp, dp);
 }
 
+int iw_rx_discard_locked(struct iw_dp *dp)
+{
+    /* Bounded per call: the socket is level-triggered, so a busy peer cannot hold the progress
+     * thread here. */
+    static char sink[65536];
+
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n == 0)
+            return -ESHUTDOWN;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno == EINTR ? 0 : -errno;
+    }
+    return 0;
+}
+
 int iw_rx_run(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
@@ -595,7 +612,10 @@ int iw_rx_run(struct iw_qp *qp)
     pthread_mutex_lock(&qp->lock);
     stopped = dp->stopped;
     pthread_mutex_unlock(&qp->lock);
-    err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
+    if (stopped && dp->discard && dp->fd >= 0)
+        err = iw_rx_discard_locked(dp);   /* flushed, connection up: nothing is placed (§5.11.6) */
+    else
+        err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
     pthread_mutex_unlock(&dp->rx_mutex);
@@ -634,6 +654,8 @@ int iw_rx_drain(struct iw_qp *qp)
     pthread_mutex_unlock(&qp->lock);
     if (!stopped && dp->fd >= 0 && dp->rx.state == DP_RX_RUN)
         err = rx_engine(qp, dp);
+    else if (stopped && dp->discard && dp->fd >= 0)
+        err = iw_rx_discard_locked(dp);   /* unread bytes would turn our FIN into a reset */
     pthread_mutex_unlock(&dp->rx_mutex);
     return err;
 }
