@@ -447,6 +447,85 @@ void case_wr_read(void)
     cf_pair(read_server, read_client, NULL, cf_ms(170000));
 }
 
+/* ==== Read with local invalidate ==== */
+
+static void readinv_server(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_conn c;
+    cf_server_up(&c, fd, NULL);
+    struct cf_mem m;
+    cf_mem_alloc(&m, 4096, 256, 0);
+    cf_fill(m.buf, 4096, 0x4F00, 0);
+    cf_mem_reg(&m, &c.ad, c.pd, NDK_MR_FLAG_ALLOW_REMOTE_READ);
+    cf_tell(fd, T_MEM, (uint64_t)(uintptr_t)m.buf, m.rtok, 4096, 0x4F00);
+    cf_hear(fd, T_END);
+    cf_mem_free(&m);
+    cf_conn_fini(&c);
+}
+
+/* NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE (§2.9 NdkRead, §5.5.3): where the adapter advertises
+ * NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED a successful Read has invalidated the
+ * first SGE's token; where it does not, the flag is ignored and the token still works. */
+static void readinv_client(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_conn c;
+    cf_client_up(&c, fd, NULL);
+    bool supported = (c.ad.info.AdapterFlags & NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED) != 0;
+    if (c.ad.version.Major == 1 && c.ad.version.Minor < 2)
+        CHECK_MSG(!supported, "RDMA_READ_LOCAL_INVALIDATE_SUPPORTED advertised at NDKPI %u.%u", c.ad.version.Major,
+                  c.ad.version.Minor);
+    struct cf_msg msg = cf_hear(fd, T_MEM);
+    struct cf_mem sink;
+    cf_mem_alloc(&sink, 8192, 0, 0);
+    NDK_MR *fr = cf_mr(&c.ad, c.pd, TRUE);
+    CHECK_ST(cf_init_frmr(fr, 4, FALSE), STATUS_SUCCESS);
+    ULONG lsz = 4096, fbo;
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = calloc(1, lsz);
+    MDL *mdl = IoAllocateMdl(sink.buf, 4096, FALSE, FALSE, NULL);
+    struct cf_op *op = cf_op_new("NdkBuildLAM");
+    CHECK_ST(cf_req_done(op, c.ad.ad->Dispatch->NdkBuildLAM(c.ad.ad, mdl, 4096, cf_req_cb, op, lam, &lsz, &fbo)),
+             STATUS_SUCCESS);
+    PVOID va = (PVOID)(uintptr_t)(0x20000000u + fbo);
+    CHECK_ST(c.qp->Dispatch->NdkFastRegister(c.qp, (PVOID)0xF1, fr, lam->AdapterPageCount, lam->AdapterPageArray, fbo,
+                                             4096, va, NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_RDMA_READ_SINK),
+             STATUS_SUCCESS);
+    cf_cq_expect(c.icq, 0xF1, STATUS_SUCCESS, NdkOperationTypeFastRegister);
+    NDK_SGE sge = { .VirtualAddress = va, .Length = 4096, .MemoryRegionToken = fr->Dispatch->NdkGetLocalTokenFromMr(fr) };
+    CHECK_ST(c.qp->Dispatch->NdkRead(c.qp, (PVOID)0x7A0, &sge, 1, msg.addr, msg.token,
+                                     NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE),
+             STATUS_SUCCESS);
+    cf_cq_expect_xfer(c.icq, 0x7A0, STATUS_SUCCESS, NdkOperationTypeRead, 4096);
+    CHECK_PATTERN(sink.buf, 4096, (uint32_t)msg.arg, 0);
+    if (supported) {
+        /* The token is dead: invalidating it again fails like any invalid token (§2.9
+         * NdkInvalidate, §5.6), inline or as an error completion. Last, since it may break the QP. */
+        NTSTATUS st = c.qp->Dispatch->NdkInvalidate(c.qp, (PVOID)0x1B, &fr->Header, 0);
+        if (st == STATUS_SUCCESS)
+            cf_cq_expect_error(c.icq, 0x1B, NdkOperationTypeInvalidate);
+        cf_note("advertised: the Read invalidated its sink token");
+    } else {
+        memset(sink.buf, 0, 4096);
+        CHECK_ST(c.qp->Dispatch->NdkRead(c.qp, (PVOID)0x7A1, &sge, 1, msg.addr, msg.token, 0), STATUS_SUCCESS);
+        cf_cq_expect_xfer(c.icq, 0x7A1, STATUS_SUCCESS, NdkOperationTypeRead, 4096);
+        CHECK_PATTERN(sink.buf, 4096, (uint32_t)msg.arg, 0);
+        cf_note("not advertised: the flag was ignored, the token still works");
+    }
+    cf_tell(fd, T_END, 0, 0, 0, 0);
+    c.ad.ad->Dispatch->NdkReleaseLAM(c.ad.ad, lam);
+    free(lam);
+    NdkMdlChainFree(mdl);
+    cf_close(fr);
+    cf_mem_free(&sink);
+    cf_conn_fini(&c);
+}
+
+void case_wr_read_local_inv(void)
+{
+    cf_pair(readinv_server, readinv_client, NULL, cf_ms(60000));
+}
+
 /* ==== inline ==== */
 
 static void inline_server(int fd, void *arg)

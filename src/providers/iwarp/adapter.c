@@ -43,9 +43,15 @@ static void iw_fill_info(struct iw_device *dev)
      * RDMA_READ_SINK_NOT_REQUIRED: like siw, the requester places Read Response data by its own
      * outstanding-read record into the SGL it posted, so a read sink needs only local write;
      * the sink STag on the wire is a label.
-     * CQ_RESIZE: implemented (cq.c). No interrupt moderation (no interrupts), no multi-engine. */
+     * CQ_RESIZE: implemented (cq.c).
+     * RDMA_READ_LOCAL_INVALIDATE: a Read's success invalidates its first SGE's token (rx.c);
+     * NDKPI 1.2+, so instances opened at 1.1 neither see the flag nor honour the op flag.
+     * No interrupt moderation (no interrupts), no multi-engine (one progress thread), and no
+     * IN_ORDER_DMA: placement is a memcpy / recv, whose stores the CPU may make visible out of
+     * order within one copy, so "a later byte is never written before an earlier one" is not
+     * a promise we can keep at byte granularity. */
     i->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
-                      NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+                      NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
     i->RdmaTechnology = NdkiWarp;
 
     NDIS_NDK_CAPABILITIES *c = &dev->caps;
@@ -309,6 +315,8 @@ static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, UL
         return STATUS_INVALID_PARAMETER;
     tmp = ad->dev->info;
     tmp.Version = ad->version;
+    if (!iw_adapter_read_local_invalidate(ad))
+        tmp.AdapterFlags &= ~(ULONG)NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
     if (info && *size >= full) {
         *info = tmp;
         *size = full;

@@ -325,6 +325,12 @@ struct iw_adapter {
 
 NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
 void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *adapter);
+/* The instance's NDKPI version has RDMA_READ_LOCAL_INVALIDATE (1.2+). Any thread, no lock (the
+ * version is fixed at open). Inline: the data path, built without adapter.c, asks it too. */
+static inline bool iw_adapter_read_local_invalidate(const struct iw_adapter *ad)
+{
+    return !ad || ad->version.Major > 1 || ad->version.Minor >= 2;
+}
 
 static inline struct iw_adapter *to_iw_adapter(NDK_ADAPTER *a)
 {

@@ -221,6 +221,9 @@ NTSTATUS iw_post_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UIN
 
     if (!post_connected(qp))
         return post_fail(qp, STATUS_CONNECTION_INVALID);
+    /* §2.9: without the adapter flag (an NDKPI 1.1 instance) the op flag is ignored. */
+    if (!iw_adapter_read_local_invalidate(qp->obj.adapter))
+        flags &= ~(ULONG)NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE;
     st = build_sgl_wqe(qp, &w, IW_WR_READ, rctx, sgl, nsge, flags & ~(ULONG)NDK_OP_FLAG_INLINE, qp->max_read_sge);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(&w);
