@@ -377,6 +377,22 @@ NTSTATUS ndk_tool_adapter_open(ndk_rt *rt, ndk_rt_adapter_id id, ndk_tool_adapte
     return st;
 }
 
+NTSTATUS ndk_tool_client_adapter(ndk_rt *rt, const SOCKADDR_INET *local, const SOCKADDR_INET *dst,
+                                 const char *provider, ULONG ifindex, ndk_tool_adapter *ad, SOCKADDR_INET *src)
+{
+    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN];
+    ndk_rt_adapter_id id;
+    NTSTATUS st = ndk_tool_pick_adapter(rt, local, dst, provider, ifindex, &id, src, why, sizeof why);
+    if (st == STATUS_SUCCESS) {
+        st = ndk_tool_adapter_open(rt, id, ad);
+        if (st != STATUS_SUCCESS)
+            snprintf(why, sizeof why, "opening the adapter: %s", ndk_tool_status(st));
+    }
+    if (st != STATUS_SUCCESS)
+        ndk_tool_err("connect to %s failed: %s", ndk_tool_addr_str(dst, true, dst_s, sizeof dst_s), why);
+    return st;
+}
+
 void ndk_tool_adapter_close(ndk_tool_adapter *a)
 {
     if (a->adapter)
@@ -1036,6 +1052,12 @@ NTSTATUS ndk_tool_conn_accept(ndk_tool_conn *c, NDK_CONNECTOR *connector, ULONG 
     c->established = true;
     tool_conn_addresses(c);
     return STATUS_SUCCESS;
+}
+
+void ndk_tool_reject(NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len)
+{
+    incoming->Dispatch->NdkReject(incoming, (PVOID)pdata, pdata_len);
+    ndk_tool_close(&incoming->Header, NDK_TOOL_OP_TIMEOUT_MS);
 }
 
 void ndk_tool_conn_close(ndk_tool_conn *c)
