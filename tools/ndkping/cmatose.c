@@ -41,14 +41,14 @@ static void cm_print_pdata(const char *who, const uint8_t *d, ULONG len)
 
 static int cm_setup(struct cm_node *n, ndk_tool_adapter *ad)
 {
-    unsigned cnt = opt.count ? (unsigned)opt.count : 1;
+    unsigned cnt = ping_opt.count ? (unsigned)ping_opt.count : 1;
     n->ad = ad;
     /* One receive slot per message, so every message can be checked; slot 0's tag books them
      * all. The area is the send buffer. */
-    ndk_tool_session_cfg cfg = { .iq_depth = cnt, .poll = opt.poll, .nrecv = cnt, .rbuf = opt.size,
-                                 .area_len = opt.size };
+    ndk_tool_session_cfg cfg = { .iq_depth = cnt, .poll = ping_opt.poll, .nrecv = cnt, .rbuf = ping_opt.size,
+                                 .area_len = ping_opt.size };
     NTSTATUS st = ndk_tool_session_open(&n->s.t, ad, &cfg);
-    for (unsigned k = 0; st == STATUS_SUCCESS && opt.count && k < cnt; k++)
+    for (unsigned k = 0; st == STATUS_SUCCESS && ping_opt.count && k < cnt; k++)
         st = ndk_tool_session_post_slot(&n->s.t, k, (PVOID)(uintptr_t)TAG_RECV0);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("setting up a queue pair failed: %s", ndk_tool_status(st));
@@ -59,9 +59,9 @@ static int cm_setup(struct cm_node *n, ndk_tool_adapter *ad)
 
 static int cm_send_all(struct cm_node *n, unsigned idx)
 {
-    for (unsigned m = 0; m < opt.count; m++) {
-        ndk_pattern_fill(ndk_tool_session_area(&n->s.t), opt.size, cm_seed(idx, m), 0);
-        NTSTATUS st = session_send(&n->s, n->s.t.off_area, opt.size);
+    for (unsigned m = 0; m < ping_opt.count; m++) {
+        ndk_pattern_fill(ndk_tool_session_area(&n->s.t), ping_opt.size, cm_seed(idx, m), 0);
+        NTSTATUS st = session_send(&n->s, n->s.t.off_area, ping_opt.size);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("%s: posting Send %u failed: %s", n->s.t.where, m, ndk_tool_status(st));
             return -1;
@@ -74,15 +74,15 @@ static int cm_send_all(struct cm_node *n, unsigned idx)
 
 static int cm_recv_all(struct cm_node *n, unsigned idx)
 {
-    for (unsigned m = 0; m < opt.count; m++) {
+    for (unsigned m = 0; m < ping_opt.count; m++) {
         /* Receives complete in posting order: message m is in slot m. */
         session_wait(&n->s, TAG_RECV0, ++n->recvs, session_wait_ms(), "messages");
         ULONG got;
         session_take(&n->s, &got);
-        if (got != opt.size)
-            session_fail(&n->s, "%s: message %u has %u bytes, expected %u", n->s.t.where, m, got, opt.size);
-        if (opt.validate &&
-            ndk_pattern_check(ndk_tool_session_slot(&n->s.t, m), opt.size, cm_seed(idx, m), 0) != opt.size)
+        if (got != ping_opt.size)
+            session_fail(&n->s, "%s: message %u has %u bytes, expected %u", n->s.t.where, m, got, ping_opt.size);
+        if (ping_opt.validate &&
+            ndk_pattern_check(ndk_tool_session_slot(&n->s.t, m), ping_opt.size, cm_seed(idx, m), 0) != ping_opt.size)
             session_fail(&n->s, "%s: message %u differs from the expected pattern", n->s.t.where, m);
     }
     return 0;
@@ -93,32 +93,32 @@ int cmatose_server(ndk_rt *rt)
     char why[256], where[1024];
     SOCKADDR_INET addr;
     ndk_tool_server *srv = NULL;
-    struct cm_node *nodes = calloc(opt.connections, sizeof *nodes);
+    struct cm_node *nodes = calloc(ping_opt.connections, sizeof *nodes);
     int rc = 0;
 
     if (!nodes)
         return 1;
     printf("cmatose: starting server\n");
-    if (opt.local) {
-        if (ndk_tool_parse_ip(opt.local, &addr) != 0) {
-            ndk_tool_err("bad bind address '%s'", opt.local);
+    if (ping_opt.local) {
+        if (ndk_tool_parse_ip(ping_opt.local, &addr) != 0) {
+            ndk_tool_err("bad bind address '%s'", ping_opt.local);
             return 2;
         }
     } else {
         memset(&addr, 0, sizeof addr);
         addr.si_family = AF_UNSPEC;
     }
-    ndk_tool_addr_set_port(&addr, opt.port);
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, opt.provider, 0, &srv, why, sizeof why);
+    ndk_tool_addr_set_port(&addr, ping_opt.port);
+    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
         free(nodes);
         return 1;
     }
-    if (opt.verbose)
+    if (ping_opt.verbose)
         printf("ndkping --cmatose listening on %s\n", ndk_tool_server_where(srv, where, sizeof where));
     unsigned up = 0;
-    for (; up < opt.connections; up++) {
+    for (; up < ping_opt.connections; up++) {
         NDK_CONNECTOR *incoming;
         ndk_tool_adapter *ad;
         st = ndk_tool_server_next(srv, NDK_TOOL_INFINITE, &incoming, &ad);
@@ -137,8 +137,8 @@ int cmatose_server(ndk_rt *rt)
             rc = 1;
             break;
         }
-        ULONG plen = opt.pdata ? (ULONG)strlen(opt.pdata) + 1 : 0;
-        st = ndk_tool_conn_accept(&n->s.t.conn, incoming, 1, 1, opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        ULONG plen = ping_opt.pdata ? (ULONG)strlen(ping_opt.pdata) + 1 : 0;
+        st = ndk_tool_conn_accept(&n->s.t.conn, incoming, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("accept failed: %s", ndk_tool_status(st));
             rc = 1;
@@ -146,7 +146,7 @@ int cmatose_server(ndk_rt *rt)
         }
         ndk_tool_addr_str(&n->s.t.conn.peer, true, n->s.t.where, sizeof n->s.t.where);
     }
-    if (rc == 0 && opt.count) {
+    if (rc == 0 && ping_opt.count) {
         printf("initiating data transfers\n");
         for (unsigned i = 0; i < up && rc == 0; i++)
             rc = cm_send_all(&nodes[i], i);
@@ -158,13 +158,13 @@ int cmatose_server(ndk_rt *rt)
             printf("data transfers complete\n");
     }
     printf("cmatose: disconnecting\n");
-    for (unsigned i = 0; i < opt.connections; i++)
+    for (unsigned i = 0; i < ping_opt.connections; i++)
         ndk_tool_session_close(&nodes[i].s.t);
     printf("disconnected\n");
     ndk_tool_server_stop(srv);
     if (rc == 0)
         printf("ndkping --cmatose server: %u connection(s), %llu messages of %u bytes each way%s: ok\n", up,
-               (unsigned long long)opt.count, opt.size, opt.validate ? ", data compared" : "");
+               (unsigned long long)ping_opt.count, ping_opt.size, ping_opt.validate ? ", data compared" : "");
     printf("test complete\nreturn status %d\n", rc);
     free(nodes);
     return rc;
@@ -175,38 +175,38 @@ int cmatose_client(ndk_rt *rt)
     char dst_s[NDK_TOOL_ADDRSTRLEN];
     SOCKADDR_INET dst, local, src;
     ndk_tool_adapter ad;
-    struct cm_node *nodes = calloc(opt.connections, sizeof *nodes);
+    struct cm_node *nodes = calloc(ping_opt.connections, sizeof *nodes);
     int rc = 0;
 
     if (!nodes)
         return 1;
     printf("cmatose: starting client\n");
-    if (ndk_tool_parse_ip(opt.addr, &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.addr, &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.addr);
         return 2;
     }
-    ndk_tool_addr_set_port(&dst, opt.port);
-    if (opt.local && ndk_tool_parse_ip(opt.local, &local) != 0) {
-        ndk_tool_err("bad bind address '%s'", opt.local);
+    ndk_tool_addr_set_port(&dst, ping_opt.port);
+    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
+        ndk_tool_err("bad bind address '%s'", ping_opt.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    NTSTATUS st = ndk_tool_client_adapter(rt, opt.local ? &local : NULL, &dst, opt.provider, 0, &ad, &src);
+    NTSTATUS st = ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src);
     if (st != STATUS_SUCCESS) {
         free(nodes);
         return 1;
     }
     printf("cmatose: connecting\n");
-    ULONG plen = opt.pdata ? (ULONG)strlen(opt.pdata) + 1 : 0;
+    ULONG plen = ping_opt.pdata ? (ULONG)strlen(ping_opt.pdata) + 1 : 0;
     unsigned up = 0;
-    for (; up < opt.connections; up++) {
+    for (; up < ping_opt.connections; up++) {
         struct cm_node *n = &nodes[up];
         snprintf(n->s.t.where, sizeof n->s.t.where, "%s", dst_s);
         if (cm_setup(n, &ad) != 0) {
             rc = 1;
             break;
         }
-        st = ndk_tool_conn_connect(&n->s.t.conn, &src, &dst, 1, 1, opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        st = ndk_tool_conn_connect(&n->s.t.conn, &src, &dst, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
             rc = 1;
@@ -214,7 +214,7 @@ int cmatose_client(ndk_rt *rt)
         }
         cm_print_pdata("server", n->s.t.conn.peer_data, n->s.t.conn.peer_data_len);
     }
-    if (rc == 0 && opt.count) {
+    if (rc == 0 && ping_opt.count) {
         printf("receiving data transfers\n");
         for (unsigned i = 0; i < up && rc == 0; i++)
             rc = cm_recv_all(&nodes[i], i);
@@ -237,12 +237,12 @@ int cmatose_client(ndk_rt *rt)
             }
         }
     }
-    for (unsigned i = 0; i < opt.connections; i++)
+    for (unsigned i = 0; i < ping_opt.connections; i++)
         ndk_tool_session_close(&nodes[i].s.t);
     ndk_tool_adapter_close(&ad);
     if (rc == 0)
         printf("ndkping --cmatose client: %u connection(s), %llu messages of %u bytes each way%s: ok\n", up,
-               (unsigned long long)opt.count, opt.size, opt.validate ? ", data compared" : "");
+               (unsigned long long)ping_opt.count, ping_opt.size, ping_opt.validate ? ", data compared" : "");
     printf("test complete\nreturn status %d\n", rc);
     free(nodes);
     return rc;

@@ -22,7 +22,7 @@
 #include "ndk_tool_cli.h"
 #include "ndkping.h"
 
-struct ping_opts opt = { .size = 64, .count = 4, .interval = 1.0, .wait_s = 5.0 };
+struct ping_opts ping_opt = { .size = 64, .count = 4, .interval = 1.0, .wait_s = 5.0 };
 
 /* ============================================================================================ */
 /* server loop (ping and rping modes)                                                            */
@@ -33,40 +33,40 @@ static int run_server(ndk_rt *rt)
     SOCKADDR_INET addr;
     ndk_tool_server *srv = NULL;
 
-    if (opt.rping) {
+    if (ping_opt.rping) {
         /* rping's server binds INADDR_ANY unless -a says otherwise. */
-        if (opt.addr) {
-            if (ndk_tool_parse_ip(opt.addr, &addr) != 0) {
-                ndk_tool_err("bad address '%s'", opt.addr);
+        if (ping_opt.addr) {
+            if (ndk_tool_parse_ip(ping_opt.addr, &addr) != 0) {
+                ndk_tool_err("bad address '%s'", ping_opt.addr);
                 return 2;
             }
         } else {
             memset(&addr, 0, sizeof addr);
             addr.si_family = AF_INET;
         }
-        ndk_tool_addr_set_port(&addr, opt.port);
-    } else if (ndk_tool_parse_addr(opt.addr, opt.port, &addr, why, sizeof why) != 0) {
+        ndk_tool_addr_set_port(&addr, ping_opt.port);
+    } else if (ndk_tool_parse_addr(ping_opt.addr, ping_opt.port, &addr, why, sizeof why) != 0) {
         ndk_tool_err("bad address %s", why);
         return 2;
     }
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, opt.provider, 0, &srv, why, sizeof why);
+    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
         return 1;
     }
-    if (!opt.quiet && (!opt.rping || opt.verbose)) {
-        printf("%s listening on %s\n", opt.rping ? "ndkping --rping" : "ndkping", ndk_tool_server_where(srv, where, sizeof where));
+    if (!ping_opt.quiet && (!ping_opt.rping || ping_opt.verbose)) {
+        printf("%s listening on %s\n", ping_opt.rping ? "ndkping --rping" : "ndkping", ndk_tool_server_where(srv, where, sizeof where));
         fflush(stdout);
     }
     int rc = 0;
-    bool once = opt.once || (opt.rping && !opt.persistent);
+    bool once = ping_opt.once || (ping_opt.rping && !ping_opt.persistent);
     for (;;) {
         NDK_CONNECTOR *conn;
         ndk_tool_adapter *ad;
         st = ndk_tool_server_next(srv, NDK_TOOL_INFINITE, &conn, &ad);
         if (st != STATUS_SUCCESS)
             break;
-        int r = opt.rping ? rping_serve_one(conn, ad) : ping_serve_one(conn, ad);
+        int r = ping_opt.rping ? rping_serve_one(conn, ad) : ping_serve_one(conn, ad);
         if (r)
             rc = r;
         if (once || ndk_tool_stopped())
@@ -128,7 +128,7 @@ static int parse_size(const char *s, uint32_t max)
         ndk_tool_err("rping sizes go up to %u bytes", max);
         return -1;
     }
-    opt.size = (uint32_t)v;
+    ping_opt.size = (uint32_t)v;
     return 0;
 }
 
@@ -136,34 +136,34 @@ static int parse_size(const char *s, uint32_t max)
 static int mode_common_opt(int c, const char *arg)
 {
     switch (c) {
-    case 'C': return ndk_tool_cli_u64(arg, 0, UINT64_MAX, "count", &opt.count);
-    case 'p': return ndk_tool_cli_port(arg, &opt.port);
+    case 'C': return ndk_tool_cli_u64(arg, 0, UINT64_MAX, "count", &ping_opt.count);
+    case 'p': return ndk_tool_cli_port(arg, &ping_opt.port);
     default: return 1;
     }
 }
 
 /* ndkping -s / -c: the shared meaning of -s and -c; -a is the local address. */
-static int ping_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
+static int ping_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
     (void)ctx;
     switch (c) {
     case 'a': o->local = arg; return 0;
     case 'S': return parse_size(arg, PING_MAX_SIZE);
-    case 'i': return ndk_tool_cli_secs(arg, 3600, true, "time", &opt.interval);
+    case 'i': return ndk_tool_cli_secs(arg, 3600, true, "time", &ping_opt.interval);
     case 'W':
-        if (ndk_tool_cli_secs(arg, 3600, true, "time", &opt.wait_s) != 0)
+        if (ndk_tool_cli_secs(arg, 3600, true, "time", &ping_opt.wait_s) != 0)
             return -1;
-        if (opt.wait_s == 0)
-            opt.wait_s = 0.001;
+        if (ping_opt.wait_s == 0)
+            ping_opt.wait_s = 0.001;
         return 0;
-    case 'q': opt.quiet = true; return 0;
-    case LO_ONCE: opt.once = true; return 0;
+    case 'q': ping_opt.quiet = true; return 0;
+    case LO_ONCE: ping_opt.once = true; return 0;
     default: return mode_common_opt(c, arg);
     }
 }
 
 /* rping's own letters: -s / -c are flags, -a the server address, -I the source. */
-static int rping_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
+static int rping_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
     (void)ctx;
     switch (c) {
@@ -171,7 +171,7 @@ static int rping_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
     case 's': o->server = true; return 0;
     case 'c': o->client = true; return 0;
     case 'a': o->addr = arg; return 0;
-    case 'P': opt.persistent = true; return 0;
+    case 'P': ping_opt.persistent = true; return 0;
     case 'S': return parse_size(arg, RPING_MAX_SIZE);
     default: return mode_common_opt(c, arg);
     }
@@ -179,7 +179,7 @@ static int rping_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 
 /* cmatose's letters: -s is the server address (a client), -b the bind address, -c the number of
  * connections. */
-static int cmatose_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
+static int cmatose_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
     uint64_t v;
     (void)ctx;
@@ -190,31 +190,31 @@ static int cmatose_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
     case 'c':
         if (ndk_tool_cli_u64(arg, 1, CMATOSE_MAX_CONNS, "connection count", &v) != 0)
             return -1;
-        opt.connections = (unsigned)v;
+        ping_opt.connections = (unsigned)v;
         return 0;
-    case 'C': return ndk_tool_cli_u64(arg, 0, 100000, "message count", &opt.count);
+    case 'C': return ndk_tool_cli_u64(arg, 0, 100000, "message count", &ping_opt.count);
     case 'S': return parse_size(arg, PING_MAX_SIZE);
     case LO_PDATA:
         if (strlen(arg) > 200) {
             ndk_tool_err("--pdata takes up to 200 characters");
             return -1;
         }
-        opt.pdata = arg;
+        ping_opt.pdata = arg;
         return 0;
-    case 'V': opt.validate = true; return 0;
+    case 'V': ping_opt.validate = true; return 0;
     default: return mode_common_opt(c, arg);
     }
 }
 
 /* rdma_server / rdma_client: -s is the address. */
-static int rdmacm_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
+static int rdmacm_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
     (void)ctx;
     switch (c) {
     case LO_RDMA_SERVER: o->server = true; return 0;
     case LO_RDMA_CLIENT: o->client = true; return 0;
     case 's': o->addr = arg; return 0;
-    case 'p': return ndk_tool_cli_port(arg, &opt.port);
+    case 'p': return ndk_tool_cli_port(arg, &ping_opt.port);
     default: return 1;
     }
 }
@@ -235,35 +235,35 @@ static int parse_args(int argc, char **argv)
     };
     ndk_tool_cli_spec spec = { .usage = usage };
     ndk_tool_cli o;
-    if (opt.rping) {
-        opt.count = 0;          /* rping: ping forever unless -C */
-        opt.port = PING_DEFAULT_PORT;
-        spec = (ndk_tool_cli_spec){ "a:I:Pp:C:S:t:scvVdqh", rping_longs, NDK_TOOL_CLI_ROLE, rping_opt, NULL, usage };
-    } else if (opt.cmatose) {
-        opt.count = 10;
-        opt.size = 100;
-        opt.connections = 1;
-        opt.port = CMATOSE_DEFAULT_PORT;
-        spec = (ndk_tool_cli_spec){ "s:b:f:P:c:C:S:t:p:mVvh", cmatose_longs, 0, cmatose_opt, NULL, usage };
-    } else if (opt.rdmacm) {
-        opt.port = RDMACM_DEFAULT_PORT;
-        spec = (ndk_tool_cli_spec){ "s:p:vh", rdmacm_longs, NDK_TOOL_CLI_ROLE, rdmacm_opt, NULL, usage };
+    if (ping_opt.rping) {
+        ping_opt.count = 0;          /* rping: ping forever unless -C */
+        ping_opt.port = PING_DEFAULT_PORT;
+        spec = (ndk_tool_cli_spec){ "a:I:Pp:C:S:t:scvVdqh", rping_longs, NDK_TOOL_CLI_ROLE, rping_mode_opt, NULL, usage };
+    } else if (ping_opt.cmatose) {
+        ping_opt.count = 10;
+        ping_opt.size = 100;
+        ping_opt.connections = 1;
+        ping_opt.port = CMATOSE_DEFAULT_PORT;
+        spec = (ndk_tool_cli_spec){ "s:b:f:P:c:C:S:t:p:mVvh", cmatose_longs, 0, cmatose_mode_opt, NULL, usage };
+    } else if (ping_opt.rdmacm) {
+        ping_opt.port = RDMACM_DEFAULT_PORT;
+        spec = (ndk_tool_cli_spec){ "s:p:vh", rdmacm_longs, NDK_TOOL_CLI_ROLE, rdmacm_mode_opt, NULL, usage };
     } else {
-        opt.port = PING_DEFAULT_PORT;
-        spec = (ndk_tool_cli_spec){ "s::c:a:S:C:i:W:p:qvh", ping_longs, NDK_TOOL_CLI_ROLE, ping_opt, NULL, usage };
+        ping_opt.port = PING_DEFAULT_PORT;
+        spec = (ndk_tool_cli_spec){ "s::c:a:S:C:i:W:p:qvh", ping_longs, NDK_TOOL_CLI_ROLE, ping_mode_opt, NULL, usage };
     }
     if (ndk_tool_cli_parse(&spec, argc, argv, &o) != 0)
         return -1;
-    opt.addr = o.addr;
-    opt.local = o.local;
-    opt.provider = o.provider;
-    opt.poll = o.poll;
-    opt.verbose = o.verbose;
-    opt.server = o.server;
-    opt.client = o.client;
-    if (opt.cmatose) {
-        opt.client = opt.addr != NULL;
-        opt.server = !opt.client;
+    ping_opt.addr = o.addr;
+    ping_opt.local = o.local;
+    ping_opt.provider = o.provider;
+    ping_opt.poll = o.poll;
+    ping_opt.verbose = o.verbose;
+    ping_opt.server = o.server;
+    ping_opt.client = o.client;
+    if (ping_opt.cmatose) {
+        ping_opt.client = ping_opt.addr != NULL;
+        ping_opt.server = !ping_opt.client;
     }
     return 0;
 }
@@ -273,13 +273,13 @@ int main(int argc, char **argv)
     ndk_tool_set_progname("ndkping");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rping"))
-            opt.rping = true;
+            ping_opt.rping = true;
         if (!strcmp(argv[i], "--cmatose"))
-            opt.cmatose = true;
+            ping_opt.cmatose = true;
         if (!strcmp(argv[i], "--rdma-server") || !strcmp(argv[i], "--rdma-client"))
-            opt.rdmacm = true;
+            ping_opt.rdmacm = true;
     }
-    if (opt.rping + opt.cmatose + opt.rdmacm > 1) {
+    if (ping_opt.rping + ping_opt.cmatose + ping_opt.rdmacm > 1) {
         ndk_tool_err("--rping, --cmatose and --rdma-server/--rdma-client exclude each other");
         return 2;
     }
@@ -295,14 +295,14 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc;
-    if (opt.cmatose)
-        rc = opt.server ? cmatose_server(rt) : cmatose_client(rt);
-    else if (opt.rdmacm)
-        rc = opt.server ? rdmacm_server(rt) : rdmacm_client(rt);
-    else if (opt.server)
+    if (ping_opt.cmatose)
+        rc = ping_opt.server ? cmatose_server(rt) : cmatose_client(rt);
+    else if (ping_opt.rdmacm)
+        rc = ping_opt.server ? rdmacm_server(rt) : rdmacm_client(rt);
+    else if (ping_opt.server)
         rc = run_server(rt);
     else
-        rc = opt.rping ? rping_client(rt) : ping_client(rt);
+        rc = ping_opt.rping ? rping_client(rt) : ping_client(rt);
     ndk_rt_close(rt);
     return rc;
 }

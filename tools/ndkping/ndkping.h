@@ -36,7 +36,7 @@ struct ping_opts {
     double      interval;
     double      wait_s;
 };
-extern struct ping_opts opt;
+extern struct ping_opts ping_opt;
 
 /* ---- a session plus completion bookkeeping (session.c) ---- */
 

@@ -33,26 +33,26 @@ int ping_client(ndk_rt *rt)
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (ndk_tool_parse_addr(opt.addr, opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
+    if (ndk_tool_parse_addr(ping_opt.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad destination %s", dst.si_family == AF_UNSPEC && !why[0] ? "(no address)" : why);
         return 2;
     }
-    if (opt.local && ndk_tool_parse_ip(opt.local, &local) != 0) {
-        ndk_tool_err("bad local address '%s'", opt.local);
+    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
+        ndk_tool_err("bad local address '%s'", ping_opt.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    if (ndk_tool_client_adapter(rt, opt.local ? &local : NULL, &dst, opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
-    if (opt.size > ad.info.MaxTransferLength) {
-        ndk_tool_err("payload size %u exceeds the adapter's MaxTransferLength %u", opt.size, ad.info.MaxTransferLength);
+    if (ping_opt.size > ad.info.MaxTransferLength) {
+        ndk_tool_err("payload size %u exceeds the adapter's MaxTransferLength %u", ping_opt.size, ad.info.MaxTransferLength);
         ndk_tool_adapter_close(&ad);
         return 2;
     }
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
     /* Slot 0 receives the reply; the area holds the request. */
-    ndk_tool_session_cfg cfg = { .rq_depth = 2, .iq_depth = 2, .poll = opt.poll, .nrecv = 1, .rbuf = opt.size,
-                                 .area_len = opt.size };
+    ndk_tool_session_cfg cfg = { .rq_depth = 2, .iq_depth = 2, .poll = ping_opt.poll, .nrecv = 1, .rbuf = ping_opt.size,
+                                 .area_len = ping_opt.size };
     st = ndk_tool_session_open(&s.t, &ad, &cfg);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("setting up the queue pair on %s failed: %s", ad.ifname, ndk_tool_status(st));
@@ -69,8 +69,8 @@ int ping_client(ndk_rt *rt)
     memset(&h, 0, sizeof h);
     memcpy(h.magic, PING_MAGIC, sizeof PING_MAGIC);
     h.version = htobe32(PING_VERSION);
-    h.size = htobe32(opt.size);
-    h.count = htobe32((uint32_t)opt.count);
+    h.size = htobe32(ping_opt.size);
+    h.count = htobe32((uint32_t)ping_opt.count);
     uint64_t t_conn = ndk_tool_now_ns();
     st = ndk_tool_conn_connect(&s.t.conn, &src, &dst, 1, 1, &h, sizeof h, NDK_TOOL_CONNECT_TIMEOUT_MS);
     if (st != STATUS_SUCCESS) {
@@ -83,21 +83,21 @@ int ping_client(ndk_rt *rt)
     if (s.t.conn.peer_data_len < sizeof h || memcmp(s.t.conn.peer_data, PING_MAGIC, sizeof PING_MAGIC) != 0)
         session_fail(&s, "%s accepted but is not an ndkping server (no ndkping reply in the private data)", dst_s);
 
-    if (!opt.quiet)
+    if (!ping_opt.quiet)
         printf("NDKPING %s from %s via %s (%s, adapter %u): %u data bytes, connected in %.3f ms\n", dst_s,
-               ndk_tool_addr_str(&s.t.conn.local, true, src_s, sizeof src_s), ad.ifname, ad.provider, ad.id, opt.size,
+               ndk_tool_addr_str(&s.t.conn.local, true, src_s, sizeof src_s), ad.ifname, ad.provider, ad.id, ping_opt.size,
                conn_ms);
     fflush(stdout);
 
     uint64_t n = 0, sum = 0, min = UINT64_MAX, max = 0;
     double sumsq = 0;
     uint64_t t_start = ndk_tool_now_ns();
-    for (uint64_t seq = 1; opt.count == 0 || seq <= opt.count; seq++) {
+    for (uint64_t seq = 1; ping_opt.count == 0 || seq <= ping_opt.count; seq++) {
         if (ndk_tool_stopped())
             break;
-        ndk_pattern_fill(tx, opt.size, seq, 0);
+        ndk_pattern_fill(tx, ping_opt.size, seq, 0);
         uint64_t t0 = ndk_tool_now_ns();
-        st = session_send(&s, s.t.off_area, opt.size);
+        st = session_send(&s, s.t.off_area, ping_opt.size);
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting Send seq=%llu failed: %s", dst_s, (unsigned long long)seq, ndk_tool_status(st));
         session_wait(&s, TAG_RECV0, (unsigned)seq, session_wait_ms(), "reply");
@@ -105,14 +105,14 @@ int ping_client(ndk_rt *rt)
         session_wait(&s, TAG_SEND, (unsigned)seq, session_wait_ms(), "Send completion");
         ULONG got;
         session_take(&s, &got);
-        if (got != opt.size)
+        if (got != ping_opt.size)
             session_fail(&s, "%s: reply seq=%llu has %u bytes, expected %u", dst_s, (unsigned long long)seq, got,
-                         opt.size);
-        size_t at = ndk_pattern_check(rx, opt.size, seq, 0);
-        if (at != opt.size)
+                         ping_opt.size);
+        size_t at = ndk_pattern_check(rx, ping_opt.size, seq, 0);
+        if (at != ping_opt.size)
             session_fail(&s, "%s: reply seq=%llu differs from the request at byte %zu", dst_s, (unsigned long long)seq,
                          at);
-        memset(rx, 0, opt.size);
+        memset(rx, 0, ping_opt.size);
         st = session_post_slot(&s, 0);
         if (st != STATUS_SUCCESS)
             session_fail(&s, "posting a receive failed: %s", ndk_tool_status(st));
@@ -123,15 +123,15 @@ int ping_client(ndk_rt *rt)
             min = rtt;
         if (rtt > max)
             max = rtt;
-        if (!opt.quiet) {
-            printf("%u bytes from %s: seq=%llu time=%.3f ms\n", opt.size, dst_s, (unsigned long long)seq,
+        if (!ping_opt.quiet) {
+            printf("%u bytes from %s: seq=%llu time=%.3f ms\n", ping_opt.size, dst_s, (unsigned long long)seq,
                    (double)rtt / 1e6);
             fflush(stdout);
         }
-        if (opt.count && seq == opt.count)
+        if (ping_opt.count && seq == ping_opt.count)
             break;
         /* Sleep the interval, waking for Ctrl-C. */
-        uint64_t until = ndk_tool_now_ns() + (uint64_t)(opt.interval * 1e9);
+        uint64_t until = ndk_tool_now_ns() + (uint64_t)(ping_opt.interval * 1e9);
         while (!ndk_tool_stopped()) {
             uint64_t now = ndk_tool_now_ns();
             if (now >= until)
@@ -182,7 +182,7 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         return 1;
     }
     /* Spare slots: a ping may land before the previous echo's completion was reaped. */
-    ndk_tool_session_cfg cfg = { .iq_depth = PING_SLOTS, .poll = opt.poll, .nrecv = PING_SLOTS, .rbuf = size };
+    ndk_tool_session_cfg cfg = { .iq_depth = PING_SLOTS, .poll = ping_opt.poll, .nrecv = PING_SLOTS, .rbuf = size };
     st = ndk_tool_session_open(&s.t, ad, &cfg);
     for (int k = 0; st == STATUS_SUCCESS && k < PING_SLOTS; k++)
         st = session_post_slot(&s, k);
@@ -202,7 +202,7 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     }
     ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
     snprintf(s.t.where, sizeof s.t.where, "%s", peer);
-    if (!opt.quiet) {
+    if (!ping_opt.quiet) {
         printf("connection from %s on %s: %u-byte pings\n", peer, ad->ifname, size);
         fflush(stdout);
     }
@@ -249,7 +249,7 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         }
     }
 out:
-    if (!opt.quiet) {
+    if (!ping_opt.quiet) {
         printf("%s: %u pings echoed\n", peer, echoed);
         fflush(stdout);
     }

@@ -27,7 +27,7 @@
 static int rdmacm_setup(struct session *s, ndk_tool_adapter *ad)
 {
     /* One receive slot; the (zeroed) area is the message we send. */
-    ndk_tool_session_cfg cfg = { .iq_depth = 1, .poll = opt.poll, .nrecv = 1, .rbuf = RDMACM_MSG,
+    ndk_tool_session_cfg cfg = { .iq_depth = 1, .poll = ping_opt.poll, .nrecv = 1, .rbuf = RDMACM_MSG,
                                  .area_len = RDMACM_MSG };
     NTSTATUS st = ndk_tool_session_open(&s->t, ad, &cfg);
     if (st == STATUS_SUCCESS) {
@@ -64,14 +64,14 @@ int rdmacm_client(ndk_rt *rt)
 
     memset(&s, 0, sizeof s);
     /* rdma_client's default server is 127.0.0.1. */
-    if (ndk_tool_parse_ip(opt.addr ? opt.addr : "127.0.0.1", &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.addr ? ping_opt.addr : "127.0.0.1", &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.addr);
         return 2;
     }
-    ndk_tool_addr_set_port(&dst, opt.port);
+    ndk_tool_addr_set_port(&dst, ping_opt.port);
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, NULL, &dst, opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (rdmacm_setup(&s, &ad) != 0) {
         ndk_tool_session_close(&s.t);
@@ -86,7 +86,7 @@ int rdmacm_client(ndk_rt *rt)
         ndk_tool_adapter_close(&ad);
         return 1;
     }
-    if (opt.verbose)
+    if (ping_opt.verbose)
         printf("ndkping --rdma-client: connected to %s from %s via %s (%s)\n", dst_s,
                ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
     st = session_send(&s, s.t.off_area, RDMACM_MSG);
@@ -113,9 +113,9 @@ int rdmacm_server(ndk_rt *rt)
     struct session s;
 
     memset(&s, 0, sizeof s);
-    if (opt.addr) {
-        if (ndk_tool_parse_ip(opt.addr, &addr) != 0) {
-            ndk_tool_err("bad address '%s'", opt.addr);
+    if (ping_opt.addr) {
+        if (ndk_tool_parse_ip(ping_opt.addr, &addr) != 0) {
+            ndk_tool_err("bad address '%s'", ping_opt.addr);
             return 2;
         }
     } else {
@@ -123,8 +123,8 @@ int rdmacm_server(ndk_rt *rt)
         memset(&addr, 0, sizeof addr);
         addr.si_family = AF_UNSPEC;
     }
-    ndk_tool_addr_set_port(&addr, opt.port);
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, opt.provider, 0, &srv, why, sizeof why);
+    ndk_tool_addr_set_port(&addr, ping_opt.port);
+    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
         return 1;
@@ -153,7 +153,7 @@ int rdmacm_server(ndk_rt *rt)
     }
     ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
     snprintf(s.t.where, sizeof s.t.where, "%s", peer);
-    if (opt.verbose)
+    if (ping_opt.verbose)
         printf("ndkping --rdma-server: connection from %s on %s\n", peer, ad->ifname);
     session_wait(&s, TAG_RECV0, 1, RDMACM_WAIT_MS, "the client's 16-byte message");
     rdmacm_check(&s, "rdma_client");

@@ -41,7 +41,7 @@ static int rping_setup(struct session *s, ndk_tool_adapter *ad, uint32_t data_le
 {
     /* Client: start_buf and rdma_buf; server: rdma_buf only. */
     ndk_tool_session_cfg cfg = {
-        .iq_depth = 16, .poll = opt.poll, .nrecv = 2, .rbuf = 16,
+        .iq_depth = 16, .poll = ping_opt.poll, .nrecv = 2, .rbuf = 16,
         .area_len = RP_DATA + (size_t)data_len * (client ? 2 : 1),
         .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
                     NDK_MR_FLAG_RDMA_READ_SINK,
@@ -97,24 +97,24 @@ int rping_client(ndk_rt *rt)
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (!opt.addr) {
+    if (!ping_opt.addr) {
         ndk_tool_err("--rping client needs the server address (-a)");
         return 2;
     }
-    if (ndk_tool_parse_ip(opt.addr, &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.addr, &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.addr);
         return 2;
     }
-    ndk_tool_addr_set_port(&dst, opt.port);
-    if (opt.local && ndk_tool_parse_ip(opt.local, &local) != 0) {
-        ndk_tool_err("bad source address '%s'", opt.local);
+    ndk_tool_addr_set_port(&dst, ping_opt.port);
+    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
+        ndk_tool_err("bad source address '%s'", ping_opt.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, opt.local ? &local : NULL, &dst, opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
-    if (rping_setup(&s, &ad, opt.size, true) != 0) {
+    if (rping_setup(&s, &ad, ping_opt.size, true) != 0) {
         ndk_tool_session_close(&s.t);
         ndk_tool_adapter_close(&ad);
         return 1;
@@ -127,19 +127,19 @@ int rping_client(ndk_rt *rt)
         ndk_tool_adapter_close(&ad);
         return 1;
     }
-    if (opt.verbose > 1 || (!opt.quiet && opt.verbose))
+    if (ping_opt.verbose > 1 || (!ping_opt.quiet && ping_opt.verbose))
         fprintf(stderr, "%s: connected to %s from %s via %s (%s)\n", ndk_tool_progname(), dst_s,
                 ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
-    uint8_t *start_buf = ndk_tool_session_area(&s.t) + RP_DATA, *rdma_buf = start_buf + opt.size;
+    uint8_t *start_buf = ndk_tool_session_area(&s.t) + RP_DATA, *rdma_buf = start_buf + ping_opt.size;
     unsigned sends = 0, recvs = 0, ping;
     uint64_t t0 = ndk_tool_now_ns();
-    for (ping = 0; opt.count == 0 || ping < opt.count; ping++) {
+    for (ping = 0; ping_opt.count == 0 || ping < ping_opt.count; ping++) {
         if (ndk_tool_stopped())
             break;
-        rping_fill(start_buf, opt.size, ping);
-        memset(rdma_buf, 0, opt.size);
+        rping_fill(start_buf, ping_opt.size, ping);
+        memset(rdma_buf, 0, ping_opt.size);
         /* 1. Advertise the source; the server RDMA-Reads it and says go ahead. */
-        rping_send_info(&s, &sends, start_buf, s.t.mem.rtoken, opt.size);
+        rping_send_info(&s, &sends, start_buf, s.t.mem.rtoken, ping_opt.size);
         while (s.done[TAG_RECV0] < recvs + 1) {
             int failed;
             st = session_pump(&s, session_wait_ms(), &failed);
@@ -150,7 +150,7 @@ int rping_client(ndk_rt *rt)
         recvs++;
         rping_take_recv(&s);
         /* 2. Advertise the sink; the server RDMA-Writes the data back and says go ahead. */
-        rping_send_info(&s, &sends, rdma_buf, s.t.mem.rtoken, opt.size);
+        rping_send_info(&s, &sends, rdma_buf, s.t.mem.rtoken, ping_opt.size);
         while (s.done[TAG_RECV0] < recvs + 1) {
             int failed;
             st = session_pump(&s, session_wait_ms(), &failed);
@@ -160,21 +160,21 @@ int rping_client(ndk_rt *rt)
         }
         recvs++;
         rping_take_recv(&s);
-        if (memcmp(start_buf, rdma_buf, opt.size) != 0) {
+        if (memcmp(start_buf, rdma_buf, ping_opt.size) != 0) {
             uint32_t at = 0;
-            while (at < opt.size && start_buf[at] == rdma_buf[at])
+            while (at < ping_opt.size && start_buf[at] == rdma_buf[at])
                 at++;
-            session_fail(&s, "%s: data mismatch in ping %u at byte %u of %u", dst_s, ping, at, opt.size);
+            session_fail(&s, "%s: data mismatch in ping %u at byte %u of %u", dst_s, ping, at, ping_opt.size);
         }
-        if (opt.verbose)
+        if (ping_opt.verbose)
             printf("ping data: %s\n", (const char *)rdma_buf);
     }
     double secs = (double)(ndk_tool_now_ns() - t0) / 1e9;
     ndk_tool_session_close(&s.t);
     ndk_tool_adapter_close(&ad);
-    if (!opt.quiet)
+    if (!ping_opt.quiet)
         printf("ndkping --rping client: %u pings of %u bytes with %s, data compared byte for byte: ok (%.3f s)\n",
-               ping, opt.size, dst_s, secs);
+               ping, ping_opt.size, dst_s, secs);
     fflush(stdout);
     return 0;
 }
@@ -185,7 +185,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     char peer[NDK_TOOL_ADDRSTRLEN];
     struct session s;
     NTSTATUS st;
-    const uint32_t cap = opt.size > RPING_MAX_SIZE + 1 ? opt.size : RPING_MAX_SIZE + 1;
+    const uint32_t cap = ping_opt.size > RPING_MAX_SIZE + 1 ? ping_opt.size : RPING_MAX_SIZE + 1;
 
     memset(&s, 0, sizeof s);
     if (rping_setup(&s, ad, cap, false) != 0) {
@@ -201,7 +201,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     }
     ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
     snprintf(s.t.where, sizeof s.t.where, "%s", peer);
-    if (opt.verbose)
+    if (ping_opt.verbose)
         fprintf(stderr, "%s: connection from %s\n", ndk_tool_progname(), peer);
     uint8_t *rdma_buf = ndk_tool_session_area(&s.t) + RP_DATA;
     uint8_t *expect = malloc(cap);
@@ -246,11 +246,11 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         rping_fill(expect, src.size, ping);
         if (memcmp(expect, rdma_buf, src.size) != 0) {
             mismatches++;
-            if (opt.verbose)
+            if (ping_opt.verbose)
                 fprintf(stderr, "%s: ping %u: data read from %s is not rping's pattern\n", ndk_tool_progname(), ping,
                         peer);
         }
-        if (opt.verbose)
+        if (ping_opt.verbose)
             printf("server ping data: %.*s\n", (int)strnlen((const char *)rdma_buf, src.size),
                    (const char *)rdma_buf);
         /* Go ahead: a 16-byte Send (rping's server sends its untouched message buffer). */
@@ -299,7 +299,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
 out:
     free(expect);
     ndk_tool_session_close(&s.t);
-    if (rc == 0 && !opt.quiet) {
+    if (rc == 0 && !ping_opt.quiet) {
         if (mismatches)
             printf("ndkping --rping server: %u pings (%llu bytes) from %s; %llu did not carry rping's pattern\n", ping,
                    (unsigned long long)bytes, peer, (unsigned long long)mismatches);

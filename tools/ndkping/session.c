@@ -88,4 +88,4 @@ void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, con
     }
 }
 
-int session_wait_ms(void) { return (int)(opt.wait_s * 1000.0); }
+int session_wait_ms(void) { return (int)(ping_opt.wait_s * 1000.0); }
