@@ -597,8 +597,8 @@ static void print_header(void)
         cl.ad.ifname, cl.ad.id, cl.nconns, perf_opt.lat ? 1 : cl.conns[0].depth, perf_opt.inline_size);
     perf_out(" Local: %s   Remote: %s   MPA CRC: %s   Completions: %s   Verify: %s\n",
         ndk_tool_addr_str(&cl.conns[0].pc.s.conn.local, true, l, sizeof l),
-        ndk_tool_addr_str(&cl.conns[0].pc.s.conn.peer, true, r, sizeof r), perf_opt.crc ? "requested" : "not requested",
-        perf_opt.poll ? "busy poll" : "notifications", perf_opt.verify ? "on" : "off");
+        ndk_tool_addr_str(&cl.conns[0].pc.s.conn.peer, true, r, sizeof r), perf_opt.cli.crc ? "requested" : "not requested",
+        perf_opt.cli.poll ? "busy poll" : "notifications", perf_opt.verify ? "on" : "off");
     perf_out("%s\n", dashes);
     if (perf_opt.lat)
         perf_out(" %-10s %-12s %-12s %-12s %-15s %-12s %-13s %-10s %-10s %s\n", "#bytes", "#iterations", "t_min[usec]",
@@ -642,8 +642,8 @@ static void print_json(struct agg *rows)
     ndk_tool_json_u64(&j, "connections", cl.nconns);
     ndk_tool_json_u64(&j, "depth", perf_opt.lat ? 1 : cl.conns[0].depth);
     ndk_tool_json_u64(&j, "inline", perf_opt.inline_size);
-    ndk_tool_json_bool(&j, "crc", perf_opt.crc);
-    ndk_tool_json_str(&j, "completions", perf_opt.poll ? "poll" : "notify");
+    ndk_tool_json_bool(&j, "crc", perf_opt.cli.crc);
+    ndk_tool_json_str(&j, "completions", perf_opt.cli.poll ? "poll" : "notify");
     ndk_tool_json_bool(&j, "verify", perf_opt.verify);
     if (perf_opt.duration > 0)
         ndk_tool_json_dbl(&j, "duration_s", perf_opt.duration);
@@ -693,17 +693,17 @@ int cli_run(ndk_rt *rt)
     NTSTATUS st;
     int rc = 0;
 
-    if (ndk_tool_parse_addr(perf_opt.addr, PERF_DEFAULT_PORT, &cl.dst, why, sizeof why) != 0 ||
+    if (ndk_tool_parse_addr(perf_opt.cli.addr, PERF_DEFAULT_PORT, &cl.dst, why, sizeof why) != 0 ||
         cl.dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad server address %s", why[0] ? why : "(none)");
         return 2;
     }
-    if (perf_opt.local && ndk_tool_parse_ip(perf_opt.local, &local) != 0) {
-        ndk_tool_err("bad local address '%s'", perf_opt.local);
+    if (perf_opt.cli.local && ndk_tool_parse_ip(perf_opt.cli.local, &local) != 0) {
+        ndk_tool_err("bad local address '%s'", perf_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&cl.dst, true, dst_s, sizeof dst_s);
-    st = ndk_tool_client_adapter(rt, perf_opt.local ? &local : NULL, &cl.dst, perf_opt.provider, perf_opt.client_if,
+    st = ndk_tool_client_adapter(rt, perf_opt.cli.local ? &local : NULL, &cl.dst, perf_opt.cli.provider, perf_opt.client_if,
                                  &cl.ad, &cl.src);
     if (st != STATUS_SUCCESS)
         return 1;
@@ -824,7 +824,7 @@ int cli_run(ndk_rt *rt)
     }
     if (rc == 0) {
         cl.progress = isatty(2) && !perf_opt.quiet;
-        if (!perf_opt.json || perf_log)
+        if (!perf_opt.cli.json || perf_log)
             print_header();
         fflush(stdout);
         pthread_barrier_init(&cl.barrier, NULL, cl.nconns);
@@ -857,14 +857,14 @@ int cli_run(ndk_rt *rt)
         if (rc == 0 && rows) {
             for (unsigned p = 0; p < cl.nsizes; p++) {
                 aggregate(p, &rows[p]);
-                if (!perf_opt.json || perf_log)
+                if (!perf_opt.cli.json || perf_log)
                     print_row(&rows[p]);
                 if (!rows[p].verified)
                     verified = false;
             }
-            if (!perf_opt.json || perf_log)
+            if (!perf_opt.cli.json || perf_log)
                 perf_out("%s\n", dashes);
-            if (perf_opt.json)
+            if (perf_opt.cli.json)
                 print_json(rows);
         }
         if (perf_opt.verify && !verified && rc == 0) {
@@ -876,7 +876,7 @@ int cli_run(ndk_rt *rt)
         free(rows);
         if (rc == 0 && perf_opt.ndkperfcmd) {
             perf_out("ndkperf: %s test completes\n", perf_opt.testtype);
-            if (perf_opt.json && !perf_log)
+            if (perf_opt.cli.json && !perf_log)
                 fprintf(stderr, "ndkperf: %s test completes\n", perf_opt.testtype);
         }
     }

@@ -83,9 +83,9 @@ static int parse_ndkperfcmd(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEEDV() do { if (!v) { ndk_tool_err("%s needs a value", a); return -1; } i++; } while (0)
         if (!strcmp(a, "-S")) {
-            perf_opt.server = true;
+            perf_opt.cli.server = true;
         } else if (!strcmp(a, "-C")) {
-            perf_opt.client = true;
+            perf_opt.cli.client = true;
         } else if (!strcasecmp(a, "-ServerAddr")) {
             NEEDV();
             server_addr = v;
@@ -94,7 +94,7 @@ static int parse_ndkperfcmd(int argc, char **argv)
             perf_opt.server_if = (ULONG)strtoul(v, NULL, 10);
         } else if (!strcasecmp(a, "-ClientAddr")) {
             NEEDV();
-            perf_opt.local = v;
+            perf_opt.cli.local = v;
         } else if (!strcasecmp(a, "-ClientIf")) {
             NEEDV();
             perf_opt.client_if = (ULONG)strtoul(v, NULL, 10);
@@ -125,23 +125,23 @@ static int parse_ndkperfcmd(int argc, char **argv)
             /* results on screen as well as in the log: they always are */
         } else if (!strcmp(a, "--provider")) {
             NEEDV();
-            perf_opt.provider = v;
+            perf_opt.cli.provider = v;
         } else if (!strcmp(a, "--json")) {
-            perf_opt.json = true;
+            perf_opt.cli.json = true;
         } else if (!strcmp(a, "--poll")) {
-            perf_opt.poll = true;
+            perf_opt.cli.poll = true;
         } else {
             ndk_tool_err("unknown NdkPerfCmd option '%s'", a);
             return -1;
         }
 #undef NEEDV
     }
-    if (perf_opt.server == perf_opt.client || !server_addr) {
+    if (perf_opt.cli.server == perf_opt.cli.client || !server_addr) {
         ndk_tool_err("NdkPerfCmd syntax needs -S or -C and -ServerAddr IP:PORT");
         return -1;
     }
     snprintf(addrbuf, sizeof addrbuf, "%s", server_addr);
-    perf_opt.addr = addrbuf;
+    perf_opt.cli.addr = addrbuf;
     /* Both test types are Send/Receive: rping a ping-pong, rperf a bandwidth run. */
     perf_opt.op = OP_SEND;
     if (!strcmp(perf_opt.testtype, "rping")) {
@@ -230,19 +230,9 @@ static int parse_args(int argc, char **argv)
     const ndk_tool_cli_spec spec = { "s::c:t:z:an:D:q:d:I:vh", longs,
                                      NDK_TOOL_CLI_ROLE | NDK_TOOL_CLI_JSON | NDK_TOOL_CLI_CRC, perf_mode_opt, NULL,
                                      usage };
-    ndk_tool_cli o;
     perf_opt.op = OP_WRITE;
-    if (ndk_tool_cli_parse(&spec, argc, argv, &o) != 0)
+    if (ndk_tool_cli_parse(&spec, argc, argv, &perf_opt.cli) != 0)
         return -1;
-    perf_opt.server = o.server;
-    perf_opt.client = o.client;
-    perf_opt.addr = o.addr;
-    perf_opt.local = o.local;
-    perf_opt.provider = o.provider;
-    perf_opt.poll = o.poll;
-    perf_opt.json = o.json;
-    perf_opt.crc = o.crc;
-    perf_opt.verbose = o.verbose;
     if (perf_opt.sweep && perf_opt.size_set) {
         ndk_tool_err("-z and --sweep exclude each other");
         return -1;
@@ -270,7 +260,7 @@ int main(int argc, char **argv)
         }
     }
     /* MPA CRC: off unless asked for (the environment still wins when it says something). */
-    if (perf_opt.crc)
+    if (perf_opt.cli.crc)
         setenv("NDK_IWARP_CRC", "1", 1);
     else
         setenv("NDK_IWARP_CRC", "0", 0);
@@ -283,7 +273,7 @@ int main(int argc, char **argv)
         ndk_tool_err("opening the NDK runtime failed: %s", ndk_tool_status(st));
         return 1;
     }
-    int rc = perf_opt.server ? srv_run(rt) : cli_run(rt);
+    int rc = perf_opt.cli.server ? srv_run(rt) : cli_run(rt);
     ndk_rt_close(rt);
     if (perf_log)
         fclose(perf_log);

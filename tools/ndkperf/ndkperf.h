@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "ndk_tool.h"
+#include "ndk_tool_cli.h"
 #include "ndk_tool_session.h"
 
 #define PERF_DEFAULT_PORT 18515
@@ -95,10 +96,10 @@ enum tag_kind { K_DATA = 1, K_RECV, K_CTL, K_SIGNAL, K_ECHO, K_WB };
 /* ---- options (ndkperf.c) ---- */
 
 struct perf_opts {
-    bool        server, client, lat, sweep, poll, json, verify, crc, once, quiet, ndkperfcmd, append;
-    int         verbose;
+    ndk_tool_cli cli;               /* the shared options */
+    bool        lat, sweep, verify, once, quiet, ndkperfcmd, append;
     enum perf_op op;
-    const char *addr, *local, *provider, *logfile, *testtype;
+    const char *logfile, *testtype;
     uint64_t    size;
     bool        size_set;
     uint64_t    iters;

@@ -14,7 +14,7 @@ const char *const perf_op_title[] = { "?", "RDMA_Write", "RDMA_Read", "Send" };
 void perf_out(const char *fmt, ...)
 {
     va_list ap;
-    if (!perf_opt.json) {
+    if (!perf_opt.cli.json) {
         va_start(ap, fmt);
         vprintf(fmt, ap);
         va_end(ap);
@@ -72,7 +72,7 @@ NTSTATUS perf_conn_open(struct perf_conn *pc, ndk_tool_adapter *ad, uint32_t nre
                         ULONG inline_size, uint64_t data_len)
 {
     ndk_tool_session_cfg cfg = {
-        .iq_depth = iq_depth, .inline_size = inline_size, .poll = perf_opt.poll, .nrecv = nrecv, .rbuf = rbuf,
+        .iq_depth = iq_depth, .inline_size = inline_size, .poll = perf_opt.cli.poll, .nrecv = nrecv, .rbuf = rbuf,
         .area_len = PERF_CTL_AREA + data_len,
         .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
                     NDK_MR_FLAG_RDMA_READ_SINK,
@@ -102,7 +102,7 @@ void perf_fail(struct perf_conn *pc, const char *fmt, ...)
 
 void perf_note(struct perf_conn *pc, const char *fmt, ...)
 {
-    if (!perf_opt.verbose || pc->note[0])
+    if (!perf_opt.cli.verbose || pc->note[0])
         return;
     va_list ap;
     va_start(ap, fmt);

@@ -265,7 +265,7 @@ static void *srv_conn_main(void *arg)
     }
     ndk_tool_addr_str(&pc->s.conn.peer, true, peer, sizeof peer);
     snprintf(pc->s.where, sizeof pc->s.where, "%s", peer);
-    if (perf_opt.verbose)
+    if (perf_opt.cli.verbose)
         fprintf(stderr, "ndkperf: %s: %s %s test, up to %llu bytes, depth %u, connection %u of %u\n", peer,
                 perf_op_name[h->op], (h->flags & HELLO_LAT) ? "latency" : "bandwidth", (unsigned long long)h->max_size,
                 h->depth, h->conn_index + 1, h->conn_count);
@@ -305,11 +305,11 @@ int srv_run(ndk_rt *rt)
     unsigned nconns = 0, expected = 0;
     int rc = 0;
 
-    if (ndk_tool_parse_addr(perf_opt.addr, PERF_DEFAULT_PORT, &addr, why, sizeof why) != 0) {
+    if (ndk_tool_parse_addr(perf_opt.cli.addr, PERF_DEFAULT_PORT, &addr, why, sizeof why) != 0) {
         ndk_tool_err("bad address %s", why);
         return 2;
     }
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, perf_opt.provider, perf_opt.server_if, &srv, why, sizeof why);
+    NTSTATUS st = ndk_tool_server_start(rt, &addr, perf_opt.cli.provider, perf_opt.server_if, &srv, why, sizeof why);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
         return 1;

@@ -45,7 +45,7 @@ static int cm_setup(struct cm_node *n, ndk_tool_adapter *ad)
     n->ad = ad;
     /* One receive slot per message, so every message can be checked; slot 0's tag books them
      * all. The area is the send buffer. */
-    ndk_tool_session_cfg cfg = { .iq_depth = cnt, .poll = ping_opt.poll, .nrecv = cnt, .rbuf = ping_opt.size,
+    ndk_tool_session_cfg cfg = { .iq_depth = cnt, .poll = ping_opt.cli.poll, .nrecv = cnt, .rbuf = ping_opt.size,
                                  .area_len = ping_opt.size };
     NTSTATUS st = ndk_tool_session_open(&n->s.t, ad, &cfg);
     for (unsigned k = 0; st == STATUS_SUCCESS && ping_opt.count && k < cnt; k++)
@@ -90,8 +90,7 @@ static int cm_recv_all(struct cm_node *n, unsigned idx)
 
 int cmatose_server(ndk_rt *rt)
 {
-    char why[256], where[1024];
-    SOCKADDR_INET addr;
+    char where[1024];
     ndk_tool_server *srv = NULL;
     struct cm_node *nodes = calloc(ping_opt.connections, sizeof *nodes);
     int rc = 0;
@@ -99,23 +98,13 @@ int cmatose_server(ndk_rt *rt)
     if (!nodes)
         return 1;
     printf("cmatose: starting server\n");
-    if (ping_opt.local) {
-        if (ndk_tool_parse_ip(ping_opt.local, &addr) != 0) {
-            ndk_tool_err("bad bind address '%s'", ping_opt.local);
-            return 2;
-        }
-    } else {
-        memset(&addr, 0, sizeof addr);
-        addr.si_family = AF_UNSPEC;
-    }
-    ndk_tool_addr_set_port(&addr, ping_opt.port);
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("%s", why);
+    int lrc = session_listen(rt, ping_opt.cli.local, AF_UNSPEC, &srv);
+    if (lrc) {
         free(nodes);
-        return 1;
+        return lrc;
     }
-    if (ping_opt.verbose)
+    NTSTATUS st;
+    if (ping_opt.cli.verbose)
         printf("ndkping --cmatose listening on %s\n", ndk_tool_server_where(srv, where, sizeof where));
     unsigned up = 0;
     for (; up < ping_opt.connections; up++) {
@@ -181,17 +170,17 @@ int cmatose_client(ndk_rt *rt)
     if (!nodes)
         return 1;
     printf("cmatose: starting client\n");
-    if (ndk_tool_parse_ip(ping_opt.addr, &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", ping_opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.cli.addr, &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
-    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
-        ndk_tool_err("bad bind address '%s'", ping_opt.local);
+    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+        ndk_tool_err("bad bind address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    NTSTATUS st = ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src);
+    NTSTATUS st = ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src);
     if (st != STATUS_SUCCESS) {
         free(nodes);
         return 1;

@@ -32,29 +32,21 @@ static int run_server(ndk_rt *rt)
     char why[256], where[1024];
     SOCKADDR_INET addr;
     ndk_tool_server *srv = NULL;
+    NTSTATUS st;
 
     if (ping_opt.rping) {
         /* rping's server binds INADDR_ANY unless -a says otherwise. */
-        if (ping_opt.addr) {
-            if (ndk_tool_parse_ip(ping_opt.addr, &addr) != 0) {
-                ndk_tool_err("bad address '%s'", ping_opt.addr);
-                return 2;
-            }
-        } else {
-            memset(&addr, 0, sizeof addr);
-            addr.si_family = AF_INET;
-        }
-        ndk_tool_addr_set_port(&addr, ping_opt.port);
-    } else if (ndk_tool_parse_addr(ping_opt.addr, ping_opt.port, &addr, why, sizeof why) != 0) {
+        int lrc = session_listen(rt, ping_opt.cli.addr, AF_INET, &srv);
+        if (lrc)
+            return lrc;
+    } else if (ndk_tool_parse_addr(ping_opt.cli.addr, ping_opt.port, &addr, why, sizeof why) != 0) {
         ndk_tool_err("bad address %s", why);
         return 2;
-    }
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
-    if (st != STATUS_SUCCESS) {
+    } else if ((st = ndk_tool_server_start(rt, &addr, ping_opt.cli.provider, 0, &srv, why, sizeof why)) != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
         return 1;
     }
-    if (!ping_opt.quiet && (!ping_opt.rping || ping_opt.verbose)) {
+    if (!ping_opt.quiet && (!ping_opt.rping || ping_opt.cli.verbose)) {
         printf("%s listening on %s\n", ping_opt.rping ? "ndkping --rping" : "ndkping", ndk_tool_server_where(srv, where, sizeof where));
         fflush(stdout);
     }
@@ -234,7 +226,6 @@ static int parse_args(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     ndk_tool_cli_spec spec = { .usage = usage };
-    ndk_tool_cli o;
     if (ping_opt.rping) {
         ping_opt.count = 0;          /* rping: ping forever unless -C */
         ping_opt.port = PING_DEFAULT_PORT;
@@ -252,18 +243,11 @@ static int parse_args(int argc, char **argv)
         ping_opt.port = PING_DEFAULT_PORT;
         spec = (ndk_tool_cli_spec){ "s::c:a:S:C:i:W:p:qvh", ping_longs, NDK_TOOL_CLI_ROLE, ping_mode_opt, NULL, usage };
     }
-    if (ndk_tool_cli_parse(&spec, argc, argv, &o) != 0)
+    if (ndk_tool_cli_parse(&spec, argc, argv, &ping_opt.cli) != 0)
         return -1;
-    ping_opt.addr = o.addr;
-    ping_opt.local = o.local;
-    ping_opt.provider = o.provider;
-    ping_opt.poll = o.poll;
-    ping_opt.verbose = o.verbose;
-    ping_opt.server = o.server;
-    ping_opt.client = o.client;
     if (ping_opt.cmatose) {
-        ping_opt.client = ping_opt.addr != NULL;
-        ping_opt.server = !ping_opt.client;
+        ping_opt.cli.client = ping_opt.cli.addr != NULL;
+        ping_opt.cli.server = !ping_opt.cli.client;
     }
     return 0;
 }
@@ -296,10 +280,10 @@ int main(int argc, char **argv)
     }
     int rc;
     if (ping_opt.cmatose)
-        rc = ping_opt.server ? cmatose_server(rt) : cmatose_client(rt);
+        rc = ping_opt.cli.server ? cmatose_server(rt) : cmatose_client(rt);
     else if (ping_opt.rdmacm)
-        rc = ping_opt.server ? rdmacm_server(rt) : rdmacm_client(rt);
-    else if (ping_opt.server)
+        rc = ping_opt.cli.server ? rdmacm_server(rt) : rdmacm_client(rt);
+    else if (ping_opt.cli.server)
         rc = run_server(rt);
     else
         rc = ping_opt.rping ? rping_client(rt) : ping_client(rt);

@@ -12,6 +12,7 @@
 #define NDKPING_H
 
 #include "ndk_tool.h"
+#include "ndk_tool_cli.h"
 #include "ndk_tool_session.h"
 
 #define PING_DEFAULT_PORT    7174
@@ -23,13 +24,12 @@
 
 /* ---- options (ndkping.c) ---- */
 struct ping_opts {
-    bool        server, client, rping, cmatose, rdmacm, poll, once, quiet, persistent, validate;
+    /* the shared options; addr: -s / -c argument, rping's -a; local: -a (ping), -I (rping),
+     * -b (cmatose) */
+    ndk_tool_cli cli;
+    bool        rping, cmatose, rdmacm, once, quiet, persistent, validate;
     unsigned    connections;    /* cmatose -c */
     const char *pdata;          /* cmatose --pdata */
-    int         verbose;
-    const char *addr;           /* -s / -c argument, or rping's -a */
-    const char *local;          /* -a (ping) / -I (rping) / -b (cmatose) */
-    const char *provider;
     uint16_t    port;
     uint32_t    size;
     uint64_t    count;
@@ -70,6 +70,16 @@ NTSTATUS session_send(struct session *s, size_t off, ULONG len);
 int session_take(struct session *s, ULONG *bytes);
 /* -W: how long to wait for each answer. */
 int session_wait_ms(void);
+/* Connects the opened session s on ad to dst (one read each way). On failure prints why,
+ * closes the session and the adapter and returns 1; 0 when connected. Blocks. */
+int session_connect(struct session *s, ndk_tool_adapter *ad, const SOCKADDR_INET *src, const SOCKADDR_INET *dst,
+                    const void *pdata, ULONG pdata_len);
+/* Accepts incoming on the opened session s (one read each way) and names the peer in
+ * s->t.where. On failure prints why, closes the session and returns 1; 0 when connected. */
+int session_accept(struct session *s, NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len);
+/* Listens on ip (NULL: the wildcard of family, AF_INET or AF_UNSPEC for both) at ping_opt.port.
+ * Returns 0, or 2 (bad address) / 1 (cannot listen) after printing why. */
+int session_listen(ndk_rt *rt, const char *ip, int family, ndk_tool_server **srv);
 
 /* ---- modes ---- */
 int ping_client(ndk_rt *rt);

@@ -33,16 +33,16 @@ int ping_client(ndk_rt *rt)
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (ndk_tool_parse_addr(ping_opt.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
+    if (ndk_tool_parse_addr(ping_opt.cli.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad destination %s", dst.si_family == AF_UNSPEC && !why[0] ? "(no address)" : why);
         return 2;
     }
-    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
-        ndk_tool_err("bad local address '%s'", ping_opt.local);
+    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+        ndk_tool_err("bad local address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    if (ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (ping_opt.size > ad.info.MaxTransferLength) {
         ndk_tool_err("payload size %u exceeds the adapter's MaxTransferLength %u", ping_opt.size, ad.info.MaxTransferLength);
@@ -51,7 +51,7 @@ int ping_client(ndk_rt *rt)
     }
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
     /* Slot 0 receives the reply; the area holds the request. */
-    ndk_tool_session_cfg cfg = { .rq_depth = 2, .iq_depth = 2, .poll = ping_opt.poll, .nrecv = 1, .rbuf = ping_opt.size,
+    ndk_tool_session_cfg cfg = { .rq_depth = 2, .iq_depth = 2, .poll = ping_opt.cli.poll, .nrecv = 1, .rbuf = ping_opt.size,
                                  .area_len = ping_opt.size };
     st = ndk_tool_session_open(&s.t, &ad, &cfg);
     if (st != STATUS_SUCCESS) {
@@ -182,7 +182,7 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         return 1;
     }
     /* Spare slots: a ping may land before the previous echo's completion was reaped. */
-    ndk_tool_session_cfg cfg = { .iq_depth = PING_SLOTS, .poll = ping_opt.poll, .nrecv = PING_SLOTS, .rbuf = size };
+    ndk_tool_session_cfg cfg = { .iq_depth = PING_SLOTS, .poll = ping_opt.cli.poll, .nrecv = PING_SLOTS, .rbuf = size };
     st = ndk_tool_session_open(&s.t, ad, &cfg);
     for (int k = 0; st == STATUS_SUCCESS && k < PING_SLOTS; k++)
         st = session_post_slot(&s, k);
@@ -194,14 +194,9 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     }
     struct ping_hello reply = h;
     reply.flags = 0;
-    st = ndk_tool_conn_accept(&s.t.conn, incoming, 1, 1, &reply, sizeof reply, NDK_TOOL_CONNECT_TIMEOUT_MS);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
-        ndk_tool_session_close(&s.t);
+    if (session_accept(&s, incoming, &reply, sizeof reply) != 0)
         return 1;
-    }
-    ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
-    snprintf(s.t.where, sizeof s.t.where, "%s", peer);
+    snprintf(peer, sizeof peer, "%s", s.t.where);
     if (!ping_opt.quiet) {
         printf("connection from %s on %s: %u-byte pings\n", peer, ad->ifname, size);
         fflush(stdout);

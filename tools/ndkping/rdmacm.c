@@ -27,7 +27,7 @@
 static int rdmacm_setup(struct session *s, ndk_tool_adapter *ad)
 {
     /* One receive slot; the (zeroed) area is the message we send. */
-    ndk_tool_session_cfg cfg = { .iq_depth = 1, .poll = ping_opt.poll, .nrecv = 1, .rbuf = RDMACM_MSG,
+    ndk_tool_session_cfg cfg = { .iq_depth = 1, .poll = ping_opt.cli.poll, .nrecv = 1, .rbuf = RDMACM_MSG,
                                  .area_len = RDMACM_MSG };
     NTSTATUS st = ndk_tool_session_open(&s->t, ad, &cfg);
     if (st == STATUS_SUCCESS) {
@@ -64,14 +64,14 @@ int rdmacm_client(ndk_rt *rt)
 
     memset(&s, 0, sizeof s);
     /* rdma_client's default server is 127.0.0.1. */
-    if (ndk_tool_parse_ip(ping_opt.addr ? ping_opt.addr : "127.0.0.1", &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", ping_opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.cli.addr ? ping_opt.cli.addr : "127.0.0.1", &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (rdmacm_setup(&s, &ad) != 0) {
         ndk_tool_session_close(&s.t);
@@ -79,14 +79,9 @@ int rdmacm_client(ndk_rt *rt)
         return 1;
     }
     /* rdma_connect(id, NULL): no private data. */
-    st = ndk_tool_conn_connect(&s.t.conn, &src, &dst, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
-        ndk_tool_session_close(&s.t);
-        ndk_tool_adapter_close(&ad);
+    if (session_connect(&s, &ad, &src, &dst, NULL, 0) != 0)
         return 1;
-    }
-    if (ping_opt.verbose)
+    if (ping_opt.cli.verbose)
         printf("ndkping --rdma-client: connected to %s from %s via %s (%s)\n", dst_s,
                ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
     st = session_send(&s, s.t.off_area, RDMACM_MSG);
@@ -105,30 +100,18 @@ int rdmacm_client(ndk_rt *rt)
 
 int rdmacm_server(ndk_rt *rt)
 {
-    char why[256], where[1024], peer[NDK_TOOL_ADDRSTRLEN];
-    SOCKADDR_INET addr;
+    char where[1024], peer[NDK_TOOL_ADDRSTRLEN];
     ndk_tool_server *srv = NULL;
     NDK_CONNECTOR *incoming;
     ndk_tool_adapter *ad;
     struct session s;
 
     memset(&s, 0, sizeof s);
-    if (ping_opt.addr) {
-        if (ndk_tool_parse_ip(ping_opt.addr, &addr) != 0) {
-            ndk_tool_err("bad address '%s'", ping_opt.addr);
-            return 2;
-        }
-    } else {
-        /* rdma_server binds the wildcard: listen on IPv4 and IPv6. */
-        memset(&addr, 0, sizeof addr);
-        addr.si_family = AF_UNSPEC;
-    }
-    ndk_tool_addr_set_port(&addr, ping_opt.port);
-    NTSTATUS st = ndk_tool_server_start(rt, &addr, ping_opt.provider, 0, &srv, why, sizeof why);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("%s", why);
-        return 1;
-    }
+    /* rdma_server binds the wildcard: listen on IPv4 and IPv6. */
+    int lrc = session_listen(rt, ping_opt.cli.addr, AF_UNSPEC, &srv);
+    if (lrc)
+        return lrc;
+    NTSTATUS st;
     printf("ndkping --rdma-server listening on %s\n", ndk_tool_server_where(srv, where, sizeof where));
     fflush(stdout);
     st = ndk_tool_server_next(srv, NDK_TOOL_INFINITE, &incoming, &ad);
@@ -144,16 +127,12 @@ int rdmacm_server(ndk_rt *rt)
         return 1;
     }
     /* rdma_accept(id, NULL): no private data. */
-    st = ndk_tool_conn_accept(&s.t.conn, incoming, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
-        ndk_tool_session_close(&s.t);
+    if (session_accept(&s, incoming, NULL, 0) != 0) {
         ndk_tool_server_stop(srv);
         return 1;
     }
-    ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
-    snprintf(s.t.where, sizeof s.t.where, "%s", peer);
-    if (ping_opt.verbose)
+    snprintf(peer, sizeof peer, "%s", s.t.where);
+    if (ping_opt.cli.verbose)
         printf("ndkping --rdma-server: connection from %s on %s\n", peer, ad->ifname);
     session_wait(&s, TAG_RECV0, 1, RDMACM_WAIT_MS, "the client's 16-byte message");
     rdmacm_check(&s, "rdma_client");

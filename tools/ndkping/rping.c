@@ -41,7 +41,7 @@ static int rping_setup(struct session *s, ndk_tool_adapter *ad, uint32_t data_le
 {
     /* Client: start_buf and rdma_buf; server: rdma_buf only. */
     ndk_tool_session_cfg cfg = {
-        .iq_depth = 16, .poll = ping_opt.poll, .nrecv = 2, .rbuf = 16,
+        .iq_depth = 16, .poll = ping_opt.cli.poll, .nrecv = 2, .rbuf = 16,
         .area_len = RP_DATA + (size_t)data_len * (client ? 2 : 1),
         .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE |
                     NDK_MR_FLAG_RDMA_READ_SINK,
@@ -97,22 +97,22 @@ int rping_client(ndk_rt *rt)
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (!ping_opt.addr) {
+    if (!ping_opt.cli.addr) {
         ndk_tool_err("--rping client needs the server address (-a)");
         return 2;
     }
-    if (ndk_tool_parse_ip(ping_opt.addr, &dst) != 0) {
-        ndk_tool_err("bad server address '%s'", ping_opt.addr);
+    if (ndk_tool_parse_ip(ping_opt.cli.addr, &dst) != 0) {
+        ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
-    if (ping_opt.local && ndk_tool_parse_ip(ping_opt.local, &local) != 0) {
-        ndk_tool_err("bad source address '%s'", ping_opt.local);
+    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+        ndk_tool_err("bad source address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, ping_opt.local ? &local : NULL, &dst, ping_opt.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (rping_setup(&s, &ad, ping_opt.size, true) != 0) {
         ndk_tool_session_close(&s.t);
@@ -120,14 +120,9 @@ int rping_client(ndk_rt *rt)
         return 1;
     }
     /* rping asks for one read each way and sends no private data. */
-    st = ndk_tool_conn_connect(&s.t.conn, &src, &dst, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
-        ndk_tool_session_close(&s.t);
-        ndk_tool_adapter_close(&ad);
+    if (session_connect(&s, &ad, &src, &dst, NULL, 0) != 0)
         return 1;
-    }
-    if (ping_opt.verbose > 1 || (!ping_opt.quiet && ping_opt.verbose))
+    if (ping_opt.cli.verbose > 1 || (!ping_opt.quiet && ping_opt.cli.verbose))
         fprintf(stderr, "%s: connected to %s from %s via %s (%s)\n", ndk_tool_progname(), dst_s,
                 ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
     uint8_t *start_buf = ndk_tool_session_area(&s.t) + RP_DATA, *rdma_buf = start_buf + ping_opt.size;
@@ -166,7 +161,7 @@ int rping_client(ndk_rt *rt)
                 at++;
             session_fail(&s, "%s: data mismatch in ping %u at byte %u of %u", dst_s, ping, at, ping_opt.size);
         }
-        if (ping_opt.verbose)
+        if (ping_opt.cli.verbose)
             printf("ping data: %s\n", (const char *)rdma_buf);
     }
     double secs = (double)(ndk_tool_now_ns() - t0) / 1e9;
@@ -193,15 +188,10 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         ndk_tool_session_close(&s.t);
         return 1;
     }
-    st = ndk_tool_conn_accept(&s.t.conn, incoming, 1, 1, NULL, 0, NDK_TOOL_CONNECT_TIMEOUT_MS);
-    if (st != STATUS_SUCCESS) {
-        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
-        ndk_tool_session_close(&s.t);
+    if (session_accept(&s, incoming, NULL, 0) != 0)
         return 1;
-    }
-    ndk_tool_addr_str(&s.t.conn.peer, true, peer, sizeof peer);
-    snprintf(s.t.where, sizeof s.t.where, "%s", peer);
-    if (ping_opt.verbose)
+    snprintf(peer, sizeof peer, "%s", s.t.where);
+    if (ping_opt.cli.verbose)
         fprintf(stderr, "%s: connection from %s\n", ndk_tool_progname(), peer);
     uint8_t *rdma_buf = ndk_tool_session_area(&s.t) + RP_DATA;
     uint8_t *expect = malloc(cap);
@@ -246,11 +236,11 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         rping_fill(expect, src.size, ping);
         if (memcmp(expect, rdma_buf, src.size) != 0) {
             mismatches++;
-            if (ping_opt.verbose)
+            if (ping_opt.cli.verbose)
                 fprintf(stderr, "%s: ping %u: data read from %s is not rping's pattern\n", ndk_tool_progname(), ping,
                         peer);
         }
-        if (ping_opt.verbose)
+        if (ping_opt.cli.verbose)
             printf("server ping data: %.*s\n", (int)strnlen((const char *)rdma_buf, src.size),
                    (const char *)rdma_buf);
         /* Go ahead: a 16-byte Send (rping's server sends its untouched message buffer). */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ndkping.h"
@@ -89,3 +90,46 @@ void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, con
 }
 
 int session_wait_ms(void) { return (int)(ping_opt.wait_s * 1000.0); }
+
+int session_connect(struct session *s, ndk_tool_adapter *ad, const SOCKADDR_INET *src, const SOCKADDR_INET *dst,
+                    const void *pdata, ULONG pdata_len)
+{
+    char dst_s[NDK_TOOL_ADDRSTRLEN];
+    NTSTATUS st = ndk_tool_conn_connect(&s->t.conn, src, dst, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st == STATUS_SUCCESS)
+        return 0;
+    ndk_tool_err("connect to %s failed: %s", ndk_tool_addr_str(dst, true, dst_s, sizeof dst_s), ndk_tool_status(st));
+    ndk_tool_session_close(&s->t);
+    ndk_tool_adapter_close(ad);
+    return 1;
+}
+
+int session_listen(ndk_rt *rt, const char *ip, int family, ndk_tool_server **srv)
+{
+    char why[256];
+    SOCKADDR_INET addr;
+    memset(&addr, 0, sizeof addr);
+    addr.si_family = (ADDRESS_FAMILY)family;
+    if (ip && ndk_tool_parse_ip(ip, &addr) != 0) {
+        ndk_tool_err("bad address '%s'", ip);
+        return 2;
+    }
+    ndk_tool_addr_set_port(&addr, ping_opt.port);
+    if (ndk_tool_server_start(rt, &addr, ping_opt.cli.provider, 0, srv, why, sizeof why) != STATUS_SUCCESS) {
+        ndk_tool_err("%s", why);
+        return 1;
+    }
+    return 0;
+}
+
+int session_accept(struct session *s, NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len)
+{
+    NTSTATUS st = ndk_tool_conn_accept(&s->t.conn, incoming, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
+        ndk_tool_session_close(&s->t);
+        return 1;
+    }
+    ndk_tool_addr_str(&s->t.conn.peer, true, s->t.where, sizeof s->t.where);
+    return 0;
+}
