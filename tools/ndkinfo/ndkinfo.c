@@ -421,7 +421,7 @@ int main(int argc, char **argv)
         ndk_tool_json_open(&json, NULL, '{');
         ndk_tool_json_open(&json, "providers", '[');
     } else {
-        printf("Providers:%s\n", nprov ? "" : " none found (set NDK_PROVIDER_PATH or provider_path in the config file)");
+        printf("Providers:%s\n", nprov ? "" : " none found (the runtime's warning names the path it searched)");
     }
     for (ULONG i = 0; i < nprov; i++) {
         ndk_rt_provider_info p;
