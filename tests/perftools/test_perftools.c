@@ -21,7 +21,7 @@
 #include "pt_cases.h"
 #include "testlib.h"
 
-static const char *ndkping, *ndkperf;
+static const char *ndkping, *ndkperf, *silent_clients;
 static char tmpdir[256];
 
 /* ---- processes ---- */
@@ -610,6 +610,81 @@ static void case_ndkperfcmd(void)
     expect_one_line_failure(w, "cmd-timeout", "no client connected within 1 s");
 }
 
+/* A long-running server (no --once) with extra options; stopped by stop_server. */
+static void start_server(struct proc *s, char *addr, size_t len, const char *host, char *opt1, char *opt2)
+{
+    host_port(addr, len, host, next_port());
+    char *sargv[] = { (char *)ndkperf, "-s", addr, opt1, opt2, NULL };
+    start(s, "perf-server", sargv);
+    wait_listening(s);
+}
+
+static void stop_server(struct proc *s)
+{
+    kill(s->pid, SIGTERM);
+    finish(s, 20000);
+}
+
+/* One client for a running server, which must succeed. */
+static void perf_client_ok(const char *saddr, const char *op, const char *what)
+{
+    struct proc c;
+    char *argv[] = { (char *)ndkperf, "-c", (char *)saddr, "-t", (char *)op, "-z", "65536", "-n", "300", "--verify",
+                     NULL };
+    start(&c, "perf-client", argv);
+    expect_ok(&c, 120000, what);
+}
+
+/* issue 13 item 6: one memory budget for all sessions. A test that does not fit is refused with
+ * the reason on both sides; the server stays up for the next client. */
+static void case_perf_budget(const char *host)
+{
+    struct proc s, c;
+    char saddr[64];
+    start_server(&s, saddr, sizeof saddr, host, "--max-mem", "64M");
+    /* Send with 8 MiB messages: the server would post 12 receives of 8 MiB (96 MiB). */
+    char *big[] = { (char *)ndkperf, "-c", saddr, "-t", "send", "-z", "8m", "-n", "5", NULL };
+    start(&c, "perf-too-big", big);
+    int rc = finish(&c, 60000);
+    CHECK_MSG(rc == 1, "an over-budget client exited %d\n%s", rc, slurp(c.err));
+    HAS(slurp(c.err), "the server refused the test: the test needs 96 MiB of memory");
+    HAS(slurp(c.err), "--max-mem");
+    HAS(slurp(s.err), "refusing ");
+    HAS(slurp(s.err), "the test needs 96 MiB");
+    perf_client_ok(saddr, "write", "a client within the budget after a refused one");
+    perf_client_ok(saddr, "send", "a second client within the budget");
+    stop_server(&s);
+    printf("ndkperf -s --max-mem 64M over %s: an 8 MiB Send test refused with its reason, the next clients served\n",
+           host);
+}
+
+/* issue 13 item 6: 300 clients that connect and then stay silent neither lock a legitimate
+ * client out nor stay forever (--idle-timeout). */
+static void case_perf_silent(const char *host)
+{
+    struct proc s, q;
+    char saddr[64];
+    start_server(&s, saddr, sizeof saddr, host, "--idle-timeout", "3");
+    char *qargv[] = { (char *)silent_clients, saddr, "300", "60", NULL };
+    start(&q, "silent-clients", qargv);
+    uint64_t deadline = ndk_test_now_ms() + 60000;
+    while (!strstr(slurp(q.out), "silent: 300 connected")) {
+        int st;
+        CHECK_MSG(waitpid(q.pid, &st, WNOHANG) != q.pid, "silent_clients ended early:\n%s%s", slurp(q.out),
+                  slurp(q.err));
+        CHECK_MSG(ndk_test_now_ms() < deadline, "300 silent clients did not connect in 60 s:\n%s", slurp(q.err));
+        usleep(20000);
+    }
+    /* All 300 are connected and silent now: a legitimate client is still served. */
+    perf_client_ok(saddr, "write", "a legitimate client beside 300 silent ones");
+    expect_ok(&q, 90000, "silent_clients");
+    HAS(slurp(q.out), "300 connected, 300 closed by the server");
+    HAS(slurp(s.err), "the client sent nothing within 3 s (--idle-timeout)");
+    perf_client_ok(saddr, "send", "a client after the silent ones were closed");
+    stop_server(&s);
+    printf("ndkperf -s --idle-timeout 3 over %s: 300 silent clients closed, legitimate clients served\n", host);
+}
+
 /* ---- the cases of cases.txt ---- */
 
 static void run_ping(void) { case_ping("127.0.0.1"); case_ping("::1"); }
@@ -628,6 +703,8 @@ static void run_multi(void) { case_perf_multi(); }
 static void run_table(void) { case_perf_table(); }
 static void run_teardown(void) { case_perf_teardown("127.0.0.1"); case_perf_teardown("::1"); }
 static void run_ndkperfcmd(void) { case_ndkperfcmd(); }
+static void run_server_budget(void) { case_perf_budget("127.0.0.1"); case_perf_budget("::1"); }
+static void run_server_silent(void) { case_perf_silent("127.0.0.1"); }
 
 static const struct pt_case {
     const char *name;
@@ -641,10 +718,11 @@ static const struct pt_case {
 
 int main(int argc, char **argv)
 {
-    CHECK_MSG(argc == 4, "usage: test_perftools CASE NDKPING NDKPERF");
+    CHECK_MSG(argc == 5, "usage: test_perftools CASE NDKPING NDKPERF SILENT_CLIENTS");
     const char *which = argv[1];
     ndkping = argv[2];
     ndkperf = argv[3];
+    silent_clients = argv[4];
     CHECK_MSG(access(ndkping, X_OK) == 0 && access(ndkperf, X_OK) == 0, "tools not built: %s %s", ndkping, ndkperf);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ndk-perftools-%s-%d", which, (int)getpid());
     CHECK(mkdir(tmpdir, 0700) == 0);

@@ -999,6 +999,14 @@ NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const
                                             ndk_tool_addr_len(&d), ird, ord, pdata_len ? data : NULL, pdata_len,
                                             ndk_tool_op_request_done, op);
     st = tool_op_wait(op, st, timeout_ms, true, NULL);
+    if (st == STATUS_CONNECTION_REFUSED) {
+        /* A reject's private data (the peer's reason, if it gave one) stays readable. */
+        ULONG len = sizeof c->peer_data;
+        NTSTATUS gst = c->connector->Dispatch->NdkGetConnectionData(c->connector, NULL, NULL, c->peer_data, &len);
+        c->peer_data_len = gst == STATUS_SUCCESS || gst == STATUS_BUFFER_TOO_SMALL ? len : 0;
+        if (c->peer_data_len > sizeof c->peer_data)
+            c->peer_data_len = sizeof c->peer_data;
+    }
     if (st != STATUS_SUCCESS)
         return st;
     c->peer_data_len = sizeof c->peer_data;

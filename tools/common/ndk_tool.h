@@ -216,7 +216,8 @@ typedef struct ndk_tool_conn {
 /* Creates PD, CQ (rq_depth + iq_depth entries) and QP on the adapter. */
 NTSTATUS ndk_tool_conn_init(ndk_tool_conn *c, ndk_tool_adapter *ad, ULONG rq_depth, ULONG iq_depth, ULONG rsge,
                             ULONG isge, ULONG inline_size, bool poll);
-/* Active side: NdkConnect, NdkGetConnectionData (peer_data), NdkCompleteConnect. */
+/* Active side: NdkConnect, NdkGetConnectionData (peer_data), NdkCompleteConnect. When the peer
+ * rejects (STATUS_CONNECTION_REFUSED), peer_data holds the reject's private data. */
 NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const SOCKADDR_INET *dst, ULONG ird,
                                ULONG ord, const void *pdata, ULONG pdata_len, int timeout_ms);
 /* Reads an incoming connector's private data and the requested read limits (before accept). */

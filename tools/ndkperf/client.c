@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -802,6 +803,17 @@ int cli_run(ndk_rt *rt)
         h.slots = htobe32(slots);
         ULONG ird = info->MaxInboundReadLimit, ord = info->MaxOutboundReadLimit;
         st = ndk_tool_conn_connect(&pc->s.conn, &cl.src, &cl.dst, ird, ord, &h, sizeof h, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        struct perf_refusal ref;
+        if (st == STATUS_CONNECTION_REFUSED && pc->s.conn.peer_data_len > offsetof(struct perf_refusal, reason) &&
+            !memcmp(pc->s.conn.peer_data, PERF_MAGIC, sizeof PERF_MAGIC)) {
+            memset(&ref, 0, sizeof ref);
+            memcpy(&ref, pc->s.conn.peer_data,
+                   pc->s.conn.peer_data_len < sizeof ref ? pc->s.conn.peer_data_len : sizeof ref);
+            ref.reason[sizeof ref.reason - 1] = 0;
+            ndk_tool_err("connect to %s failed: the server refused the test: %s", dst_s, ref.reason);
+            rc = 1;
+            break;
+        }
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
             rc = 1;

@@ -21,11 +21,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ndk_tool_cli.h"
 #include "ndkperf.h"
 
-struct perf_opts perf_opt = { .conns = 1, .depth = 128, .size = 65536 };
+struct perf_opts perf_opt = { .conns = 1, .depth = 128, .size = 65536, .idle_timeout = 30 };
+
+/* --max-mem by default: a quarter of the machine's memory, at most 1 GiB, at least 64 MiB. */
+static uint64_t default_max_mem(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t quarter = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4 : (1ull << 30);
+    return quarter > (1ull << 30) ? (1ull << 30) : quarter < (64ull << 20) ? (64ull << 20) : quarter;
+}
 FILE *perf_log;
 
 /* ================================================================================================ */
@@ -34,7 +43,8 @@ FILE *perf_log;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ndkperf -s [ADDR][:PORT] [--once] [--poll] [--provider NAME]\n"
+            "usage: ndkperf -s [ADDR][:PORT] [--once] [--max-mem SIZE] [--idle-timeout SECONDS] [--poll]\n"
+            "               [--provider NAME]\n"
             "       ndkperf -c ADDR[:PORT] -t write|read|send [--lat] [-z SIZE | --sweep] [-n ITERS | -D SECONDS]\n"
             "               [-q CONNECTIONS] [-d DEPTH] [--inline N] [--crc] [--poll] [--json] [--verify]\n"
             "               [-I LOCAL] [--provider NAME]\n"
@@ -58,6 +68,9 @@ static void usage(FILE *f)
             "  --verify          check every payload\n"
             "  -I LOCAL          local address (picks the adapter; default: the route to ADDR)\n"
             "  --once            server: exit after the first test session\n"
+            "  --max-mem SIZE    server: memory of all sessions together (default a quarter of RAM, at\n"
+            "                    most 1G); a test that does not fit is refused with the reason\n"
+            "  --idle-timeout S  server: close a session whose client sent nothing for S seconds (30)\n"
             "  --report_gbits    accepted for perftest compatibility (Gb/s is always shown)\n",
             PERF_DEFAULT_PORT);
 }
@@ -159,7 +172,7 @@ static int parse_ndkperfcmd(int argc, char **argv)
 }
 
 /* Long options of ndkperf (the shared ones are ndk_tool_cli's). */
-enum { LO_LAT = 0x100, LO_SWEEP, LO_INLINE, LO_VERIFY, LO_ONCE, LO_REPORT_GBITS };
+enum { LO_LAT = 0x100, LO_SWEEP, LO_INLINE, LO_VERIFY, LO_ONCE, LO_REPORT_GBITS, LO_MAX_MEM, LO_IDLE_TIMEOUT };
 
 static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
@@ -212,6 +225,13 @@ static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
     case LO_VERIFY: perf_opt.verify = true; return 0;
     case LO_ONCE: perf_opt.once = true; return 0;
     case LO_REPORT_GBITS: return 0;
+    case LO_MAX_MEM:
+        if (ndk_tool_parse_size(arg, &perf_opt.max_mem) != 0 || perf_opt.max_mem < (1u << 20)) {
+            ndk_tool_err("bad --max-mem '%s' (at least 1M)", arg);
+            return -1;
+        }
+        return 0;
+    case LO_IDLE_TIMEOUT: return ndk_tool_cli_secs(arg, 86400, false, "--idle-timeout", &perf_opt.idle_timeout);
     default: return 1;
     }
 }
@@ -225,6 +245,8 @@ static int parse_args(int argc, char **argv)
         { "verify", no_argument, NULL, LO_VERIFY },
         { "once", no_argument, NULL, LO_ONCE },
         { "report_gbits", no_argument, NULL, LO_REPORT_GBITS },
+        { "max-mem", required_argument, NULL, LO_MAX_MEM },
+        { "idle-timeout", required_argument, NULL, LO_IDLE_TIMEOUT },
         { NULL, 0, NULL, 0 },
     };
     const ndk_tool_cli_spec spec = { "s::c:t:z:an:D:q:d:I:vh", longs,
@@ -249,6 +271,7 @@ static int parse_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
     ndk_tool_set_progname("ndkperf");
+    perf_opt.max_mem = default_max_mem();
     int prc = is_ndkperfcmd(argc, argv) ? parse_ndkperfcmd(argc, argv) : parse_args(argc, argv);
     if (prc != 0)
         return 2;

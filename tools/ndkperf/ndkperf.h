@@ -67,6 +67,15 @@ struct perf_accept {
     uint32_t pad;
 };
 
+/* Reject private data of a refused request, server -> client (big-endian). */
+struct perf_refusal {
+    char     magic[8];
+    uint16_t version;
+    uint16_t status;         /* PERF_REFUSED_* */
+    char     reason[200];    /* NUL-terminated text for the client's error line */
+};
+enum { PERF_REFUSED_BAD_REQUEST = 1, PERF_REFUSED_MEMORY = 2, PERF_REFUSED_BUSY = 3 };
+
 enum ctl_type { CTL_START = 1, CTL_PHASE_END, CTL_ACK, CTL_DONE, CTL_RESULT, CTL_CREDIT };
 
 /* Control message (Send, CTL_SIZE bytes). */
@@ -111,6 +120,8 @@ struct perf_opts {
     unsigned    inline_size;
     ULONG       server_if, client_if;
     double      listen_timeout;    /* NdkPerfCmd -W */
+    uint64_t    max_mem;           /* server: memory budget of all sessions together */
+    double      idle_timeout;      /* server: seconds a session may wait for its first message */
 };
 extern struct perf_opts perf_opt;
 extern FILE *perf_log;             /* NdkPerfCmd -LogFilename */

@@ -1,13 +1,30 @@
 /* server.c - ndkperf -s: accepts test connections (the client states the test in its connect
  * private data), one thread per connection; the data path of a test runs in the CQ
- * notification callback (busy-polled on the thread with --poll) up to the client's DONE. */
+ * notification callback (busy-polled on the thread with --poll) up to the client's DONE.
+ *
+ * The server stays up for legitimate clients: every session's memory is reserved from one
+ * budget (--max-mem) before it is accepted, a session whose client sends nothing within
+ * --idle-timeout is closed, and a refused request gets its reason in the reject's private data
+ * (struct perf_refusal) as well as in the server's log. */
 #define _GNU_SOURCE
 #include <endian.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ndkperf.h"
+
+/* What a session costs beyond its registration: the provider's queues and buffers for one QP
+ * and CQ, and the session thread's stack in use; counted against the budget as well. */
+#define SRV_SESSION_OVERHEAD (256u << 10)
+/* Sessions at once, whatever the budget says (each holds a thread and descriptors). */
+#define SRV_MAX_SESSIONS     4096u
+
+/* Bytes reserved by live sessions; the accept loop adds, a session's thread subtracts. */
+static uint64_t srv_mem_used;
 
 struct srv_conn {
     struct perf_conn  pc;
@@ -19,6 +36,8 @@ struct srv_conn {
     int               rc;
     bool              done;         /* DONE received, RESULT queued */
     bool              over;         /* the connection failed or ended (srv_handle returned false) */
+    bool              started;      /* the client sent its first message */
+    uint64_t          cost;         /* bytes reserved from the budget */
     uint64_t          mismatches;
     uint64_t          data_rx, reposted, credited, credit_batch;
     /* control replies waiting for a free ring slot */
@@ -52,6 +71,7 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
     uint8_t *p = perf_rbuf(pc, k);
     NTSTATUS st;
 
+    sc->started = true;
     if (perf_is_ctl(p, bytes)) {
         struct perf_ctl m;
         memcpy(&m, p, sizeof m);
@@ -208,6 +228,58 @@ static bool srv_pump(struct srv_conn *sc)
     return srv_handle(sc, r, n);
 }
 
+/* The session's receive pool and data buffer for the test in h (host order), and what it
+ * costs in all (the registration rounded as ndk_tool_session lays it out, plus overhead). */
+static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t *rbuf, uint64_t *data_len)
+{
+    uint64_t rmax = h->max_size > CTL_SIZE ? h->max_size : CTL_SIZE;
+    *nrecv = 8;
+    *rbuf = CTL_SIZE;
+    *data_len = 0;
+    if (h->op == OP_SEND) {
+        *rbuf = (uint32_t)rmax;
+        *nrecv = (h->flags & HELLO_LAT) ? 4 + SERVER_SPARE_RECV : h->depth + SERVER_SPARE_RECV;
+    } else if (h->flags & HELLO_LAT) {
+        *data_len = h->max_size;
+    } else {
+        *data_len = h->max_size * h->slots;
+    }
+    uint64_t slots = ((uint64_t)*nrecv * *rbuf + 4095) & ~4095ull;
+    return slots + PERF_CTL_AREA + ((*data_len + 4095) & ~4095ull) + SRV_SESSION_OVERHEAD;
+}
+
+/* Waits on the session's thread for the client's first message, at most --idle-timeout;
+ * false when the session is over (closed for idleness, or failed). */
+static bool srv_wait_start(struct srv_conn *sc)
+{
+    uint64_t deadline = ndk_tool_now_ns() + (uint64_t)(perf_opt.idle_timeout * 1e9);
+    while (!sc->started && !sc->over) {
+        NDK_RESULT r[64];
+        NTSTATUS st;
+        uint64_t now = ndk_tool_now_ns();
+        int left = now < deadline ? (int)((deadline - now + 999999) / 1000000) : 0;
+        ULONG n = left ? ndk_tool_cq_wait(sc->pc.s.conn.cq, r, 64, left, &st) : 0;
+        if (!n) {
+            if (!left || st == STATUS_IO_TIMEOUT)
+                perf_fail(&sc->pc, "closing the session: the client sent nothing within %g s (--idle-timeout)",
+                          perf_opt.idle_timeout);
+            else
+                srv_wait_failed(sc, st);
+            sc->over = true;
+            return false;
+        }
+        if (!srv_handle(sc, r, n))
+            return false;
+    }
+    return !sc->over;
+}
+
+static void srv_conn_end(struct srv_conn *sc)
+{
+    __atomic_sub_fetch(&srv_mem_used, sc->cost, __ATOMIC_RELAXED);
+    __atomic_store_n(&sc->finished, 1, __ATOMIC_RELEASE);
+}
+
 static void *srv_conn_main(void *arg)
 {
     struct srv_conn *sc = arg;
@@ -215,19 +287,10 @@ static void *srv_conn_main(void *arg)
     struct perf_hello *h = &sc->h;
     NTSTATUS st;
     char peer[NDK_TOOL_ADDRSTRLEN];
+    uint32_t nrecv, rbuf;
+    uint64_t data_len;
 
-    uint64_t rmax = h->max_size > CTL_SIZE ? h->max_size : CTL_SIZE;
-    uint32_t nrecv = 8, rbuf = CTL_SIZE;
-    uint64_t data_len = 0;
-    if (h->op == OP_SEND) {
-        rbuf = (uint32_t)rmax;
-        nrecv = (h->flags & HELLO_LAT) ? 4 + SERVER_SPARE_RECV : h->depth + SERVER_SPARE_RECV;
-    } else if (h->flags & HELLO_LAT) {
-        data_len = h->max_size;
-        rbuf = CTL_SIZE;
-    } else {
-        data_len = h->max_size * h->slots;
-    }
+    srv_layout(h, &nrecv, &rbuf, &data_len);
     ULONG inl = h->inline_size < sc->ad->info.MaxInlineDataSize ? h->inline_size : sc->ad->info.MaxInlineDataSize;
     h->inline_size = inl;
     st = perf_conn_open(pc, sc->ad, nrecv, rbuf, 16, inl, data_len);
@@ -238,7 +301,7 @@ static void *srv_conn_main(void *arg)
         ndk_tool_reject(sc->incoming, NULL, 0);
         ndk_tool_session_close(&pc->s);
         sc->rc = 1;
-        __atomic_store_n(&sc->finished, 1, __ATOMIC_RELEASE);
+        srv_conn_end(sc);
         return NULL;
     }
     if (h->op == OP_READ)
@@ -260,7 +323,7 @@ static void *srv_conn_main(void *arg)
         ndk_tool_err("accept failed: %s", ndk_tool_status(st));
         ndk_tool_session_close(&pc->s);
         sc->rc = 1;
-        __atomic_store_n(&sc->finished, 1, __ATOMIC_RELEASE);
+        srv_conn_end(sc);
         return NULL;
     }
     ndk_tool_addr_str(&pc->s.conn.peer, true, peer, sizeof peer);
@@ -269,10 +332,13 @@ static void *srv_conn_main(void *arg)
         fprintf(stderr, "ndkperf: %s: %s %s test, up to %llu bytes, depth %u, connection %u of %u\n", peer,
                 perf_op_name[h->op], (h->flags & HELLO_LAT) ? "latency" : "bandwidth", (unsigned long long)h->max_size,
                 h->depth, h->conn_index + 1, h->conn_count);
-    /* The test itself in the notification callback (busy-polled here with --poll). */
-    st = ndk_tool_cq_run(pc->s.conn.cq, true, NDK_TOOL_INFINITE, srv_handler, NULL, sc);
-    if (st != STATUS_SUCCESS)
-        srv_wait_failed(sc, st);
+    /* The test itself in the notification callback (busy-polled here with --poll), once the
+     * client has started it. */
+    if (srv_wait_start(sc) && !sc->done) {
+        st = ndk_tool_cq_run(pc->s.conn.cq, true, NDK_TOOL_INFINITE, srv_handler, NULL, sc);
+        if (st != STATUS_SUCCESS)
+            srv_wait_failed(sc, st);
+    }
     while (!sc->over && srv_pump(sc))
         ;
     if (pc->note[0])
@@ -292,8 +358,52 @@ static void *srv_conn_main(void *arg)
         fflush(stdout);
     }
     ndk_tool_session_close(&pc->s);
-    __atomic_store_n(&sc->finished, 1, __ATOMIC_RELEASE);
+    srv_conn_end(sc);
     return NULL;
+}
+
+/* Refuses a connection request: the reason goes to the log and, in the reject's private data,
+ * to the client. */
+static void srv_refuse(NDK_CONNECTOR *incoming, uint16_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void srv_refuse(NDK_CONNECTOR *incoming, uint16_t code, const char *fmt, ...)
+{
+    struct perf_refusal r;
+    char peer[NDK_TOOL_ADDRSTRLEN] = "a client";
+    SOCKADDR_INET a;
+    ULONG alen = sizeof a;
+    va_list ap;
+
+    memset(&r, 0, sizeof r);
+    memcpy(r.magic, PERF_MAGIC, sizeof PERF_MAGIC);
+    r.version = htobe16(PERF_VERSION);
+    r.status = htobe16(code);
+    va_start(ap, fmt);
+    vsnprintf(r.reason, sizeof r.reason, fmt, ap);
+    va_end(ap);
+    memset(&a, 0, sizeof a);
+    if (incoming->Dispatch->NdkGetPeerAddress(incoming, (PSOCKADDR)&a, &alen) == STATUS_SUCCESS)
+        ndk_tool_addr_str(&a, true, peer, sizeof peer);
+    ndk_tool_err("refusing %s: %s", peer, r.reason);
+    ndk_tool_reject(incoming, &r, (ULONG)(offsetof(struct perf_refusal, reason) + strlen(r.reason) + 1));
+}
+
+/* Joins the sessions that ended (all of them with all); returns the last failing status. */
+static int srv_reap(struct srv_conn **conns, unsigned *nconns, bool all)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < *nconns;) {
+        struct srv_conn *sc = conns[i];
+        if (all || __atomic_load_n(&sc->finished, __ATOMIC_ACQUIRE)) {
+            pthread_join(sc->thread, NULL);
+            if (sc->rc)
+                rc = sc->rc;
+            free(sc);
+            conns[i] = conns[--*nconns];
+        } else {
+            i++;
+        }
+    }
+    return rc;
 }
 
 int srv_run(ndk_rt *rt)
@@ -301,7 +411,7 @@ int srv_run(ndk_rt *rt)
     char why[256], where[1024];
     SOCKADDR_INET addr;
     ndk_tool_server *srv = NULL;
-    struct srv_conn *conns[256];
+    struct srv_conn **conns = calloc(SRV_MAX_SESSIONS, sizeof *conns);
     unsigned nconns = 0, expected = 0;
     int rc = 0;
 
@@ -309,9 +419,14 @@ int srv_run(ndk_rt *rt)
         ndk_tool_err("bad address %s", why);
         return 2;
     }
+    if (!conns) {
+        ndk_tool_err("out of memory");
+        return 1;
+    }
     NTSTATUS st = ndk_tool_server_start(rt, &addr, perf_opt.cli.provider, perf_opt.server_if, &srv, why, sizeof why);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("%s", why);
+        free(conns);
         return 1;
     }
     if (!perf_opt.quiet) {
@@ -326,24 +441,18 @@ int srv_run(ndk_rt *rt)
             timeout = (int)(perf_opt.listen_timeout * 1000);
         else if (perf_opt.once && expected && nconns >= expected)
             break;
+        /* Reap ended sessions so a long-running server does not pile them up. */
+        if (!perf_opt.once) {
+            int r = srv_reap(conns, &nconns, false);
+            if (r)
+                rc = r;
+        }
         st = ndk_tool_server_next(srv, perf_opt.once ? (nconns ? 200 : timeout) : 200, &incoming, &ad);
         if (st == STATUS_IO_TIMEOUT) {
             if (nconns == 0 && perf_opt.listen_timeout > 0) {
                 ndk_tool_err("no client connected within %g s", perf_opt.listen_timeout);
                 rc = 1;
                 break;
-            }
-            /* Reap finished connections so a long-running server does not pile them up. */
-            for (unsigned i = 0; i < nconns;) {
-                if (__atomic_load_n(&conns[i]->finished, __ATOMIC_ACQUIRE) && !perf_opt.once) {
-                    pthread_join(conns[i]->thread, NULL);
-                    if (conns[i]->rc)
-                        rc = conns[i]->rc;
-                    free(conns[i]);
-                    conns[i] = conns[--nconns];
-                } else {
-                    i++;
-                }
             }
             continue;
         }
@@ -375,31 +484,45 @@ int srv_run(ndk_rt *rt)
                  sc->h.slots >= 1 && sc->h.slots <= 4096 && sc->h.max_size * sc->h.slots <= 4 * PERF_MEM_BUDGET &&
                  sc->h.conn_count >= 1 && sc->h.conn_count <= MAX_CONNS;
         }
-        if (!ok || nconns >= sizeof conns / sizeof conns[0]) {
-            ndk_tool_err("rejecting a connection request that is not a valid ndkperf request");
-            ndk_tool_reject(incoming, NULL, 0);
+        if (!ok) {
+            srv_refuse(incoming, PERF_REFUSED_BAD_REQUEST, "not a valid ndkperf request");
             free(sc);
             continue;
         }
+        uint32_t nrecv, rbuf;
+        uint64_t data_len, used = __atomic_load_n(&srv_mem_used, __ATOMIC_RELAXED);
+        sc->cost = srv_layout(&sc->h, &nrecv, &rbuf, &data_len);
+        if (nconns >= SRV_MAX_SESSIONS) {
+            srv_refuse(incoming, PERF_REFUSED_BUSY, "the server runs %u sessions, its maximum", nconns);
+            free(sc);
+            continue;
+        }
+        if (sc->cost > perf_opt.max_mem - (used < perf_opt.max_mem ? used : perf_opt.max_mem)) {
+            srv_refuse(incoming, PERF_REFUSED_MEMORY,
+                       "the test needs %llu MiB of memory; %llu MiB of the server's %llu MiB budget (--max-mem) are free",
+                       (unsigned long long)(sc->cost >> 20),
+                       (unsigned long long)((used < perf_opt.max_mem ? perf_opt.max_mem - used : 0) >> 20),
+                       (unsigned long long)(perf_opt.max_mem >> 20));
+            free(sc);
+            continue;
+        }
+        __atomic_add_fetch(&srv_mem_used, sc->cost, __ATOMIC_RELAXED);
         sc->incoming = incoming;
         sc->ad = ad;
         if (!expected)
             expected = sc->h.conn_count;
         if (pthread_create(&sc->thread, NULL, srv_conn_main, sc) != 0) {
-            ndk_tool_err("cannot start a thread");
-            ndk_tool_reject(incoming, NULL, 0);
+            __atomic_sub_fetch(&srv_mem_used, sc->cost, __ATOMIC_RELAXED);
+            srv_refuse(incoming, PERF_REFUSED_BUSY, "the server cannot start another session thread");
             free(sc);
-            rc = 1;
-            break;
+            continue;
         }
         conns[nconns++] = sc;
     }
-    for (unsigned i = 0; i < nconns; i++) {
-        pthread_join(conns[i]->thread, NULL);
-        if (conns[i]->rc)
-            rc = conns[i]->rc;
-        free(conns[i]);
-    }
+    int r = srv_reap(conns, &nconns, true);
+    if (r)
+        rc = r;
+    free(conns);
     ndk_tool_server_stop(srv);
     return rc;
 }

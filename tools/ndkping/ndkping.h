@@ -21,6 +21,9 @@
 #define CMATOSE_DEFAULT_PORT 7471
 #define CMATOSE_MAX_CONNS    64
 #define RDMACM_DEFAULT_PORT  7471
+/* The ping and rping servers serve one client at a time: one that connects and sends nothing
+ * for this long is closed. */
+#define PING_IDLE_MS         30000
 
 /* ---- options (ndkping.c) ---- */
 struct ping_opts {

@@ -206,7 +206,13 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     int pending_slot[PING_SLOTS];       /* slots whose echo Send is in flight, in order */
     for (;;) {
         int failed;
-        st = session_pump(&s, NDK_TOOL_INFINITE, &failed);
+        /* A client that never sends its first ping does not hold the server. */
+        st = session_pump(&s, s.done[TAG_RECV0] ? NDK_TOOL_INFINITE : PING_IDLE_MS, &failed);
+        if (st == STATUS_IO_TIMEOUT && !failed) {
+            ndk_tool_err("%s: closing the connection: the client sent nothing within %d s", peer, PING_IDLE_MS / 1000);
+            rc = 1;
+            break;
+        }
         if (st != STATUS_SUCCESS) {
             if (st == STATUS_CONNECTION_DISCONNECTED || (st == STATUS_CANCELLED && failed) ||
                 (failed && ndk_tool_conn_disconnected(&s.t.conn)))

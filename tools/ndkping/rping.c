@@ -206,9 +206,16 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         bool gone = false;
         while (s.done[TAG_RECV0] < recvs + 1) {
             int failed;
-            st = session_pump(&s, NDK_TOOL_INFINITE, &failed);
+            /* A client that never sends its first advertisement does not hold the server. */
+            st = session_pump(&s, ping ? NDK_TOOL_INFINITE : PING_IDLE_MS, &failed);
             if (st == STATUS_SUCCESS)
                 continue;
+            if (st == STATUS_IO_TIMEOUT && !failed) {
+                ndk_tool_err("%s: closing the connection: the client sent nothing within %d s", peer,
+                             PING_IDLE_MS / 1000);
+                rc = 1;
+                goto out;
+            }
             if (st == STATUS_CONNECTION_DISCONNECTED || ndk_tool_conn_disconnected(&s.t.conn) ||
                 (failed && (st == STATUS_CANCELLED || st == STATUS_CONNECTION_DISCONNECTED ||
                             st == STATUS_CONNECTION_RESET || st == STATUS_CONNECTION_ABORTED))) {
