@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "testlib.h"
 
+#include "ndk_pattern.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -121,26 +123,14 @@ void ndk_test_sh(const char *fmt, ...)
 
 void ndk_test_fill(uint8_t *p, size_t n, uint32_t seed)
 {
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
+    ndk_pattern_fill(p, n, seed, 0);
 }
 
 bool ndk_test_check(const uint8_t *p, size_t n, uint32_t seed)
 {
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        if (p[i] != (uint8_t)x) {
-            fprintf(stderr, "byte %zu of %zu differs: %02x, expected %02x\n", i, n, p[i], (uint8_t)x);
-            return false;
-        }
-    }
-    return true;
+    size_t at = ndk_pattern_check(p, n, seed, 0);
+    if (at == n)
+        return true;
+    fprintf(stderr, "byte %zu of %zu differs: %02x, expected %02x\n", at, n, p[at], ndk_pattern_byte(seed, at));
+    return false;
 }

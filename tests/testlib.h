@@ -34,8 +34,8 @@ void ndk_test_enter_netns(void);
 void ndk_test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Monotonic milliseconds. */
 uint64_t ndk_test_now_ms(void);
-/* A reproducible byte pattern of n bytes from seed (xorshift), and its check (which prints the
- * first differing byte). */
+/* The shared payload pattern (src/common/ndk_pattern.h) of stream seed from position 0, and its
+ * check (which prints the first differing byte). */
 void ndk_test_fill(uint8_t *p, size_t n, uint32_t seed);
 bool ndk_test_check(const uint8_t *p, size_t n, uint32_t seed);
 

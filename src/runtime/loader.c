@@ -147,6 +147,7 @@ void rt_loader_load_all(struct ndk_rt *rt)
     if (!path)
         return;
     char *save = NULL;
+    size_t found = 0;
     for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
         DIR *d = opendir(dir);
         if (!d) {
@@ -176,8 +177,12 @@ void rt_loader_load_all(struct ndk_rt *rt)
             free(names[i]);
         }
         free(names);
+        found += n;
     }
     free(path);
+    if (!found)
+        rt_log(rt, NDK_LOG_WARNING, "no provider modules (ndk-*.so) in the provider path '%s' (NDK_PROVIDER_PATH or "
+               "provider_path in the config file sets it)", rt->provider_path ? rt->provider_path : "");
 }
 
 /* May block (provider unload); rt->lock not held; every adapter must be halted already. */

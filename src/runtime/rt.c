@@ -8,7 +8,9 @@
 #pragma GCC visibility pop
 #include "rt_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,16 @@
 #ifndef NDK_DEFAULT_PROVIDER_DIR
 #define NDK_DEFAULT_PROVIDER_DIR "/usr/local/lib/openndk/providers"
 #endif
+/* Where this library is in its build tree, and the providers built beside it: a libndk loaded
+ * from there finds those, so the tools work in place. */
+#ifndef NDK_BUILD_LIB_DIR
+#define NDK_BUILD_LIB_DIR ""
+#endif
+#ifndef NDK_BUILD_PROVIDER_DIR
+#define NDK_BUILD_PROVIDER_DIR ""
+#endif
+/* The providers' folder relative to the library's own folder once installed. */
+#define NDK_INSTALLED_PROVIDER_SUBDIR "openndk/providers"
 #ifndef NDK_DEFAULT_CONFIG_FILE
 #define NDK_DEFAULT_CONFIG_FILE "/usr/local/etc/openndk.conf"
 #endif
@@ -54,6 +66,28 @@ void rt_log(struct ndk_rt *rt, int level, const char *fmt, ...)
     va_start(ap, fmt);
     rt_vlog(rt, level, "runtime", fmt, ap);
     va_end(ap);
+}
+
+/* The provider path when neither the caller, the environment nor the config file gives one:
+ * the build tree's providers for the libndk of a build tree; otherwise the providers folder
+ * beside this library (an installed tree, wherever it was installed), then the compiled-in
+ * install directory. May block (file system); no lock. */
+static char *default_provider_path(void)
+{
+    Dl_info info;
+    char dir[PATH_MAX], real[PATH_MAX], build[PATH_MAX], path[2 * PATH_MAX + 2];
+    if (!dladdr((void *)ndk_rt_open, &info) || !info.dli_fname || !strchr(info.dli_fname, '/'))
+        return strdup(NDK_DEFAULT_PROVIDER_DIR);
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    *strrchr(dir, '/') = '\0';
+    if (!realpath(dir[0] ? dir : "/", real))
+        return strdup(NDK_DEFAULT_PROVIDER_DIR);
+    if (NDK_BUILD_LIB_DIR[0] && realpath(NDK_BUILD_LIB_DIR, build) && !strcmp(real, build))
+        return strdup(NDK_BUILD_PROVIDER_DIR);
+    snprintf(path, sizeof path, "%s/%s", real, NDK_INSTALLED_PROVIDER_SUBDIR);
+    if (strcmp(path, NDK_DEFAULT_PROVIDER_DIR) != 0)
+        snprintf(path + strlen(path), sizeof path - strlen(path), ":%s", NDK_DEFAULT_PROVIDER_DIR);
+    return strdup(path);
 }
 
 static char *pick(const char *explicit_value, const char *env, const struct ndk_rt *rt, const char *key, const char *dflt)
@@ -103,7 +137,9 @@ NTSTATUS ndk_rt_open(const ndk_rt_config *config, ndk_rt **out)
     if (rc < 0)
         rt_log(rt, NDK_LOG_WARNING, "config file %s: %s (using defaults)", config_file, strerror(-rc));
 
-    rt->provider_path = pick(config->provider_path, "NDK_PROVIDER_PATH", rt, "provider_path", NDK_DEFAULT_PROVIDER_DIR);
+    rt->provider_path = pick(config->provider_path, "NDK_PROVIDER_PATH", rt, "provider_path", NULL);
+    if (!rt->provider_path)
+        rt->provider_path = default_provider_path();
     rt->providers_filter = pick(config->providers, "NDK_PROVIDERS", rt, "providers", NULL);
     rt->interfaces_filter = pick(config->interfaces, "NDK_INTERFACES", rt, "interfaces", NULL);
 

@@ -377,6 +377,22 @@ NTSTATUS ndk_tool_adapter_open(ndk_rt *rt, ndk_rt_adapter_id id, ndk_tool_adapte
     return st;
 }
 
+NTSTATUS ndk_tool_client_adapter(ndk_rt *rt, const SOCKADDR_INET *local, const SOCKADDR_INET *dst,
+                                 const char *provider, ULONG ifindex, ndk_tool_adapter *ad, SOCKADDR_INET *src)
+{
+    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN];
+    ndk_rt_adapter_id id;
+    NTSTATUS st = ndk_tool_pick_adapter(rt, local, dst, provider, ifindex, &id, src, why, sizeof why);
+    if (st == STATUS_SUCCESS) {
+        st = ndk_tool_adapter_open(rt, id, ad);
+        if (st != STATUS_SUCCESS)
+            snprintf(why, sizeof why, "opening the adapter: %s", ndk_tool_status(st));
+    }
+    if (st != STATUS_SUCCESS)
+        ndk_tool_err("connect to %s failed: %s", ndk_tool_addr_str(dst, true, dst_s, sizeof dst_s), why);
+    return st;
+}
+
 void ndk_tool_adapter_close(ndk_tool_adapter *a)
 {
     if (a->adapter)
@@ -983,6 +999,14 @@ NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const
                                             ndk_tool_addr_len(&d), ird, ord, pdata_len ? data : NULL, pdata_len,
                                             ndk_tool_op_request_done, op);
     st = tool_op_wait(op, st, timeout_ms, true, NULL);
+    if (st == STATUS_CONNECTION_REFUSED) {
+        /* A reject's private data (the peer's reason, if it gave one) stays readable. */
+        ULONG len = sizeof c->peer_data;
+        NTSTATUS gst = c->connector->Dispatch->NdkGetConnectionData(c->connector, NULL, NULL, c->peer_data, &len);
+        c->peer_data_len = gst == STATUS_SUCCESS || gst == STATUS_BUFFER_TOO_SMALL ? len : 0;
+        if (c->peer_data_len > sizeof c->peer_data)
+            c->peer_data_len = sizeof c->peer_data;
+    }
     if (st != STATUS_SUCCESS)
         return st;
     c->peer_data_len = sizeof c->peer_data;
@@ -1036,6 +1060,12 @@ NTSTATUS ndk_tool_conn_accept(ndk_tool_conn *c, NDK_CONNECTOR *connector, ULONG 
     c->established = true;
     tool_conn_addresses(c);
     return STATUS_SUCCESS;
+}
+
+void ndk_tool_reject(NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len)
+{
+    incoming->Dispatch->NdkReject(incoming, (PVOID)pdata, pdata_len);
+    ndk_tool_close(&incoming->Header, NDK_TOOL_OP_TIMEOUT_MS);
 }
 
 void ndk_tool_conn_close(ndk_tool_conn *c)

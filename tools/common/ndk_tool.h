@@ -93,6 +93,10 @@ NTSTATUS ndk_tool_pick_adapter(ndk_rt *rt, const SOCKADDR_INET *local, const SOC
 /* Opens an NDK_ADAPTER instance at the version the provider advertises and queries its info. */
 NTSTATUS ndk_tool_adapter_open(ndk_rt *rt, ndk_rt_adapter_id id, ndk_tool_adapter *out);
 void ndk_tool_adapter_close(ndk_tool_adapter *a);
+/* A client's adapter: ndk_tool_pick_adapter, then ndk_tool_adapter_open. On failure prints
+ * "connect to DST failed: <why>" and returns the status. */
+NTSTATUS ndk_tool_client_adapter(ndk_rt *rt, const SOCKADDR_INET *local, const SOCKADDR_INET *dst,
+                                 const char *provider, ULONG ifindex, ndk_tool_adapter *ad, SOCKADDR_INET *src);
 
 /* ---- blocking wrappers for asynchronous requests (§0.4) ---- */
 
@@ -212,11 +216,15 @@ typedef struct ndk_tool_conn {
 /* Creates PD, CQ (rq_depth + iq_depth entries) and QP on the adapter. */
 NTSTATUS ndk_tool_conn_init(ndk_tool_conn *c, ndk_tool_adapter *ad, ULONG rq_depth, ULONG iq_depth, ULONG rsge,
                             ULONG isge, ULONG inline_size, bool poll);
-/* Active side: NdkConnect, NdkGetConnectionData (peer_data), NdkCompleteConnect. */
+/* Active side: NdkConnect, NdkGetConnectionData (peer_data), NdkCompleteConnect. When the peer
+ * rejects (STATUS_CONNECTION_REFUSED), peer_data holds the reject's private data. */
 NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const SOCKADDR_INET *dst, ULONG ird,
                                ULONG ord, const void *pdata, ULONG pdata_len, int timeout_ms);
 /* Reads an incoming connector's private data and the requested read limits (before accept). */
 NTSTATUS ndk_tool_connector_data(NDK_CONNECTOR *conn, ULONG *ird, ULONG *ord, void *buf, ULONG *len);
+/* Rejects an incoming connection request (optional private data: the reason, for the peer) and
+ * closes the connector. Blocks. */
+void ndk_tool_reject(NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len);
 /* Passive side: takes ownership of connector and accepts it on c's QP. */
 NTSTATUS ndk_tool_conn_accept(ndk_tool_conn *c, NDK_CONNECTOR *connector, ULONG ird, ULONG ord, const void *pdata,
                               ULONG pdata_len, int timeout_ms);

@@ -15,6 +15,8 @@
 
 #include <ndk/runtime.h>
 
+#include "ndk_tool.h"
+
 static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_verbose;
 static const char *opt_provider, *opt_adapter;
 
@@ -72,57 +74,8 @@ static const char *tech_name(NDK_RDMA_TECHNOLOGY t)
     }
 }
 
-/* ---- a tiny JSON writer: enough for flat objects and arrays ---- */
-static int json_first = 1;
-static void jsep(void)
-{
-    if (!json_first)
-        printf(",");
-    json_first = 0;
-}
-static void jkey(const char *k)
-{
-    jsep();
-    printf("\"%s\":", k);
-}
-static void jstr(const char *k, const char *v)
-{
-    jkey(k);
-    putchar('"');
-    for (const char *c = v; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if ((unsigned char)*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-static void jnum(const char *k, unsigned long long v)
-{
-    jkey(k);
-    printf("%llu", v);
-}
-static void jbool(const char *k, int v)
-{
-    jkey(k);
-    printf(v ? "true" : "false");
-}
-static void jopen(const char *k, char c)
-{
-    if (k)
-        jkey(k);
-    else
-        jsep();
-    putchar(c);
-    json_first = 1;
-}
-static void jclose(char c)
-{
-    putchar(c);
-    json_first = 0;
-}
+/* --json: the tools' shared writer, on stdout. */
+static ndk_tool_json json;
 
 struct field {
     const char *name;
@@ -200,11 +153,11 @@ static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
     ULONG written = 0, needed = 0;
     NTSTATUS st = ndk_rt_query_oid(rt, a->id, OID_NDK_STATISTICS, &s, sizeof s, &written, &needed);
     if (opt_json)
-        jopen("statistics", '{');
+        ndk_tool_json_open(&json, "statistics", '{');
     if (st != STATUS_SUCCESS) {
         if (opt_json) {
-            jstr("error", ndk_rt_status_name(st));
-            jclose('}');
+            ndk_tool_json_str(&json, "error", ndk_rt_status_name(st));
+            ndk_tool_json_close(&json, '}');
         } else
             printf("    statistics: unavailable (%s)\n", ndk_rt_status_name(st));
         return;
@@ -216,12 +169,12 @@ static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
         if (!counter_names[i])
             continue;
         if (opt_json)
-            jnum(counter_names[i], c[i]);
+            ndk_tool_json_u64(&json, counter_names[i], c[i]);
         else
             printf("      %-24s %llu\n", counter_names[i], (unsigned long long)c[i]);
     }
     if (opt_json)
-        jclose('}');
+        ndk_tool_json_close(&json, '}');
 }
 
 /* Queries a variable-size OID, growing the buffer as the provider asks. */
@@ -256,7 +209,7 @@ static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
     NDIS_NDK_CONNECTIONS *c = query_var(rt, a->id, OID_NDK_CONNECTIONS, &st);
     char l[80], r[80];
     if (opt_json)
-        jopen("connections", '[');
+        ndk_tool_json_open(&json, "connections", '[');
     else
         printf("    ND connections (OID_NDK_CONNECTIONS)%s:\n", c && c->NDConnectionsMappedtoTCPConnections
                                                                     ? ", each followed by its TCP connection" : "");
@@ -274,15 +227,15 @@ static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
             addr_str(&e->Local, 1, l, sizeof l);
             addr_str(&e->Remote, 1, r, sizeof r);
             if (opt_json) {
-                jopen(NULL, '{');
-                jstr("kind", tcp_row ? "tcp" : "nd");
-                jstr("local", l);
-                jstr("remote", r);
+                ndk_tool_json_open(&json, NULL, '{');
+                ndk_tool_json_str(&json, "kind", tcp_row ? "tcp" : "nd");
+                ndk_tool_json_str(&json, "local", l);
+                ndk_tool_json_str(&json, "remote", r);
                 if (!tcp_row) {
-                    jbool("user_mode", e->UserModeOwner);
-                    jnum("pid", e->OwnerPid);
+                    ndk_tool_json_bool(&json, "user_mode", e->UserModeOwner);
+                    ndk_tool_json_u64(&json, "pid", e->OwnerPid);
                 }
-                jclose('}');
+                ndk_tool_json_close(&json, '}');
             } else if (tcp_row) {
                 printf("      %-6s %-46s %-46s\n", "TCP", l, r);
             } else {
@@ -294,7 +247,7 @@ static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
             printf("      (none)\n");
     }
     if (opt_json)
-        jclose(']');
+        ndk_tool_json_close(&json, ']');
     free(c);
 }
 
@@ -304,7 +257,7 @@ static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
     NDIS_NDK_LOCAL_ENDPOINTS *e = query_var(rt, a->id, OID_NDK_LOCAL_ENDPOINTS, &st);
     char l[80];
     if (opt_json)
-        jopen("endpoints", '[');
+        ndk_tool_json_open(&json, "endpoints", '[');
     else
         printf("    ND local endpoints (OID_NDK_LOCAL_ENDPOINTS):\n");
     if (!e) {
@@ -317,12 +270,12 @@ static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
             int tcp_row = e->NDLocalEndpointsMappedtoTCPLocalEndpoints && (i % 2) == 1;
             addr_str(&x->Local, 1, l, sizeof l);
             if (opt_json) {
-                jopen(NULL, '{');
-                jstr("kind", tcp_row ? "tcp" : (x->Listener ? "listener" : "shared"));
-                jstr("local", l);
+                ndk_tool_json_open(&json, NULL, '{');
+                ndk_tool_json_str(&json, "kind", tcp_row ? "tcp" : (x->Listener ? "listener" : "shared"));
+                ndk_tool_json_str(&json, "local", l);
                 if (!tcp_row)
-                    jnum("pid", x->OwnerPid);
-                jclose('}');
+                    ndk_tool_json_u64(&json, "pid", x->OwnerPid);
+                ndk_tool_json_close(&json, '}');
             } else if (tcp_row) {
                 printf("      %-9s %-46s\n", "TCP", l);
             } else {
@@ -333,7 +286,7 @@ static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
             printf("      (none)\n");
     }
     if (opt_json)
-        jclose(']');
+        ndk_tool_json_close(&json, ']');
     free(e);
 }
 
@@ -360,36 +313,35 @@ static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
     struct field f[32];
     size_t n;
     if (opt_json) {
-        jopen(NULL, '{');
-        jnum("id", a->id);
-        jstr("provider", a->provider);
-        jstr("interface", a->ifname);
-        jnum("ifindex", a->ifindex);
-        jnum("mtu", a->mtu);
-        jbool("loopback", a->is_loopback);
-        jbool("ndk_enabled", a->enabled);
-        jnum("open_instances", a->open_instances);
-        jopen("addresses", '[');
+        ndk_tool_json_open(&json, NULL, '{');
+        ndk_tool_json_u64(&json, "id", a->id);
+        ndk_tool_json_str(&json, "provider", a->provider);
+        ndk_tool_json_str(&json, "interface", a->ifname);
+        ndk_tool_json_u64(&json, "ifindex", a->ifindex);
+        ndk_tool_json_u64(&json, "mtu", a->mtu);
+        ndk_tool_json_bool(&json, "loopback", a->is_loopback);
+        ndk_tool_json_bool(&json, "ndk_enabled", a->enabled);
+        ndk_tool_json_u64(&json, "open_instances", a->open_instances);
+        ndk_tool_json_open(&json, "addresses", '[');
         for (ULONG i = 0; i < a->address_count; i++) {
-            jsep();
-            printf("\"%s\"", addr_str(&a->addresses[i], 0, buf, sizeof buf));
+            ndk_tool_json_str(&json, NULL, addr_str(&a->addresses[i], 0, buf, sizeof buf));
         }
-        jclose(']');
-        jopen("adapter_info", '{');
+        ndk_tool_json_close(&json, ']');
+        ndk_tool_json_open(&json, "adapter_info", '{');
         snprintf(buf, sizeof buf, "%u.%u", info.Version.Major, info.Version.Minor);
-        jstr("Version", buf);
+        ndk_tool_json_str(&json, "Version", buf);
         n = info_fields(&info, f);
         for (size_t i = 0; i < n; i++)
-            jnum(f[i].name, f[i].value);
-        jstr("AdapterFlagNames", flags_str(info.AdapterFlags, buf, sizeof buf));
-        jstr("RdmaTechnology", tech_name(info.RdmaTechnology));
-        jstr("source", live == STATUS_SUCCESS ? "NdkQueryAdapterInfo" : "advertised");
-        jclose('}');
-        jopen("capabilities", '{');
+            ndk_tool_json_u64(&json, f[i].name, f[i].value);
+        ndk_tool_json_str(&json, "AdapterFlagNames", flags_str(info.AdapterFlags, buf, sizeof buf));
+        ndk_tool_json_str(&json, "RdmaTechnology", tech_name(info.RdmaTechnology));
+        ndk_tool_json_str(&json, "source", live == STATUS_SUCCESS ? "NdkQueryAdapterInfo" : "advertised");
+        ndk_tool_json_close(&json, '}');
+        ndk_tool_json_open(&json, "capabilities", '{');
         n = caps_fields(&a->capabilities, f);
         for (size_t i = 0; i < n; i++)
-            jnum(f[i].name, f[i].value);
-        jclose('}');
+            ndk_tool_json_u64(&json, f[i].name, f[i].value);
+        ndk_tool_json_close(&json, '}');
     } else {
         printf("\nAdapter %u: %s on %s (ifindex %u, MTU %u%s)\n", a->id, a->provider, a->ifname, a->ifindex, a->mtu,
                a->is_loopback ? ", loopback" : "");
@@ -424,7 +376,7 @@ static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
     if (opt_endpoints)
         show_endpoints(rt, a);
     if (opt_json)
-        jclose('}');
+        ndk_tool_json_close(&json, '}');
 }
 
 int main(int argc, char **argv)
@@ -465,25 +417,26 @@ int main(int argc, char **argv)
     }
     ULONG nprov = ndk_rt_provider_count(rt);
     if (opt_json) {
-        jopen(NULL, '{');
-        jopen("providers", '[');
+        ndk_tool_json_init(&json, stdout);
+        ndk_tool_json_open(&json, NULL, '{');
+        ndk_tool_json_open(&json, "providers", '[');
     } else {
-        printf("Providers:%s\n", nprov ? "" : " none found (set NDK_PROVIDER_PATH or provider_path in the config file)");
+        printf("Providers:%s\n", nprov ? "" : " none found (the runtime's warning names the path it searched)");
     }
     for (ULONG i = 0; i < nprov; i++) {
         ndk_rt_provider_info p;
         if (ndk_rt_provider_get(rt, i, &p) != STATUS_SUCCESS)
             continue;
         if (opt_json) {
-            jopen(NULL, '{');
-            jstr("name", p.name);
-            jstr("path", p.path);
-            jstr("status", ndk_rt_status_name(p.status));
-            jbool("loaded", p.status == STATUS_SUCCESS);
-            jstr("description", p.description);
-            jstr("message", p.message);
-            jnum("adapters", p.adapter_count);
-            jclose('}');
+            ndk_tool_json_open(&json, NULL, '{');
+            ndk_tool_json_str(&json, "name", p.name);
+            ndk_tool_json_str(&json, "path", p.path);
+            ndk_tool_json_str(&json, "status", ndk_rt_status_name(p.status));
+            ndk_tool_json_bool(&json, "loaded", p.status == STATUS_SUCCESS);
+            ndk_tool_json_str(&json, "description", p.description);
+            ndk_tool_json_str(&json, "message", p.message);
+            ndk_tool_json_u64(&json, "adapters", p.adapter_count);
+            ndk_tool_json_close(&json, '}');
         } else if (p.status == STATUS_SUCCESS) {
             printf("  %-14s loaded   %u adapter(s)  %s  (%s)\n", p.name, p.adapter_count, p.description, p.path);
         } else {
@@ -491,7 +444,7 @@ int main(int argc, char **argv)
         }
     }
     if (opt_json)
-        jclose(']');
+        ndk_tool_json_close(&json, ']');
 
     ULONG count = 0;
     ndk_rt_adapter_list(rt, NULL, &count);
@@ -503,7 +456,7 @@ int main(int argc, char **argv)
     }
     ndk_rt_adapter_list(rt, list, &count);
     if (opt_json)
-        jopen("adapters", '[');
+        ndk_tool_json_open(&json, "adapters", '[');
     int shown = 0;
     for (ULONG i = 0; i < count; i++) {
         if (!adapter_selected(&list[i]))
@@ -512,9 +465,8 @@ int main(int argc, char **argv)
         shown++;
     }
     if (opt_json) {
-        jclose(']');
-        jclose('}');
-        putchar('\n');
+        ndk_tool_json_close(&json, ']');
+        ndk_tool_json_close(&json, '}');
     } else if (!shown) {
         printf("\nNo adapters%s.\n", opt_adapter || opt_provider ? " match the selection" : "");
     }

@@ -1,0 +1,135 @@
+/* session.c - ndkping's session: an ndk_tool_session with its completions booked by tag and its
+ * receives in order (ndkping.h). Main thread. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ndkping.h"
+
+const char *const session_tag_name[TAG_COUNT] = { "?", "Send", "RDMA Read", "RDMA Write", "Receive" };
+
+void session_fail(struct session *s, const char *fmt, ...)
+{
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ndk_tool_err("%s", line);
+    (void)s;
+    fflush(stdout);
+    _exit(1);
+}
+
+NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
+{
+    NDK_RESULT r[16];
+    NTSTATUS st;
+    ULONG n = ndk_tool_cq_wait(s->t.conn.cq, r, 16, timeout_ms, &st);
+    *failed_tag = 0;
+    if (!n)
+        return st;
+    for (ULONG i = 0; i < n; i++) {
+        int tag = (int)(uintptr_t)r[i].RequestContext, slot = 0;
+        if (tag >= TAG_RECV0 && tag < TAG_RECV0 + PING_SLOTS) {
+            slot = tag - TAG_RECV0;
+            tag = TAG_RECV0;
+        } else if (tag <= 0 || tag >= TAG_COUNT) {
+            tag = 0;
+        }
+        if (r[i].Status != STATUS_SUCCESS) {
+            *failed_tag = tag;
+            return r[i].Status;
+        }
+        s->done[tag]++;
+        if (tag == TAG_RECV0) {
+            unsigned k = s->rq_tail++ % 64;
+            s->rq_slot[k] = slot;
+            s->rq_bytes[k] = r[i].BytesTransferred;
+        }
+    }
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS session_post_slot(struct session *s, int slot)
+{
+    return ndk_tool_session_post_slot(&s->t, (uint32_t)slot, (PVOID)(uintptr_t)(TAG_RECV0 + slot));
+}
+
+NTSTATUS session_send(struct session *s, size_t off, ULONG len)
+{
+    return ndk_tool_session_send(&s->t, (PVOID)(uintptr_t)TAG_SEND, off, len, 0);
+}
+
+int session_take(struct session *s, ULONG *bytes)
+{
+    unsigned k = s->rq_head++ % 64;
+    *bytes = s->rq_bytes[k];
+    return s->rq_slot[k];
+}
+
+void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, const char *what)
+{
+    while (s->done[tag] < want) {
+        int failed;
+        NTSTATUS st = session_pump(s, timeout_ms, &failed);
+        if (st == STATUS_SUCCESS)
+            continue;
+        if (failed)
+            session_fail(s, "%s: %s completed with %s", s->t.where, session_tag_name[failed], ndk_tool_status(st));
+        if (st == STATUS_IO_TIMEOUT)
+            session_fail(s, "%s: no %s within %d ms", s->t.where, what, timeout_ms);
+        if (st == STATUS_CONNECTION_DISCONNECTED)
+            session_fail(s, "%s: peer disconnected while waiting for %s", s->t.where, what);
+        if (st == STATUS_CANCELLED)
+            session_fail(s, "interrupted");
+        session_fail(s, "%s: waiting for %s: %s", s->t.where, what, ndk_tool_status(st));
+    }
+}
+
+int session_wait_ms(void) { return (int)(ping_opt.wait_s * 1000.0); }
+
+int session_connect(struct session *s, ndk_tool_adapter *ad, const SOCKADDR_INET *src, const SOCKADDR_INET *dst,
+                    const void *pdata, ULONG pdata_len)
+{
+    char dst_s[NDK_TOOL_ADDRSTRLEN];
+    NTSTATUS st = ndk_tool_conn_connect(&s->t.conn, src, dst, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st == STATUS_SUCCESS)
+        return 0;
+    ndk_tool_err("connect to %s failed: %s", ndk_tool_addr_str(dst, true, dst_s, sizeof dst_s), ndk_tool_status(st));
+    ndk_tool_session_close(&s->t);
+    ndk_tool_adapter_close(ad);
+    return 1;
+}
+
+int session_listen(ndk_rt *rt, const char *ip, int family, ndk_tool_server **srv)
+{
+    char why[256];
+    SOCKADDR_INET addr;
+    memset(&addr, 0, sizeof addr);
+    addr.si_family = (ADDRESS_FAMILY)family;
+    if (ip && ndk_tool_parse_ip(ip, &addr) != 0) {
+        ndk_tool_err("bad address '%s'", ip);
+        return 2;
+    }
+    ndk_tool_addr_set_port(&addr, ping_opt.port);
+    if (ndk_tool_server_start(rt, &addr, ping_opt.cli.provider, 0, srv, why, sizeof why) != STATUS_SUCCESS) {
+        ndk_tool_err("%s", why);
+        return 1;
+    }
+    return 0;
+}
+
+int session_accept(struct session *s, NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len)
+{
+    NTSTATUS st = ndk_tool_conn_accept(&s->t.conn, incoming, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    if (st != STATUS_SUCCESS) {
+        ndk_tool_err("accept failed: %s", ndk_tool_status(st));
+        ndk_tool_session_close(&s->t);
+        return 1;
+    }
+    ndk_tool_addr_str(&s->t.conn.peer, true, s->t.where, sizeof s->t.where);
+    return 0;
+}
