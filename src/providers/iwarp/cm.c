@@ -403,11 +403,15 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     qp->params.ord = c->eff_ord;
     qp->params.mss = mss > 0 ? (uint32_t)mss : 1460u;
     qp->params.mulpdu = iw_fpdu_mulpdu(qp->params.mss, false);
-    qp->params.tx_wait_first_rx = !c->active && !c->p2p;
+    /* Without P2P the responder holds its first FPDU for the initiator's (RFC 5044 §7.1.2), and
+     * the initiator holds its own briefly for siw's sake (iw_config.first_fpdu_hold_ms); either
+     * hold ends at the peer's first FPDU or at the timer. */
+    uint32_t hold_ms = c->p2p ? 0 : c->active ? dev->prov->cfg.first_fpdu_hold_ms : dev->prov->cfg.first_fpdu_grace_ms;
+    qp->params.tx_wait_first_rx = !c->p2p && (!c->active || hold_ms);
     iw_qp_modify_locked(qp, IW_QP_RTS);
     pthread_mutex_unlock(&qp->lock);
-    if (!c->active && !c->p2p && dev->prov->cfg.first_fpdu_grace_ms)
-        iw_cm_timer_set_locked(c, dev->prov->cfg.first_fpdu_grace_ms);
+    if (hold_ms)
+        iw_cm_timer_set_locked(c, hold_ms);
     out->established = qp;
     c->counted_active = true;
     IW_COUNT(dev, active_connection, 1);
@@ -860,7 +864,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             iw_conn_close_locked(c, out, -ETIMEDOUT, true);
             return;
         case IW_CM_ESTABLISHED:
-            /* the first-FPDU grace of a non-P2P responder is over (iw_config.first_fpdu_grace_ms) */
+            /* a non-P2P first-FPDU hold is over (iw_config.first_fpdu_grace_ms / _hold_ms) */
             out->release_tx = c->qp;
             iw_ddbg(c->obj.dev, "CONN[%u] first-FPDU grace timer fired", c->obj.id);
             break;

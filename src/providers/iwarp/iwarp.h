@@ -201,6 +201,11 @@ struct iw_config {
      * after this long we send anyway, as siw does, so ULPs whose passive side speaks first do
      * not deadlock ("first_fpdu_grace_ms"; 0 = wait for the initiator forever, strictly). */
     uint32_t first_fpdu_grace_ms;
+    /* Initiator without P2P: hold our first FPDU this long after the Reply, or until the
+     * responder's first FPDU shows it is reading. Linux siw 6.1 as a responder can leave an FPDU
+     * that arrives right behind its Reply unread (README, "siw's lost first FPDU")
+     * ("first_fpdu_hold_ms"; 0 = send at once, strictly as RFC 5044 allows). */
+    uint32_t first_fpdu_hold_ms;
     /* Consumer-driven progress (poll.c): a busy-polling consumer runs its QPs' engines itself
      * ("poll_progress", 0 = never), and a QP nobody polled for "poll_idle_ms" goes back to the
      * progress thread. */

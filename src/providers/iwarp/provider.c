@@ -60,6 +60,9 @@ static void iw_load_config(struct iw_provider *prov)
      * drops the connection only if bytes are already queued behind the Reply when it reads it,
      * which a short grace period avoids. */
     c->first_fpdu_grace_ms = iw_cfg_u32(prov, "first_fpdu_grace_ms", 100, 0, 600000);
+    /* iwarp-wire.md §2.2 and README: a siw responder may lose an FPDU that follows its Reply
+     * too closely; 20 ms is far beyond that window and is paid once per connection. */
+    c->first_fpdu_hold_ms = iw_cfg_u32(prov, "first_fpdu_hold_ms", 20, 0, 600000);
     /* A consumer polling less often than this is better served by the progress thread. */
     c->poll_progress = iw_cfg_u32(prov, "poll_progress", 1, 0, 1) != 0;
     c->poll_idle_ms = iw_cfg_u32(prov, "poll_idle_ms", 2, 1, 600000);

@@ -328,7 +328,7 @@ void iw_qp_release_first_fpdu(struct iw_qp *qp)
     qp->params.tx_wait_first_rx = false;
     pthread_mutex_unlock(&qp->lock);
     if (held) {
-        iw_dbg("QP[%u] no FPDU from the initiator within the grace period; transmitting", qp->obj.id);
+        iw_dbg("QP[%u] no FPDU from the peer within the first-FPDU hold; transmitting", qp->obj.id);
         iw_tx_kick(qp);
     }
 }

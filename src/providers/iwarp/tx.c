@@ -104,7 +104,8 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
     }
     if (dp->term_pending || (qp->state != IW_QP_RTS && qp->state != IW_QP_CLOSING))
         return 0;
-    /* RFC 5044 §7.1.2: a non-P2P responder sends nothing before the first FPDU arrived. */
+    /* RFC 5044 §7.1.2: a non-P2P responder sends nothing before the first FPDU arrived (and a
+     * non-P2P initiator holds its first one briefly, iw_config.first_fpdu_hold_ms). */
     if (qp->params.tx_wait_first_rx)
         return 0;
 
