@@ -505,7 +505,7 @@ static uint32_t crc32c_copy_sse42(void *dst, const void *src, size_t len, uint32
  *
  * For reflected operands, clmul(c, k) is c*k*x as a 64-bit value, and crc32_u64(0, v) is
  * v*x^32 mod P, so crc32_u64(0, clmul(c, x^(8n-33) mod P)) = shift(c, n): one multiplication
- * and one crc32 per shifted stream, and the two products are added before the one reduction.
+ * per shifted stream, and the two products are added before a single crc32 reduces them.
  * The constants are x^(8n-33) mod P, bit-reflected, for n = L and 2L; they were computed
  * offline by square-and-multiply over GF(2), and the test's random lengths (which cross every
  * block size) fail if one is wrong. */
