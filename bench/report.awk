@@ -36,20 +36,19 @@ function hi(list,    n, a) { n = sort_list(list, a); return n ? a[n] + 0 : "" }
 function is_bw(id) { return id ~ /\.bw($|\.)/ }
 function unit(id) { return is_bw(id) ? "GB/s" : "us" }
 
-function num(id, v) {
-	if (is_bw(id)) return v >= 0.1 ? sprintf("%.2f", v) : sprintf("%.3g", v * 1000)
+# a value in the unit the median chose: MB/s (mb) or GB/s for bandwidth, µs for latency
+function num(id, v, mb) {
+	if (is_bw(id)) return mb ? sprintf("%.3g", v * 1000) : sprintf("%.2f", v)
 	return sprintf("%.1f", v)
 }
-function uname(id, v) { return is_bw(id) ? (v >= 0.1 ? "GB/s" : "MB/s") : "µs" }
 
 # "2.89 GB/s [2.71–3.02]", with "3/5" when repetitions were dropped or failed
-function show(id, s,    v, t) {
+function show(id, s,    v, mb, t) {
 	v = med[id, s]
 	if (v == "") return ""
-	if (is_bw(id) && v < 0.1)
-		t = sprintf("%s MB/s [%s–%s]", num(id, v), num(id, vmin[id, s]), num(id, vmax[id, s]))
-	else
-		t = sprintf("%s %s [%s–%s]", num(id, v), uname(id, v), num(id, vmin[id, s]), num(id, vmax[id, s]))
+	mb = is_bw(id) && v < 0.1
+	t = sprintf("%s %s [%s–%s]", num(id, v, mb), (is_bw(id) ? (mb ? "MB/s" : "GB/s") : "µs"),
+		num(id, vmin[id, s], mb), num(id, vmax[id, s], mb))
 	if (kept[id, s] < nrep[id, s]) t = t " " kept[id, s] "/" nrep[id, s]
 	return t
 }
