@@ -32,7 +32,7 @@ void iw_log(int level, const char *fmt, ...)
     va_end(ap);
 }
 
-bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
+bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
 {
     bool q = false;
     pthread_mutex_lock(&dev->wq_lock);
@@ -49,7 +49,7 @@ bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
  * run the engines inline). */
 static __thread const struct iw_device *stub_progress_dev;
 
-bool iw_on_progress_thread(const struct iw_device *dev)
+bool iw_progress_on_thread(const struct iw_device *dev)
 {
     return stub_progress_dev == dev;
 }
@@ -86,19 +86,70 @@ void iw_cm_connection_failed(struct iw_qp *qp, int err)
         atomic_compare_exchange_strong(&s->failed, &zero, err ? err : -EIO);
 }
 
-void iw_qp_want_writable(struct iw_qp *qp, bool on)
+/* The progress engine's registrations and timers: the harness thread below watches the QPs'
+ * sockets itself (reading the TX engine's wish for room from the QP), and no timer fires (a
+ * polled QP stays polled; the harness reads its socket anyway, so a test that polls its CQ runs
+ * both owners of the engines against each other). */
+int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
-    struct dpt_side *s = side_of(qp);
-    if (s)
-        atomic_store(&s->want_out, on);
+    (void)dev;
+    p->events = events;
+    return 0;
 }
 
-/* Consumer-driven progress (poll.c): the stub's progress thread keeps reading the sockets of
- * polled QPs too, so a test that polls its CQ runs both owners of the engines against each
- * other. */
-void iw_qp_set_polled(struct iw_qp *qp, bool on)
+int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
-    atomic_store(&qp->polled, on);
+    (void)dev;
+    p->events = events;
+    return 0;
+}
+
+void iw_progress_del(struct iw_device *dev, struct iw_pollable *p)
+{
+    (void)dev;
+    p->events = 0;
+}
+
+int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now))
+{
+    (void)dev;
+    t->fn = fn;
+    t->slot = IW_TIMER_IDLE;
+    return 0;
+}
+
+void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t)
+{
+    (void)dev;
+    t->slot = IW_TIMER_IDLE;
+}
+
+bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms)
+{
+    bool idle = t->slot == IW_TIMER_IDLE;
+    (void)dev;
+    t->deadline_ms = deadline_ms;
+    t->slot = 0;
+    return idle;
+}
+
+bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
+{
+    bool armed = t->slot != IW_TIMER_IDLE;
+    (void)dev;
+    t->slot = IW_TIMER_IDLE;
+    return armed;
+}
+
+/* The TX engine waits for room (qp.c's copy, under qp->lock as it is written). */
+static bool side_want_out(struct dpt_side *s)
+{
+    bool on = false;
+    pthread_mutex_lock(&s->qp->lock);
+    if (s->qp->dp)
+        on = s->qp->dp->want_out;
+    pthread_mutex_unlock(&s->qp->lock);
+    return on;
 }
 
 /* ---- harness ---- */
@@ -159,7 +210,7 @@ static void *progress(void *arg)
                 continue;
             }
             pf[n].fd = s->fd;
-            pf[n].events = POLLIN | (atomic_load(&s->want_out) ? POLLOUT : 0);
+            pf[n].events = POLLIN | (side_want_out(s) ? POLLOUT : 0);
             pf[n].revents = 0;
             idx[n++] = i;
         }
@@ -169,9 +220,9 @@ static void *progress(void *arg)
             struct dpt_side *s = &e->s[idx[k]];
             int r = 0;
             if (pf[k].revents & (POLLIN | POLLERR | POLLHUP))
-                r = iw_qp_on_readable(s->qp);
+                r = iw_rx_run(s->qp);
             if (!r && (pf[k].revents & POLLOUT))
-                r = iw_qp_on_writable(s->qp);
+                r = iw_tx_run(s->qp);
             if (r) {
                 int zero = 0;
                 atomic_compare_exchange_strong(&s->failed, &zero, r);
@@ -194,7 +245,6 @@ void dpt_env_init(struct dpt_env *e)
     ndk_list_init(&e->dev.endpoints);
     ndk_list_init(&e->dev.connectors);
     ndk_list_init(&e->dev.listeners);
-    ndk_list_init(&e->dev.timers);
     ndk_list_init(&e->dev.adapters);
     strcpy(e->dev.ifname, "dptest");
     e->ad.dev = &e->dev;
@@ -399,7 +449,6 @@ void dpt_disconnect(struct dpt_env *e)
             continue;
         if (!atomic_load(&s->lost))
             teardown(s, -ESHUTDOWN);
-        iw_dp_qp_destroy(s->qp);
         run_work(&e->dev);
         CHECK_STATUS(s->ndk->Dispatch->NdkCloseQp(&s->ndk->Header, NULL, NULL), STATUS_SUCCESS);
         if (s->srq)

@@ -18,7 +18,6 @@ struct dpt_side {
     NDK_SRQ *srq;
     int fd;                     /* socket end given to the QP */
     atomic_bool live;           /* polled by the harness thread */
-    atomic_int want_out;
     atomic_int failed;          /* iw_cm_connection_failed / engine error (-errno), 0 none */
     atomic_int lost;            /* torn down (connection_lost + flush ran) */
 };

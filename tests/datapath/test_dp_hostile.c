@@ -94,7 +94,7 @@ static int setup(void)
     int fd = dpt_connect_raw(&env, &o);
     memset(m.p, 0, m.len);
     NDK_SGE r = { .VirtualAddress = m.p + 1024, .Length = 256, .MemoryRegionToken = m.token };
-    CHECK_STATUS(iw_dp_receive(env.s[0].ndk, (void *)0x77, &r, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(env.s[0].ndk, (void *)0x77, &r, 1), STATUS_SUCCESS);
     return fd;
 }
 
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     for (int layout = 0; layout < 2; layout++) {
         fd = setup();
         NDK_SGE s = { .VirtualAddress = m.p, .Length = 64, .MemoryRegionToken = m.token };
-        CHECK_STATUS(iw_dp_read(env.s[0].ndk, (void *)0x88, &s, 1, 0x1000, 0x4242, 0), STATUS_SUCCESS);
+        CHECK_STATUS(iw_post_read(env.s[0].ndk, (void *)0x88, &s, 1, 0x1000, 0x4242, 0), STATUS_SUCCESS);
         /* wait for the Read Request */
         struct iw_fpdu_rx rx;
         struct iw_fpdu_rx_cfg cfg = { .crc = crc_on };
@@ -356,7 +356,7 @@ int main(int argc, char **argv)
         struct iw_fpdu_hdr other;
         CHECK_STATUS(env.pd->Dispatch->NdkCreateMw(env.pd, NULL, NULL, &mw), STATUS_SUCCESS);
         fd = setup();
-        CHECK_STATUS(iw_dp_invalidate(env.s[0].ndk, (void *)0x99, &mw->Header, 0), STATUS_SUCCESS);
+        CHECK_STATUS(iw_post_invalidate(env.s[0].ndk, (void *)0x99, &mw->Header, 0), STATUS_SUCCESS);
         t = read_term(fd, &other);
         CHECK_EQ(other.opcode, 0);                     /* nothing before the Terminate */
         expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_CATASTROPHIC, IW_TERM_RDMAP_UNSPECIFIED, 0);

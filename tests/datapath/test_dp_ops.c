@@ -37,7 +37,7 @@ static void expect(int side, NDK_OPERATION_TYPE type, void *ctx, NTSTATUS st)
 static void barrier(void)
 {
     CHECK_STATUS(qb()->Dispatch->NdkReceive(qb(), (void *)0xB0, NULL, 0), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), (void *)0xA0, NULL, 0, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(qa(), (void *)0xA0, NULL, 0, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeSend, (void *)0xA0, STATUS_SUCCESS);
     expect(1, NdkOperationTypeReceive, (void *)0xB0, STATUS_SUCCESS);
 }
@@ -49,8 +49,8 @@ static void test_send(size_t len, uint32_t seed, bool se)
 
     dpt_fill(ma.p, len, seed);
     memset(mb.p, 0, len + 16);
-    CHECK_STATUS(iw_dp_receive(qb(), (void *)1, &r, 1), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), (void *)2, &s, 1, se ? NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT : 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(qb(), (void *)1, &r, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(qa(), (void *)2, &s, 1, se ? NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT : 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeSend, (void *)2, STATUS_SUCCESS);
     dpt_poll(&env, 1, &res, 20000);
     CHECK_STATUS(res.Status, STATUS_SUCCESS);
@@ -81,8 +81,8 @@ static void test_send_sges(uint32_t n, size_t len)
         placed += l;
     }
     CHECK_EQ(placed, len);
-    CHECK_STATUS(iw_dp_receive(qb(), (void *)3, r, n), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), (void *)4, s, n, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(qb(), (void *)3, r, n), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(qa(), (void *)4, s, n, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeSend, (void *)4, STATUS_SUCCESS);
     NDK_RESULT_EX res;
     dpt_poll(&env, 1, &res, 20000);
@@ -108,7 +108,7 @@ static void test_write(size_t len, size_t roff, uint32_t seed, uint32_t nsge)
     memset(mb.p + roff, 0, len);
     for (uint32_t i = 0; i < nsge; i++)
         s[i] = sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
-    CHECK_STATUS(iw_dp_write(qa(), (void *)5, s, nsge, (uint64_t)(uintptr_t)(mb.p + roff), mb.token, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_write(qa(), (void *)5, s, nsge, (uint64_t)(uintptr_t)(mb.p + roff), mb.token, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)5, STATUS_SUCCESS);
     barrier();
     CHECK(dpt_check(mb.p + roff, len, seed));
@@ -123,7 +123,7 @@ static void test_read(size_t len, uint32_t nsge, ULONG flags)
     memset(ma.p, 0, len);
     for (uint32_t i = 0; i < nsge; i++)
         s[i] = sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
-    CHECK_STATUS(iw_dp_read(qa(), (void *)6, s, nsge, (uint64_t)(uintptr_t)mb.p, mb.token, flags), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_read(qa(), (void *)6, s, nsge, (uint64_t)(uintptr_t)mb.p, mb.token, flags), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)6, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p, len, 999 + (uint32_t)len));
     /* B's sendmsg() of the Response may still be returning when A has all of it; B's buffer is
@@ -141,12 +141,12 @@ static void test_read_queue(void)
     for (int i = 0; i < n; i++) {
         s = sge(&ma, 4096 * (size_t)i, 4096);
         ULONG fl = (i % 3 == 1 ? NDK_OP_FLAG_SILENT_SUCCESS : 0) | (i < n - 1 ? NDK_OP_FLAG_DEFER : 0);
-        CHECK_STATUS(iw_dp_read(qa(), (void *)(uintptr_t)(100 + i), &s, 1,
+        CHECK_STATUS(iw_post_read(qa(), (void *)(uintptr_t)(100 + i), &s, 1,
                                 (uint64_t)(uintptr_t)(mb.p + 4096 * (size_t)i), mb.token, fl),
                      STATUS_SUCCESS);
     }
     CHECK_STATUS(qb()->Dispatch->NdkReceive(qb(), (void *)0xB1, NULL, 0), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), (void *)0xA1, NULL, 0, NDK_OP_FLAG_READ_FENCE), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(qa(), (void *)0xA1, NULL, 0, NDK_OP_FLAG_READ_FENCE), STATUS_SUCCESS);
     for (int i = 0; i < n; i++)
         if (i % 3 != 1)
             expect(0, NdkOperationTypeRead, (void *)(uintptr_t)(100 + i), STATUS_SUCCESS);
@@ -164,8 +164,8 @@ static void test_inline(void)
     NDK_RESULT_EX res;
 
     dpt_fill(tmp, sizeof tmp, 31);
-    CHECK_STATUS(iw_dp_receive(qb(), (void *)7, &r, 1), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), (void *)8, s, 2, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(qb(), (void *)7, &r, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(qa(), (void *)8, s, 2, NDK_OP_FLAG_INLINE), STATUS_SUCCESS);
     memset(tmp, 0, sizeof tmp);               /* §5.5.3: the buffer is ours again at once */
     expect(0, NdkOperationTypeSend, (void *)8, STATUS_SUCCESS);
     dpt_poll(&env, 1, &res, 20000);
@@ -173,14 +173,14 @@ static void test_inline(void)
     CHECK(dpt_check(mb.p, IW_MAX_INLINE, 31));
     /* inline write (§8 item 20) */
     dpt_fill(tmp, sizeof tmp, 32);
-    CHECK_STATUS(iw_dp_write(qa(), (void *)9, s, 2, (uint64_t)(uintptr_t)(mb.p + 1000), mb.token, NDK_OP_FLAG_INLINE),
+    CHECK_STATUS(iw_post_write(qa(), (void *)9, s, 2, (uint64_t)(uintptr_t)(mb.p + 1000), mb.token, NDK_OP_FLAG_INLINE),
                  STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)9, STATUS_SUCCESS);
     barrier();
     CHECK(dpt_check(mb.p + 1000, IW_MAX_INLINE, 32));
     /* too much inline data */
     NDK_SGE t = { .VirtualAddress = tmp, .Length = IW_MAX_INLINE + 1, .MemoryRegionToken = 0 };
-    CHECK_STATUS(iw_dp_send(qa(), (void *)10, &t, 1, NDK_OP_FLAG_INLINE), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_send(qa(), (void *)10, &t, 1, NDK_OP_FLAG_INLINE), STATUS_INVALID_PARAMETER);
 }
 
 static void test_limits(void)
@@ -188,11 +188,11 @@ static void test_limits(void)
     NDK_SGE s[IW_MAX_SGE + 1];
     for (int i = 0; i <= (int)IW_MAX_SGE; i++)
         s[i] = sge(&ma, 0, 1);
-    CHECK_STATUS(iw_dp_send(qa(), NULL, s, IW_MAX_SGE + 1, 0), STATUS_INVALID_PARAMETER);
-    CHECK_STATUS(iw_dp_receive(qb(), NULL, s, IW_MAX_SGE + 1), STATUS_INVALID_PARAMETER);
-    CHECK_STATUS(iw_dp_send(qa(), NULL, s, 1, 0x80000000u), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_send(qa(), NULL, s, IW_MAX_SGE + 1, 0), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_receive(qb(), NULL, s, IW_MAX_SGE + 1), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_send(qa(), NULL, s, 1, 0x80000000u), STATUS_INVALID_PARAMETER);
     NDK_SGE huge[2] = { sge(&ma, 0, 0x7fffffff), sge(&ma, 0, 0x7fffffff) };
-    CHECK_STATUS(iw_dp_write(qa(), NULL, huge, 2, 0, mb.token, 0), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_write(qa(), NULL, huge, 2, 0, mb.token, 0), STATUS_INVALID_PARAMETER);
 }
 
 /* DEFER chain: nothing is lost; an inline failure hands deferred requests over (§5.5.4). */
@@ -200,9 +200,9 @@ static void test_defer(void)
 {
     NDK_SGE s = sge(&ma, 0, 512);
     dpt_fill(ma.p, 512, 55);
-    CHECK_STATUS(iw_dp_write(qa(), (void *)11, &s, 1, (uint64_t)(uintptr_t)mb.p, mb.token, NDK_OP_FLAG_DEFER),
+    CHECK_STATUS(iw_post_write(qa(), (void *)11, &s, 1, (uint64_t)(uintptr_t)mb.p, mb.token, NDK_OP_FLAG_DEFER),
                  STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_send(qa(), NULL, &s, 1, 0x80000000u | NDK_OP_FLAG_DEFER), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(iw_post_send(qa(), NULL, &s, 1, 0x80000000u | NDK_OP_FLAG_DEFER), STATUS_INVALID_PARAMETER);
     expect(0, NdkOperationTypeWrite, (void *)11, STATUS_SUCCESS);
     barrier();
     CHECK(dpt_check(mb.p, 512, 55));
@@ -229,7 +229,7 @@ static void test_frmr_and_inv(void)
     const ULONG fbo = 100;
     const size_t len = 4096 * np - fbo - 50;
     uint64_t base = 0x7000000000ull + fbo;
-    CHECK_STATUS(iw_dp_fast_register(qb(), (void *)12, fr, np, lam, fbo, len, (void *)(uintptr_t)base,
+    CHECK_STATUS(iw_post_fast_register(qb(), (void *)12, fr, np, lam, fbo, len, (void *)(uintptr_t)base,
                                      NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ),
                  STATUS_SUCCESS);
     uint32_t t1 = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
@@ -239,7 +239,7 @@ static void test_frmr_and_inv(void)
     /* A writes the whole region through the FR token, reads it back */
     NDK_SGE s = sge(&ma, 0, len);
     dpt_fill(ma.p, len, 1234);
-    CHECK_STATUS(iw_dp_write(qa(), (void *)13, &s, 1, base, t1, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_write(qa(), (void *)13, &s, 1, base, t1, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)13, STATUS_SUCCESS);
     barrier();
     for (size_t i = 0; i < len; i++) {
@@ -248,15 +248,15 @@ static void test_frmr_and_inv(void)
     }
     memset(ma.p + len, 0, len);
     NDK_SGE d = sge(&ma, len, len);
-    CHECK_STATUS(iw_dp_read(qa(), (void *)14, &d, 1, base, t1, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_read(qa(), (void *)14, &d, 1, base, t1, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)14, STATUS_SUCCESS);
     CHECK(memcmp(ma.p, ma.p + len, len) == 0);
 
     /* Send&Invalidate of t1 */
     NDK_SGE r = sge(&mb, 0, 64);
-    CHECK_STATUS(iw_dp_receive(qb(), (void *)15, &r, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(qb(), (void *)15, &r, 1), STATUS_SUCCESS);
     NDK_SGE s2 = sge(&ma, 0, 64);
-    CHECK_STATUS(iw_dp_send_inv(qa(), (void *)16, &s2, 1, 0, t1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send_inv(qa(), (void *)16, &s2, 1, 0, t1), STATUS_SUCCESS);
     expect(0, NdkOperationTypeSend, (void *)16, STATUS_SUCCESS);
     dpt_poll(&env, 1, &res, 20000);
     CHECK_STATUS(res.Status, STATUS_SUCCESS);
@@ -266,12 +266,12 @@ static void test_frmr_and_inv(void)
     /* non-Ex polling sees ordinary receives (§5.6): not exercised here beyond the Ex path */
 
     /* re-register with a new key; local Invalidate works once */
-    CHECK_STATUS(iw_dp_fast_register(qb(), (void *)17, fr, np, lam, 0, 4096, (void *)0x10000,
+    CHECK_STATUS(iw_post_fast_register(qb(), (void *)17, fr, np, lam, 0, 4096, (void *)0x10000,
                                      NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_SILENT_SUCCESS),
                  STATUS_SUCCESS);
     uint32_t t2 = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
     CHECK(t2 != t1);
-    CHECK_STATUS(iw_dp_invalidate(qb(), (void *)18, &fr->Header, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_invalidate(qb(), (void *)18, &fr->Header, 0), STATUS_SUCCESS);
     expect(1, NdkOperationTypeInvalidate, (void *)18, STATUS_SUCCESS);   /* FR was silent */
     CHECK_STATUS(fr->Dispatch->NdkCloseMr(&fr->Header, NULL, NULL), STATUS_SUCCESS);
     free(pages);
@@ -283,22 +283,22 @@ static void test_bind(void)
     NDK_MW *mw;
     CHECK_STATUS(env.pd->Dispatch->NdkCreateMw(env.pd, NULL, NULL, &mw), STATUS_SUCCESS);
     uint64_t wva = (uint64_t)(uintptr_t)(mb.p + 8192);
-    CHECK_STATUS(iw_dp_bind(qb(), (void *)19, mb.mr, mw, (void *)(uintptr_t)wva, 4096,
+    CHECK_STATUS(iw_post_bind(qb(), (void *)19, mb.mr, mw, (void *)(uintptr_t)wva, 4096,
                             NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ),
                  STATUS_SUCCESS);
     uint32_t wt = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
     expect(1, NdkOperationTypeBind, (void *)19, STATUS_SUCCESS);
     NDK_SGE s = sge(&ma, 0, 4096);
     dpt_fill(ma.p, 4096, 808);
-    CHECK_STATUS(iw_dp_write(qa(), (void *)20, &s, 1, wva, wt, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_write(qa(), (void *)20, &s, 1, wva, wt, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)20, STATUS_SUCCESS);
     barrier();
     CHECK(dpt_check(mb.p + 8192, 4096, 808));
     NDK_SGE d = sge(&ma, 8192, 4096);
-    CHECK_STATUS(iw_dp_read(qa(), (void *)21, &d, 1, wva, wt, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_read(qa(), (void *)21, &d, 1, wva, wt, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)21, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p + 8192, 4096, 808));
-    CHECK_STATUS(iw_dp_invalidate(qb(), (void *)22, &mw->Header, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_invalidate(qb(), (void *)22, &mw->Header, 0), STATUS_SUCCESS);
     expect(1, NdkOperationTypeInvalidate, (void *)22, STATUS_SUCCESS);
     NTSTATUS st = mw->Dispatch->NdkCloseMw(&mw->Header, NULL, NULL);
     CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
@@ -316,21 +316,21 @@ static void test_read_local_inv(void)
     lam[1].QuadPart = (LONGLONG)(uintptr_t)(pages + 4096);
     CHECK_STATUS(env.pd->Dispatch->NdkCreateMr(env.pd, TRUE, NULL, NULL, &fr), STATUS_SUCCESS);
     CHECK_STATUS(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 2, FALSE, NULL, NULL), STATUS_SUCCESS);
-    CHECK_STATUS(iw_dp_fast_register(qa(), (void *)23, fr, 2, lam, 0, 8192, (void *)(uintptr_t)0x20000,
+    CHECK_STATUS(iw_post_fast_register(qa(), (void *)23, fr, 2, lam, 0, 8192, (void *)(uintptr_t)0x20000,
                                      NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_DEFER),
                  STATUS_SUCCESS);
     uint32_t t = fr->Dispatch->NdkGetLocalTokenFromMr(fr);
     dpt_fill(mb.p, 8192, 61);
     NDK_SGE s[2] = { { .VirtualAddress = (void *)(uintptr_t)0x20000, .Length = 5000, .MemoryRegionToken = t },
                      { .VirtualAddress = (void *)(uintptr_t)(0x20000 + 5000), .Length = 3192, .MemoryRegionToken = t } };
-    CHECK_STATUS(iw_dp_read(qa(), (void *)24, s, 2, (uint64_t)(uintptr_t)mb.p, mb.token,
+    CHECK_STATUS(iw_post_read(qa(), (void *)24, s, 2, (uint64_t)(uintptr_t)mb.p, mb.token,
                             NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE),
                  STATUS_SUCCESS);
     expect(0, NdkOperationTypeFastRegister, (void *)23, STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)24, STATUS_SUCCESS);
     CHECK(dpt_check(pages, 8192, 61));
     /* the token is gone: using it now fails the request (local protection) and the QP */
-    CHECK_STATUS(iw_dp_invalidate(qa(), (void *)25, &fr->Header, 0), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_invalidate(qa(), (void *)25, &fr->Header, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeInvalidate, (void *)25, STATUS_ACCESS_VIOLATION);
     NTSTATUS cst = fr->Dispatch->NdkCloseMr(&fr->Header, NULL, NULL);
     CHECK(cst == STATUS_SUCCESS || cst == STATUS_PENDING);   /* the flush may still hold it */
@@ -346,11 +346,11 @@ static void test_srq(void)
         NDK_SGE r = sge(&mb, 4096 * (size_t)i, 4096);
         CHECK_STATUS(srq->Dispatch->NdkSrqReceive(srq, (void *)(uintptr_t)(200 + i), &r, 1), STATUS_SUCCESS);
     }
-    CHECK_STATUS(iw_dp_receive(qb(), NULL, NULL, 0), STATUS_INVALID_DEVICE_REQUEST);
+    CHECK_STATUS(iw_post_receive(qb(), NULL, NULL, 0), STATUS_INVALID_DEVICE_REQUEST);
     for (int i = 0; i < 4; i++) {
         NDK_SGE s = sge(&ma, 0, 1000 + (size_t)i);
         dpt_fill(ma.p, 1000 + (size_t)i, 300 + (uint32_t)i);
-        CHECK_STATUS(iw_dp_send(qa(), (void *)(uintptr_t)(210 + i), &s, 1, 0), STATUS_SUCCESS);
+        CHECK_STATUS(iw_post_send(qa(), (void *)(uintptr_t)(210 + i), &s, 1, 0), STATUS_SUCCESS);
         expect(0, NdkOperationTypeSend, (void *)(uintptr_t)(210 + i), STATUS_SUCCESS);
         dpt_poll(&env, 1, &res, 20000);
         CHECK(res.RequestContext == (void *)(uintptr_t)(200 + i));

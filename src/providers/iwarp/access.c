@@ -10,7 +10,8 @@
  * fast-registered MR maps labels through its LAM page list (adapter.c: a logical page address
  * is the page's process address). A window maps through the MR it is bound to. Nothing is ever
  * dereferenced before the whole range passed the checks below.
- */
+ *
+ * Talks to: mem.c (STag lookups and references), obj.c. Called by rx.c, tx.c, post.c, qp.c. */
 #include "datapath.h"
 
 #include <errno.h>
@@ -74,7 +75,7 @@ static void set_tc(struct dp_term_code *tc, uint8_t layer, uint8_t etype, uint8_
     tc->ecode = ecode;
 }
 
-NTSTATUS dp_term_status(const struct dp_term_code *tc)
+NTSTATUS iw_access_term_status(const struct dp_term_code *tc)
 {
     bool bounds = (tc->layer == IW_TERM_LAYER_RDMAP && tc->etype == IW_TERM_ETYPE_RDMAP_REMOTE_PROT &&
                    tc->ecode == IW_TERM_RDMAP_BASE_BOUNDS) ||
@@ -98,7 +99,7 @@ NTSTATUS dp_term_status(const struct dp_term_code *tc)
 
 /* ---- remote checks (data sink / data source) ---- */
 
-int dp_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
+int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
                     struct iw_obj **mem, struct dp_term_code *tc)
 {
     struct iw_device *dev = qp->obj.dev;
@@ -164,7 +165,7 @@ fail:
 
 /* ---- local SGLs ---- */
 
-void dp_sgl_release(struct dp_sgl *s)
+void iw_access_sgl_release(struct dp_sgl *s)
 {
     for (uint32_t i = 0; i < s->n; i++)
         if (s->e[i].mem)
@@ -173,7 +174,7 @@ void dp_sgl_release(struct dp_sgl *s)
     s->total = 0;
 }
 
-void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
+void iw_access_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
 {
     memset(out, 0, sizeof(*out));
     if (len) {
@@ -184,7 +185,7 @@ void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len)
     out->total = len;
 }
 
-void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len)
+void iw_access_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len)
 {
     memset(out, 0, sizeof(*out));
     out->n = 1;
@@ -194,7 +195,7 @@ void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t le
     out->total = len;
 }
 
-int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
+int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
                    uint32_t *bad_sge)
 {
     struct iw_device *dev = qp->obj.dev;
@@ -236,7 +237,7 @@ int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned
         iw_mem_put(o);
     bad:
         *bad_sge = i;
-        dp_sgl_release(out);
+        iw_access_sgl_release(out);
         return -EACCES;
     }
     return 0;
@@ -284,7 +285,7 @@ static int mem_iov(struct iw_obj *mem, uint64_t va, uint64_t len, struct iovec *
     return n;
 }
 
-int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
+int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
 {
     int n = 0;
 
@@ -309,7 +310,7 @@ int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec 
 
 /* ---- invalidation and the local memory operations ---- */
 
-int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc)
+int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_obj *o;
@@ -339,7 +340,7 @@ int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_t
     return err;
 }
 
-NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct dp_term_code tc;
     uint32_t stag;
@@ -349,10 +350,10 @@ NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_unlock(&qp->obj.dev->mem_lock);
     /* §2.9: invalidating a token that is already invalid (e.g. by the peer's Send with
      * Invalidate) fails as a completion with an error status. */
-    return dp_invalidate_stag(qp, stag, false, &tc) < 0 ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS;
+    return iw_access_invalidate(qp, stag, false, &tc) < 0 ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS;
 }
 
-NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_mw *mw = obj_mw(w->mem);
@@ -381,7 +382,7 @@ NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     return STATUS_SUCCESS;
 }
 
-NTSTATUS dp_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
+NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_mr *mr = obj_mr(w->mem);

@@ -1,5 +1,8 @@
 /* adapter.c - the device (one bound interface: limits, capabilities, counters, NDK state, OIDs)
- * and the NDK_ADAPTER instances opened on it (§2.2, §2.3, §6.3-§6.8). */
+ * and the NDK_ADAPTER instances opened on it (§2.2, §2.3, §6.3-§6.8).
+ *
+ * Talks to: progress.c (the device's engine), log.c, and the creates its dispatch names: pd.c,
+ * cq.c, connector.c, listener.c, shared_endpoint.c. Called by provider.c. */
 #include "iwarp.h"
 
 #include <stdio.h>
@@ -97,7 +100,6 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->endpoints);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->listeners);
-    ndk_list_init(&dev->timers);
     ndk_list_init(&dev->adapters);
     err = iw_progress_start(dev);
     if (err) {
@@ -126,21 +128,6 @@ void iw_device_destroy(struct iw_device *dev)
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mem_lock);
     free(dev);
-}
-
-bool iw_device_has_address(struct iw_device *dev, const struct sockaddr *addr)
-{
-    SOCKADDR_INET a;
-
-    memset(&a, 0, sizeof a);
-    memcpy(&a, addr, iw_sa_len(addr));
-    /* §8.34 decision: the wildcard address (0.0.0.0 / ::) is accepted for listeners and shared
-     * endpoints and means "every address of this adapter". */
-    if (iw_sa_is_wildcard(&a))
-        return true;
-    if (!dev->prov->services->AdapterHasAddress)
-        return true;
-    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, addr) != FALSE;
 }
 
 static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req)
@@ -172,6 +159,110 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
     return NDIS_STATUS_SUCCESS;
 }
 
+/* ====================================================================================
+ * OIDs (§6.7, §6.8): TCP-mapped pairs, even index = ND addressing, odd = TCP (identical here
+ * because the ND port is the TCP port).
+ * ==================================================================================== */
+
+/* The part the two listings share: the size check (BytesNeeded when the buffer is short), a
+ * zeroed buffer and its NDIS header. Returns the buffer, or NULL when short. dev->lock held. */
+static void *iw_oid_list_begin(NDK_OID_REQUEST *req, size_t need, UCHAR revision)
+{
+    NDIS_OBJECT_HEADER *h = req->InformationBuffer;
+
+    if (!h || req->InformationBufferLength < need) {
+        req->BytesNeeded = (ULONG)need;
+        return NULL;
+    }
+    memset(h, 0, need);
+    h->Type = NDIS_OBJECT_TYPE_DEFAULT;
+    h->Revision = revision;
+    h->Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
+    return h;
+}
+
+static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req)
+{
+    NDIS_NDK_CONNECTIONS *r;
+    struct ndk_list *pos;
+    ULONG n = 0, i = 0;
+    size_t need;
+
+    pthread_mutex_lock(&dev->lock);
+    /* §8.40 decision: only established connections are "active". */
+    ndk_list_for_each(pos, &dev->connectors) {
+        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, link);
+        if (c->state == IW_CM_ESTABLISHED || c->state == IW_CM_DISCONNECTING)
+            n++;
+    }
+    need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * n);
+    r = iw_oid_list_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
+    if (!r) {
+        pthread_mutex_unlock(&dev->lock);
+        return NDIS_STATUS_BUFFER_TOO_SHORT;
+    }
+    r->NDConnectionsMappedtoTCPConnections = TRUE;
+    /* Connections[] is declared [1] (the Windows layout): index through a plain pointer so
+     * -fsanitize=bounds does not flag the variable-length tail. */
+    NDIS_NDK_CONNECTION_ENTRY *ents =
+        (NDIS_NDK_CONNECTION_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_CONNECTIONS, Connections));
+    ndk_list_for_each(pos, &dev->connectors) {
+        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, link);
+        if (c->state != IW_CM_ESTABLISHED && c->state != IW_CM_DISCONNECTING)
+            continue;
+        NDIS_NDK_CONNECTION_ENTRY *nd = &ents[i++], *tcp = &ents[i++];
+        nd->Local = c->local;
+        nd->Remote = c->peer;
+        nd->UserModeOwner = FALSE;       /* NDKPI consumer (our consumers are all "kernel") */
+        nd->OwnerPid = (ULONG)getpid();
+        tcp->Local = c->local;
+        tcp->Remote = c->peer;
+    }
+    r->Count = i;
+    pthread_mutex_unlock(&dev->lock);
+    req->BytesWritten = (ULONG)need;
+    return NDIS_STATUS_SUCCESS;
+}
+
+static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
+{
+    NDIS_NDK_LOCAL_ENDPOINTS *r;
+    struct ndk_list *pos;
+    ULONG n = 0, i = 0;
+    size_t need;
+
+    pthread_mutex_lock(&dev->lock);
+    ndk_list_for_each(pos, &dev->endpoints) {
+        struct iw_endpoint *e = ndk_list_entry(pos, struct iw_endpoint, link);
+        if (e->open && (e->kind == IW_EP_LISTENER || e->kind == IW_EP_SHARED))
+            n++;
+    }
+    need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * n);
+    r = iw_oid_list_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    if (!r) {
+        pthread_mutex_unlock(&dev->lock);
+        return NDIS_STATUS_BUFFER_TOO_SHORT;
+    }
+    r->NDLocalEndpointsMappedtoTCPLocalEndpoints = TRUE;
+    NDIS_NDK_LOCAL_ENDPOINT_ENTRY *ents =
+        (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints));
+    ndk_list_for_each(pos, &dev->endpoints) {
+        struct iw_endpoint *e = ndk_list_entry(pos, struct iw_endpoint, link);
+        if (!e->open || (e->kind != IW_EP_LISTENER && e->kind != IW_EP_SHARED))
+            continue;
+        NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd = &ents[i++], *tcp = &ents[i++];
+        nd->Local = e->addr;
+        nd->UserModeOwner = FALSE;
+        nd->Listener = e->kind == IW_EP_LISTENER;
+        nd->OwnerPid = (ULONG)getpid();
+        tcp->Local = e->addr;
+    }
+    r->Count = i;
+    pthread_mutex_unlock(&dev->lock);
+    req->BytesWritten = (ULONG)need;
+    return NDIS_STATUS_SUCCESS;
+}
+
 NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
     req->BytesWritten = 0;
@@ -191,16 +282,16 @@ NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
         if (was != on) {
             iw_dinfo(dev, "%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
             atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
-            iw_work_queue(dev, &dev->pnp_work);
+            iw_progress_queue(dev, &dev->pnp_work);
         }
         return NDIS_STATUS_SUCCESS;   /* §6.5: never pending */
     }
     case OID_NDK_STATISTICS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_statistics(dev, req);
     case OID_NDK_CONNECTIONS:
-        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_cm_oid_connections(dev, req);
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_connections(dev, req);
     case OID_NDK_LOCAL_ENDPOINTS:
-        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_cm_oid_endpoints(dev, req);
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_endpoints(dev, req);
     default:
         return NDIS_STATUS_INVALID_OID;
     }
@@ -346,7 +437,7 @@ void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
     struct iw_device *dev = ctx;
     struct iw_adapter *ad = to_iw_adapter(a);
 
-    if (iw_on_progress_thread(dev))
+    if (iw_progress_on_thread(dev))
         iw_derr(dev, "CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
     /* §8 item 1 decision: block until every object of the instance is closed and its close
      * completion has returned (objects are uncounted only after their completion returned). */

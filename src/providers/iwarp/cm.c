@@ -1,9 +1,16 @@
-/* cm.c - connection management (§2.10-§2.12, §3.5-§3.7, §5.11): listeners, connectors, shared
- * endpoints, the MPA start-up exchange (iwarp-wire.md §2, §9) and the CM timers.
+/* cm.c - the connection manager's engine (§2.10-§2.12, §3.5-§3.7, §5.11): the connector state
+ * machine, the MPA start-up exchange (iwarp-wire.md §2, §9), the CM deadlines, establishment
+ * (the QP takes the socket over) and teardown. Until ESTABLISHED the connector owns its socket;
+ * from then on it watches only for the hang-up and the QP (qp.c) reads and writes.
+ *
+ * Talks to: qp.c (establish, lose, flush, the hang-up read, the first-FPDU grace), endpoint.c,
+ * mpa.c and fpdu.c (frames), progress.c (the pollable, work, the deadline timer), obj.c, log.c.
+ * connector.c (through cm.h) and listener.c start connections here; qp.c, tx.c and poll.c report
+ * a broken connection (iw_cm_connection_failed).
  *
  * Threading. Every connector's CM state and every CM socket operation is protected by dev->lock
- * (the CM lock). Consumer calls only validate, record what they want under the lock, and queue
- * the connector's work item; the progress thread does the socket I/O and the state transitions,
+ * (the CM lock). Consumer calls (connector.c) only validate, record what they want under the
+ * lock, and queue the connector's work item; the progress thread does the socket I/O and the state transitions,
  * collects the consumer callbacks in a struct iw_cm_out while locked, drops the lock and only
  * then calls them (with a reference held on each object named). Sockets are closed only on the
  * progress thread (progress.c's pollable rule).
@@ -16,7 +23,7 @@
  * Without P2P (Rev 1 peers, siw's default), the responder is ESTABLISHED once its Reply is out
  * and its data path must not transmit before the first inbound FPDU (params.tx_wait_first_rx). */
 #define _GNU_SOURCE     /* accept4 */
-#include "iwarp.h"
+#include "cm.h"
 #include "fpdu.h"
 
 #include <errno.h>
@@ -54,7 +61,7 @@ static const uint32_t iw_cm_next[IW_CM_STATE_COUNT] = {
 #undef B
 
 /* The one transition function of the connector machine. dev->lock held. */
-static int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
+int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
 {
     if (c->state == to)
         return 0;
@@ -121,7 +128,7 @@ static void iw_out_req(struct iw_cm_out *out, struct iw_connector *c, NDK_FN_REQ
 }
 
 /* Stores a pending request completion; takes the reference that keeps c alive until it ran. */
-static void iw_req_store(struct iw_connector *c, NDK_FN_REQUEST_COMPLETION *fn, void **ctx,
+void iw_cm_req_store(struct iw_connector *c, NDK_FN_REQUEST_COMPLETION *fn, void **ctx,
                          NDK_FN_REQUEST_COMPLETION cb, void *cbctx)
 {
     iw_obj_get(&c->obj);
@@ -141,18 +148,8 @@ static void iw_out_run(struct iw_cm_out *out)
     }
     if (out->established)
         iw_qp_connection_established(out->established);
-    if (out->release_tx) {
-        struct iw_qp *qp = out->release_tx;
-        pthread_mutex_lock(&qp->lock);
-        bool held = qp->params.tx_wait_first_rx;
-        qp->params.tx_wait_first_rx = false;
-        pthread_mutex_unlock(&qp->lock);
-        if (held) {
-            iw_ddbg(qp->obj.dev, "QP[%u] no FPDU from the initiator within the grace period; transmitting",
-                    qp->obj.id);
-            iw_qp_kick_tx(qp);
-        }
-    }
+    if (out->release_tx)
+        iw_qp_release_first_fpdu(out->release_tx);
     for (int i = 0; i < out->n; i++) {
         struct iw_cb *cb = &out->cb[i];
         switch (cb->kind) {
@@ -168,104 +165,48 @@ static void iw_out_run(struct iw_cm_out *out)
         iw_obj_put(&out->conn->obj);
 }
 
-/* ---- timers ---- */
+/* ---- the connector's CM deadline ---- */
 
-static void iw_timer_set_locked(struct iw_connector *c, uint32_t ms)
-{
-    struct iw_device *dev = c->obj.dev;
-
-    if (!c->deadline_ms)
-        ndk_list_add_tail(&dev->timers, &c->timer_link);
-    c->deadline_ms = iw_now_ms() + ms;
-    iw_progress_kick(dev);
-}
-
-static void iw_timer_clear_locked(struct iw_connector *c)
-{
-    if (c->deadline_ms) {
-        ndk_list_del(&c->timer_link);
-        c->deadline_ms = 0;
-    }
-}
-
-static void iw_conn_queue_locked(struct iw_connector *c, unsigned act)
+void iw_cm_queue_locked(struct iw_connector *c, unsigned act)
 {
     c->actions |= act;
     iw_obj_get(&c->obj);
-    if (!iw_work_queue(c->obj.dev, &c->work))
+    if (!iw_progress_queue(c->obj.dev, &c->work))
         iw_obj_put(&c->obj);
 }
 
-uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now)
+/* The armed timer holds a reference on the connector (iwarp.h, struct iw_timer). dev->lock held. */
+void iw_cm_timer_set_locked(struct iw_connector *c, uint32_t ms)
 {
-    struct ndk_list *pos, *tmp;
-    uint64_t next = 0;
+    c->deadline_ms = iw_now_ms() + ms;
+    if (iw_progress_timer_arm(c->obj.dev, &c->timer, c->deadline_ms))
+        iw_obj_get(&c->obj);
+}
 
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_for_each_safe(pos, tmp, &dev->timers) {
-        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, timer_link);
-        if (c->deadline_ms <= now) {
-            iw_timer_clear_locked(c);
-            iw_conn_queue_locked(c, IW_CM_ACT_TIMEOUT);
-        } else if (!next || c->deadline_ms < next) {
-            next = c->deadline_ms;
-        }
+static void iw_cm_timer_clear_locked(struct iw_connector *c)
+{
+    if (c->deadline_ms) {
+        c->deadline_ms = 0;
+        if (iw_progress_timer_cancel(c->obj.dev, &c->timer))
+            iw_obj_put(&c->obj);
     }
-    /* Listeners backing off after accept() ran out of file descriptors: poll them again. */
-    ndk_list_for_each(pos, &dev->listeners) {
-        struct iw_listener *l = ndk_list_entry(pos, struct iw_listener, link);
-        if (!l->backoff_until)
-            continue;
-        if (l->backoff_until <= now) {
-            l->backoff_until = 0;
-            if (l->listening && l->polled)
-                iw_poll_mod(dev, &l->poll, EPOLLIN);
-        } else if (!next || l->backoff_until < next) {
-            next = l->backoff_until;
-        }
+}
+
+/* Progress thread, no lock held: the deadline passed, unless it moved or went meanwhile. */
+void iw_cm_timer_fired(struct iw_timer *t, uint64_t now)
+{
+    struct iw_connector *c = ndk_container_of(t, struct iw_connector, timer);
+
+    pthread_mutex_lock(&c->obj.dev->lock);
+    if (c->deadline_ms && c->deadline_ms <= now) {
+        c->deadline_ms = 0;
+        iw_cm_queue_locked(c, IW_CM_ACT_TIMEOUT);
     }
-    pthread_mutex_unlock(&dev->lock);
-    return next;
+    pthread_mutex_unlock(&c->obj.dev->lock);
+    iw_obj_put(&c->obj);                 /* the fired arming's reference */
 }
 
 /* ---- sockets ---- */
-
-/* What a socket is for decides its sharing flags (§5.11.5: a port is shared only on purpose):
- *   LISTEN     SO_REUSEADDR, as siw (iwarp-wire.md §7.8): a listener can come back while its
- *              old connections sit in TIME_WAIT; two listeners never share a port on Linux.
- *   CONNECT    nothing: its bind (explicit or ephemeral port) is exclusive against every socket.
- *   SEP_ANCHOR a shared endpoint's placeholder: bound exclusively, then SO_REUSEPORT so that
- *              the connections through it can join (iw_create_shared_endpoint).
- *   SEP_CONN   a connection through a shared endpoint: SO_REUSEPORT, joins the placeholder. */
-enum iw_sock_use { IW_SOCK_LISTEN, IW_SOCK_CONNECT, IW_SOCK_SEP_ANCHOR, IW_SOCK_SEP_CONN };
-
-static int iw_socket(int family, enum iw_sock_use use)
-{
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-
-    if (fd < 0)
-        return -errno;
-    /* iwarp-wire.md §2.8: TCP_NODELAY as siw does. */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (use == IW_SOCK_LISTEN)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (use == IW_SOCK_SEP_CONN)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-    if (family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    return fd;
-}
-
-static void iw_sockname(int fd, SOCKADDR_INET *a, bool peer)
-{
-    socklen_t len = sizeof(*a);
-    SOCKADDR_INET tmp;
-
-    memset(&tmp, 0, sizeof tmp);
-    if ((peer ? getpeername(fd, (struct sockaddr *)&tmp, &len) : getsockname(fd, (struct sockaddr *)&tmp, &len)) == 0)
-        *a = tmp;
-}
 
 /* Epoll interest for the connector's state. dev->lock held. */
 static uint32_t iw_conn_events(struct iw_connector *c)
@@ -283,10 +224,10 @@ static uint32_t iw_conn_events(struct iw_connector *c)
      * responder like siw may send FPDUs right behind its Reply; they wait for the data path). */
     case IW_CM_REPLY_RECEIVED:
     case IW_CM_REQUEST_RECEIVED: ev = EPOLLRDHUP; break;
-    /* A consumer busy-polling the QP's CQs reads and writes the socket itself (poll.c): watch
-     * only for the peer going away. */
-    case IW_CM_ESTABLISHED: ev = c->dp_polled ? EPOLLRDHUP : EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
-    case IW_CM_DISCONNECTING: ev = EPOLLIN | (c->dp_want_out ? EPOLLOUT : 0); break;
+    /* The data phase: the QP watches the socket for data and room itself (qp.c); the
+     * connector only for the peer going away. */
+    case IW_CM_ESTABLISHED:
+    case IW_CM_DISCONNECTING: ev = EPOLLRDHUP; break;
     default: break;
     }
     if (txp)
@@ -297,7 +238,7 @@ static uint32_t iw_conn_events(struct iw_connector *c)
 static void iw_conn_update_events(struct iw_connector *c)
 {
     if (c->polled && c->poll.fd >= 0)
-        iw_poll_mod(c->obj.dev, &c->poll, iw_conn_events(c));
+        iw_progress_mod(c->obj.dev, &c->poll, iw_conn_events(c));
 }
 
 /* Sends what is left of txbuf. 1 = all out, 0 = socket full, <0 = error. dev->lock held. */
@@ -345,14 +286,17 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
     if (err && !c->first_error)
         c->first_error = err;
     iw_cm_set_state(c, IW_CM_CLOSED);
-    iw_timer_clear_locked(c);
+    iw_cm_timer_clear_locked(c);
 
     if (qp) {
         pthread_mutex_lock(&qp->lock);
         if (qp->conn == c) {
-            if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE) {
+            bool flushed_live = iw_qp_flushed_live_locked(qp);
+            if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE ||
+                flushed_live) {
                 qp->fd = -1;
-                iw_qp_modify_locked(qp, IW_QP_ERROR);
+                if (!flushed_live)
+                    iw_qp_modify_locked(qp, IW_QP_ERROR);
                 out->lost = qp;
                 out->lost_err = err;
             } else if (qp->state == IW_QP_CONNECTING) {
@@ -370,7 +314,7 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
 
     if (c->poll.fd >= 0) {
         if (c->polled) {
-            iw_poll_del(dev, &c->poll);
+            iw_progress_del(dev, &c->poll);
             c->polled = false;
             out->puts++;                 /* the epoll registration's reference */
         }
@@ -447,7 +391,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     if (iw_cm_set_state(c, IW_CM_ESTABLISHED) < 0)
         return;
     c->established_once = true;
-    iw_timer_clear_locked(c);
+    iw_cm_timer_clear_locked(c);
     getsockopt(c->poll.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len);
     pthread_mutex_lock(&qp->lock);
     qp->fd = c->poll.fd;
@@ -463,7 +407,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     iw_qp_modify_locked(qp, IW_QP_RTS);
     pthread_mutex_unlock(&qp->lock);
     if (!c->active && !c->p2p && dev->prov->cfg.first_fpdu_grace_ms)
-        iw_timer_set_locked(c, dev->prov->cfg.first_fpdu_grace_ms);
+        iw_cm_timer_set_locked(c, dev->prov->cfg.first_fpdu_grace_ms);
     out->established = qp;
     c->counted_active = true;
     IW_COUNT(dev, active_connection, 1);
@@ -478,7 +422,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
 
 /* ---- MPA frames ---- */
 
-static int iw_conn_build_request(struct iw_connector *c)
+int iw_cm_build_request(struct iw_connector *c)
 {
     const struct iw_config *cfg = &c->obj.dev->prov->cfg;
     struct iw_mpa_frame f;
@@ -508,7 +452,7 @@ static int iw_conn_build_request(struct iw_connector *c)
 }
 
 /* Reply (accept or reject). v2 with the enhanced flag when the Request had it, like siw. */
-static int iw_conn_build_reply(struct iw_connector *c, bool reject, const void *pd, uint16_t pdlen)
+int iw_cm_build_reply(struct iw_connector *c, bool reject, const void *pd, uint16_t pdlen)
 {
     struct iw_mpa_frame f;
     uint8_t buf[IW_MPA_HDR_LEN + IW_MPA_MAX_PD_WIRE];
@@ -535,7 +479,7 @@ static int iw_conn_build_reply(struct iw_connector *c, bool reject, const void *
 }
 
 /* Zero-length RTR / Read Response FPDUs (iwarp-wire.md §2.3, §7.5). */
-static int iw_conn_build_fpdu(struct iw_connector *c, const struct iw_fpdu_hdr *h)
+int iw_cm_build_fpdu(struct iw_connector *c, const struct iw_fpdu_hdr *h)
 {
     uint8_t buf[IW_FPDU_MAX_HDR_LEN + 8];
     int n = iw_fpdu_build(h, NULL, 0, c->crc, buf, sizeof buf);
@@ -724,7 +668,7 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
         c->eff_ird = c->my_ird;
         c->eff_ord = c->my_ord;
     }
-    iw_timer_clear_locked(c);
+    iw_cm_timer_clear_locked(c);
     iw_cm_set_state(c, IW_CM_REPLY_RECEIVED);
     iw_out_req(out, c, &c->connect_cb, &c->connect_ctx, 0);
 }
@@ -749,14 +693,14 @@ static void iw_conn_on_request(struct iw_connector *c, struct iw_cm_out *out)
         c->p2p = f->v2.p2p;
         c->rtr_offer = f->v2.rtr;
     }
-    iw_timer_clear_locked(c);
+    iw_cm_timer_clear_locked(c);
     if (f->markers || !l->listening || l->paused || iw_obj_closing(&l->obj)) {
         /* Markers are refused with an MPA reject (iwarp-wire.md §2.7). A paused or closing
          * listener behaves as if absent (§2.12): the peer sees a refusal. */
         c->crc = f->crc;
         c->p2p = false;
         iw_cm_set_state(c, IW_CM_REJECTING);
-        if (iw_conn_build_reply(c, true, NULL, 0) < 0 || iw_conn_tx(c) != 0) {
+        if (iw_cm_build_reply(c, true, NULL, 0) < 0 || iw_conn_tx(c) != 0) {
             iw_conn_close_locked(c, out, 0, false);
         } else {
             iw_conn_update_events(c);
@@ -846,7 +790,7 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
             resp.last = true;
             resp.stag = h.rr.sink_stag;
             resp.to = h.rr.sink_to;
-            if (iw_conn_build_fpdu(c, &resp) < 0 || iw_conn_tx(c) < 0) {
+            if (iw_cm_build_fpdu(c, &resp) < 0 || iw_conn_tx(c) < 0) {
                 iw_conn_fail_locked(c, out, -EIO);
                 return;
             }
@@ -896,6 +840,8 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
     if (c->state == IW_CM_CLOSED)
         return;
     if (act & IW_CM_ACT_FAIL) {
+        if (c->fail_err == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
+            iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
         iw_conn_fail_locked(c, out, c->fail_err ? c->fail_err : -ECONNABORTED);
         return;
     }
@@ -929,7 +875,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             iw_conn_fail_locked(c, out, -errno);
             return;
         }
-        iw_timer_set_locked(c, c->obj.dev->prov->cfg.disconnect_timeout_ms);
+        iw_cm_timer_set_locked(c, c->obj.dev->prov->cfg.disconnect_timeout_ms);
     }
     if (act & IW_CM_ACT_ESTABLISH && c->tx_off >= c->tx_len &&
         (c->state == IW_CM_REPLY_RECEIVED || c->state == IW_CM_AWAIT_RTR)) {
@@ -957,7 +903,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
         }
         if (!(events & EPOLLOUT))
             return;
-        iw_sockname(c->poll.fd, &c->local, false);
+        iw_ep_sockname(c->poll.fd, &c->local, false);
         iw_cm_set_state(c, IW_CM_AWAIT_REPLY);
         act |= IW_CM_ACT_TX;
     }
@@ -1015,7 +961,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
         iw_conn_update_events(c);
 }
 
-static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
+void iw_cm_poll(struct iw_pollable *p, uint32_t events)
 {
     struct iw_connector *c = ndk_container_of(p, struct iw_connector, poll);
     struct iw_device *dev = c->obj.dev;
@@ -1030,14 +976,17 @@ static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
         int r = 0;
 
         pthread_mutex_unlock(&dev->lock);
-        /* The data phase: the QP's engines run without the CM lock (only this thread closes
-         * the socket, so it stays valid). */
+        /* The data phase: the peer went away or the socket failed. The QP reads what is left,
+         * without the CM lock (only this thread closes the socket, so it stays valid). */
         if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            r = iw_qp_on_readable(qp);
-        if (!r && (events & EPOLLOUT))
-            r = iw_qp_on_writable(qp);
+            r = iw_qp_on_hangup(qp);
         pthread_mutex_lock(&dev->lock);
         if (r && c->state != IW_CM_CLOSED) {
+            /* The first error wins: the QP may have reported one already (its own watch saw the
+             * reset that this read now only sees as the end of the stream). */
+            if (!c->fail_err)
+                c->fail_err = r;
+            r = c->fail_err;
             if (r == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
                 iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
             /* FIN: close our side too (no half-closed connections, §5.11.6). */
@@ -1051,7 +1000,7 @@ static void iw_conn_poll(struct iw_pollable *p, uint32_t events)
     iw_obj_put(&c->obj);
 }
 
-static void iw_conn_work(struct iw_work *w)
+void iw_cm_work(struct iw_work *w)
 {
     struct iw_connector *c = ndk_container_of(w, struct iw_connector, work);
     struct iw_device *dev = c->obj.dev;
@@ -1067,613 +1016,6 @@ static void iw_conn_work(struct iw_work *w)
     pthread_mutex_unlock(&dev->lock);
     iw_out_run(&out);
     iw_obj_put(&c->obj);   /* the queuer's reference */
-}
-
-/* ---- connector object ---- */
-
-static void iw_conn_close_start(struct iw_obj *o)
-{
-    struct iw_connector *c = ndk_container_of(o, struct iw_connector, obj);
-
-    pthread_mutex_lock(&o->dev->lock);
-    iw_conn_queue_locked(c, IW_CM_ACT_KILL);
-    pthread_mutex_unlock(&o->dev->lock);
-}
-
-static void iw_conn_destroy(struct iw_obj *o)
-{
-    struct iw_connector *c = ndk_container_of(o, struct iw_connector, obj);
-    struct iw_device *dev = o->dev;
-
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_del(&c->link);
-    iw_timer_clear_locked(c);
-    ndk_list_del(&c->ep_link);
-    if (c->ep)
-        iw_ep_put(dev, c->ep);     /* §5.11.5: -1 when the connector is closed */
-    pthread_mutex_unlock(&dev->lock);
-    if (c->qp) {
-        pthread_mutex_lock(&c->qp->lock);
-        if (c->qp->conn == c)
-            c->qp->conn = NULL;
-        pthread_mutex_unlock(&c->qp->lock);
-    }
-    if (c->poll.fd >= 0)           /* never registered (failed before connect) */
-        close(c->poll.fd);
-    free(c);
-}
-
-static const struct iw_obj_ops iw_conn_ops = {
-    .name = "CONNECTOR", .close_start = iw_conn_close_start, .destroy = iw_conn_destroy,
-};
-
-static NTSTATUS iw_close_connector(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
-{
-    return iw_obj_close(&to_iw_connector((NDK_CONNECTOR *)h)->obj, cb, ctx);
-}
-
-static uint32_t iw_cap(ULONG v, uint32_t max)
-{
-    return v > max ? max : (uint32_t)v;
-}
-
-/* Ties qp to c (§1.7: the QP becomes an antecedent of the connector). dev->lock held. */
-static int iw_conn_attach_qp(struct iw_connector *c, NDK_QP *q)
-{
-    struct iw_qp *qp;
-    int err = 0;
-
-    if (!q)
-        return -EINVAL;
-    qp = to_iw_qp(q);
-    if (qp->obj.adapter != c->obj.adapter)
-        return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
-    if (qp->conn || qp->state != IW_QP_IDLE)
-        err = -EINVAL;
-    else {
-        qp->conn = c;
-        iw_qp_modify_locked(qp, IW_QP_CONNECTING);
-    }
-    pthread_mutex_unlock(&qp->lock);
-    if (err)
-        return err;
-    c->qp = qp;
-    iw_obj_set_ante(&c->obj, IW_CONN_ANTE_QP, &qp->obj);
-    return 0;
-}
-
-static void iw_conn_detach_qp(struct iw_connector *c)
-{
-    struct iw_qp *qp = c->qp;
-
-    if (!qp)
-        return;
-    pthread_mutex_lock(&qp->lock);
-    if (qp->conn == c) {
-        qp->conn = NULL;
-        iw_qp_modify_locked(qp, IW_QP_IDLE);
-    }
-    pthread_mutex_unlock(&qp->lock);
-}
-
-/* Common tail of NdkConnect / NdkConnectWithSharedEndpoint: fd is bound; start connect(). */
-static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INET *dst, ULONG ird, ULONG ord,
-                              const void *pd, ULONG pdlen, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
-{
-    struct iw_device *dev = c->obj.dev;
-    int err;
-
-    c->active = true;
-    c->peer = *dst;
-    c->my_ird = iw_cap(ird, IW_MAX_IRD);
-    c->my_ord = iw_cap(ord, IW_MAX_ORD);
-    c->my_pd_len = (uint16_t)pdlen;
-    if (pdlen)
-        memcpy(c->my_pd, pd, pdlen);
-    iw_mpa_parser_init(&c->parser, IW_MPA_REPLY, IW_MPA_MAX_PD_WIRE);
-    if (connect(fd, (const struct sockaddr *)dst, iw_sa_len((const struct sockaddr *)dst)) < 0 &&
-        errno != EINPROGRESS) {
-        err = -errno;
-        return ndk_status_from_errno(err == -EADDRNOTAVAIL ? -EEXIST : err);
-    }
-    c->poll.fd = fd;
-    c->poll.handler = iw_conn_poll;
-    iw_cm_set_state(c, IW_CM_TCP_CONNECTING);
-    err = iw_conn_build_request(c);
-    if (err < 0) {
-        c->poll.fd = -1;
-        c->state = IW_CM_IDLE;
-        return ndk_status_from_errno(err);
-    }
-    iw_req_store(c, &c->connect_cb, &c->connect_ctx, cb, ctx);
-    iw_obj_get(&c->obj);                 /* the epoll registration's reference */
-    c->polled = true;
-    iw_timer_set_locked(c, c->obj.dev->prov->cfg.connect_timeout_ms);
-    if (iw_poll_add(dev, &c->poll, EPOLLOUT) < 0) {
-        /* fall back to the progress thread noticing through the timer; should not happen */
-        iw_derr(c->obj.dev, "CONN[%u] epoll_ctl: %s", c->obj.id, strerror(errno));
-        c->polled = false;
-        iw_obj_put(&c->obj);
-        iw_conn_queue_locked(c, IW_CM_ACT_FAIL);
-        c->fail_err = -ENOMEM;
-    }
-    return STATUS_PENDING;
-}
-
-static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, ULONG srclen, CONST PSOCKADDR dst,
-                           ULONG dstlen, ULONG ird, ULONG ord, CONST PVOID pd, ULONG pdlen,
-                           NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    struct iw_device *dev = c->obj.dev;
-    SOCKADDR_INET s, d;
-    int err, fd;
-    NTSTATUS st;
-
-    if (!cb || pdlen > IW_MAX_PRIVATE_DATA || (pdlen && !pd))
-        return STATUS_INVALID_PARAMETER;
-    if ((err = iw_sa_from_user(src, srclen, &s)) < 0 || (err = iw_sa_from_user(dst, dstlen, &d)) < 0)
-        return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
-    if (s.si_family != d.si_family || iw_sa_is_wildcard(&d) || iw_sa_port(&d) == 0)
-        return STATUS_INVALID_ADDRESS;
-    if (!iw_device_has_address(dev, (const struct sockaddr *)&s))
-        return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(s.si_family, IW_SOCK_CONNECT);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-
-    pthread_mutex_lock(&dev->lock);
-    if (c->state != IW_CM_IDLE) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-        goto fail;
-    }
-    /* §5.11.5: duplicate 4-tuple -> STATUS_ADDRESS_ALREADY_EXISTS. */
-    if (iw_sa_port(&s)) {
-        struct ndk_list *pos;
-        ndk_list_for_each(pos, &dev->connectors) {
-            struct iw_connector *o = ndk_list_entry(pos, struct iw_connector, link);
-            if (o != c && o->state != IW_CM_CLOSED && iw_sa_equal(&o->local, &s) && iw_sa_equal(&o->peer, &d)) {
-                st = STATUS_ADDRESS_ALREADY_EXISTS;
-                goto fail;
-            }
-        }
-    }
-    err = iw_conn_attach_qp(c, q);
-    if (err) {
-        st = STATUS_INVALID_PARAMETER;
-        goto fail;
-    }
-    for (int attempt = 0;; attempt++) {
-        err = iw_ep_acquire(dev, &s, IW_EP_CONNECT, fd, &c->ep);
-        if (err) {
-            st = ndk_status_from_errno(err);
-            goto fail_qp;
-        }
-        c->local = c->ep->addr;
-        st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
-        if (st == STATUS_PENDING)
-            break;
-        iw_ep_put(dev, c->ep);
-        c->ep = NULL;
-        /* A port of our choosing whose 4-tuple to d is still taken (TIME_WAIT, or a socket
-         * someone shares the port with): choose another one (§5.11.5). */
-        if (st != STATUS_ADDRESS_ALREADY_EXISTS || iw_sa_port(&s) || attempt == 15)
-            goto fail_qp;
-        close(fd);
-        fd = iw_socket(s.si_family, IW_SOCK_CONNECT);
-        if (fd < 0) {
-            st = ndk_status_from_errno(fd);
-            iw_conn_detach_qp(c);
-            pthread_mutex_unlock(&dev->lock);
-            return st;
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return STATUS_PENDING;
-fail_qp:
-    iw_conn_detach_qp(c);
-fail:
-    pthread_mutex_unlock(&dev->lock);
-    close(fd);
-    return st;
-}
-
-static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT *ns, CONST PSOCKADDR dst,
-                               ULONG dstlen, ULONG ird, ULONG ord, CONST PVOID pd, ULONG pdlen,
-                               NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    struct iw_device *dev = c->obj.dev;
-    struct iw_shared_endpoint *sep;
-    SOCKADDR_INET d;
-    struct ndk_list *pos;
-    int err, fd;
-    NTSTATUS st;
-
-    if (!cb || !ns || pdlen > IW_MAX_PRIVATE_DATA || (pdlen && !pd))
-        return STATUS_INVALID_PARAMETER;
-    sep = to_iw_shared_endpoint(ns);
-    if ((err = iw_sa_from_user(dst, dstlen, &d)) < 0)
-        return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
-    if (d.si_family != sep->local.si_family || iw_sa_is_wildcard(&d) || iw_sa_port(&d) == 0)
-        return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(d.si_family, IW_SOCK_SEP_CONN);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-    pthread_mutex_lock(&dev->lock);
-    if (c->state != IW_CM_IDLE) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-        goto fail;
-    }
-    /* §2.11: this endpoint already has a connection to that destination. */
-    ndk_list_for_each(pos, &sep->ep->conns) {
-        struct iw_connector *o = ndk_list_entry(pos, struct iw_connector, ep_link);
-        if (o->state != IW_CM_CLOSED && iw_sa_equal(&o->peer, &d)) {
-            st = STATUS_ADDRESS_ALREADY_EXISTS;
-            goto fail;
-        }
-    }
-    if (bind(fd, (const struct sockaddr *)&sep->local, iw_sa_len((const struct sockaddr *)&sep->local)) < 0) {
-        st = ndk_status_from_errno(errno == EADDRINUSE ? -EADDRINUSE : -errno);
-        goto fail;
-    }
-    err = iw_conn_attach_qp(c, q);
-    if (err) {
-        st = STATUS_INVALID_PARAMETER;
-        goto fail;
-    }
-    c->local = sep->local;
-    st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
-    if (st != STATUS_PENDING) {
-        iw_conn_detach_qp(c);
-        goto fail;
-    }
-    /* §5.11.5: +1 on the shared endpoint per connector through it. */
-    c->ep = sep->ep;
-    iw_ep_get(c->ep);
-    ndk_list_add_tail(&sep->ep->conns, &c->ep_link);
-    c->sep = sep;
-    iw_obj_set_ante(&c->obj, IW_CONN_ANTE_PARENT, &sep->obj);
-    pthread_mutex_unlock(&dev->lock);
-    return STATUS_PENDING;
-fail:
-    pthread_mutex_unlock(&dev->lock);
-    close(fd);
-    return st;
-}
-
-static NTSTATUS iw_complete_connect_common(struct iw_connector *c, NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-                                           NDK_FN_DISCONNECT_EVENT_CALLBACK_EX evx, void *evctx,
-                                           NDK_FN_REQUEST_COMPLETION cb, void *ctx)
-{
-    struct iw_device *dev = c->obj.dev;
-    NTSTATUS st = STATUS_PENDING;
-
-    if (!cb)
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&dev->lock);
-    if (c->state == IW_CM_CLOSED && c->active && c->have_peer_data && !c->peer_rejected) {
-        st = STATUS_CONNECTION_ABORTED;    /* the accepting peer went away meanwhile */
-    } else if (c->state != IW_CM_REPLY_RECEIVED || c->complete_cb) {
-        st = STATUS_CONNECTION_INVALID;
-    } else {
-        c->disc_event = ev;
-        c->disc_event_ex = evx;
-        c->disc_event_ctx = evctx;
-        iw_req_store(c, &c->complete_cb, &c->complete_ctx, cb, ctx);
-        if (c->p2p && c->rtr) {
-            struct iw_fpdu_hdr h;
-            memset(&h, 0, sizeof h);
-            h.last = true;
-            if (c->rtr == IW_MPA_RTR_WRITE) {
-                /* zero-length Write, STag 1 (Chelsio drops STag 0; iwarp-wire.md §2.3) */
-                h.opcode = IW_OP_WRITE;
-                h.stag = 1;
-                c->establish_after_tx = true;
-            } else if (c->rtr == IW_MPA_RTR_READ) {
-                h.opcode = IW_OP_READ_REQ;
-                h.msn = 1;
-                h.rr.src_stag = 1;
-                iw_cm_set_state(c, IW_CM_AWAIT_READ_RESP);
-                iw_timer_set_locked(c, c->obj.dev->prov->cfg.connect_timeout_ms);
-            } else {
-                h.opcode = IW_OP_SEND;   /* zero-length Send: only if it was the sole choice */
-                h.msn = 1;
-                c->establish_after_tx = true;
-            }
-            if (iw_conn_build_fpdu(c, &h) < 0) {
-                c->fail_err = -EIO;
-                iw_conn_queue_locked(c, IW_CM_ACT_FAIL);
-            } else {
-                iw_conn_queue_locked(c, IW_CM_ACT_TX);
-            }
-        } else {
-            iw_conn_queue_locked(c, IW_CM_ACT_ESTABLISH);
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return st;
-}
-
-static NTSTATUS iw_complete_connect(NDK_CONNECTOR *nc, NDK_FN_DISCONNECT_EVENT_CALLBACK ev, PVOID evctx,
-                                    NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    return iw_complete_connect_common(to_iw_connector(nc), ev, NULL, evctx, cb, ctx);
-}
-
-static NTSTATUS iw_complete_connect_ex(NDK_CONNECTOR *nc, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev, PVOID evctx,
-                                       NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    return iw_complete_connect_common(to_iw_connector(nc), NULL, ev, evctx, cb, ctx);
-}
-
-static NTSTATUS iw_accept_common(struct iw_connector *c, NDK_QP *q, ULONG ird, ULONG ord, const void *pd,
-                                 ULONG pdlen, NDK_FN_DISCONNECT_EVENT_CALLBACK ev,
-                                 NDK_FN_DISCONNECT_EVENT_CALLBACK_EX evx, void *evctx,
-                                 NDK_FN_REQUEST_COMPLETION cb, void *ctx)
-{
-    struct iw_device *dev = c->obj.dev;
-    NTSTATUS st = STATUS_PENDING;
-
-    if (!cb || pdlen > IW_MAX_PRIVATE_DATA || (pdlen && !pd))
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&dev->lock);
-    if (c->state == IW_CM_CLOSED && !c->active && c->have_peer_data) {
-        st = STATUS_CONNECTION_ABORTED;    /* the connecting peer gave up */
-        goto out;
-    }
-    if (c->state != IW_CM_REQUEST_RECEIVED) {
-        st = STATUS_CONNECTION_INVALID;
-        goto out;
-    }
-    if (iw_conn_attach_qp(c, q) < 0) {
-        st = STATUS_INVALID_PARAMETER;
-        goto out;
-    }
-    c->my_ird = iw_cap(ird, IW_MAX_IRD);
-    c->my_ord = iw_cap(ord, IW_MAX_ORD);
-    if (c->peer_has_limits) {
-        /* §5.11.3 / RFC 6581: our ORD <= the initiator's IRD; our IRD vs its ORD. */
-        c->eff_ord = c->my_ord < c->peer_ird ? c->my_ord : c->peer_ird;
-        c->eff_ird = c->my_ird < c->peer_ord ? c->my_ird : c->peer_ord;
-    } else {
-        c->eff_ord = c->my_ord;
-        c->eff_ird = c->my_ird;
-    }
-    if (c->p2p) {
-        /* iwarp-wire.md §8: pick Write if offered, else Read, else Write (as siw). */
-        if (c->rtr_offer & IW_MPA_RTR_WRITE)
-            c->rtr = IW_MPA_RTR_WRITE;
-        else if (c->rtr_offer & IW_MPA_RTR_READ)
-            c->rtr = IW_MPA_RTR_READ;
-        else
-            c->rtr = IW_MPA_RTR_WRITE;
-        if (c->rtr == IW_MPA_RTR_READ && c->my_ird == 0)
-            c->my_ird = 1;      /* we must answer the zero-length Read */
-    }
-    c->disc_event = ev;
-    c->disc_event_ex = evx;
-    c->disc_event_ctx = evctx;
-    if (iw_conn_build_reply(c, false, pd, (uint16_t)pdlen) < 0) {
-        iw_conn_detach_qp(c);
-        st = STATUS_INVALID_PARAMETER;
-        goto out;
-    }
-    iw_req_store(c, &c->accept_cb, &c->accept_ctx, cb, ctx);
-    iw_cm_set_state(c, IW_CM_AWAIT_RTR);
-    if (c->p2p) {
-        iw_timer_set_locked(c, c->obj.dev->prov->cfg.accept_timeout_ms);
-    } else {
-        /* RFC 5044 §7.1.2 without P2P: full operation once our Reply is out; the data path
-         * holds its first FPDU until the initiator's arrives (params.tx_wait_first_rx). */
-        c->establish_after_tx = true;
-    }
-    iw_conn_queue_locked(c, IW_CM_ACT_TX);
-out:
-    pthread_mutex_unlock(&dev->lock);
-    return st;
-}
-
-static NTSTATUS iw_accept(NDK_CONNECTOR *nc, NDK_QP *q, ULONG ird, ULONG ord, CONST PVOID pd, ULONG pdlen,
-                          NDK_FN_DISCONNECT_EVENT_CALLBACK ev, PVOID evctx, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    return iw_accept_common(to_iw_connector(nc), q, ird, ord, pd, pdlen, ev, NULL, evctx, cb, ctx);
-}
-
-static NTSTATUS iw_accept_ex(NDK_CONNECTOR *nc, NDK_QP *q, ULONG ird, ULONG ord, CONST PVOID pd, ULONG pdlen,
-                             NDK_FN_DISCONNECT_EVENT_CALLBACK_EX ev, PVOID evctx, NDK_FN_REQUEST_COMPLETION cb,
-                             PVOID ctx)
-{
-    return iw_accept_common(to_iw_connector(nc), q, ird, ord, pd, pdlen, NULL, ev, evctx, cb, ctx);
-}
-
-static NTSTATUS iw_reject(NDK_CONNECTOR *nc, CONST PVOID pd, ULONG pdlen)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    struct iw_device *dev = c->obj.dev;
-    NTSTATUS st = STATUS_SUCCESS;
-
-    if (pdlen > IW_MAX_PRIVATE_DATA || (pdlen && !pd))
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&dev->lock);
-    if (c->state == IW_CM_REQUEST_RECEIVED) {
-        /* Passive: MPA Reply with R = 1 and the private data, then close (§2.4). */
-        c->p2p = false;
-        if (iw_conn_build_reply(c, true, pd, (uint16_t)pdlen) < 0) {
-            st = STATUS_INVALID_PARAMETER;
-        } else {
-            iw_cm_set_state(c, IW_CM_REJECTING);
-            iw_conn_queue_locked(c, IW_CM_ACT_TX);
-        }
-    } else if (c->state == IW_CM_REPLY_RECEIVED) {
-        /* Active, after the peer accepted: there is no MPA message for this; close the
-         * connection, so the peer's Accept fails with STATUS_CONNECTION_ABORTED (§5.11.1). */
-        c->local_disconnect = true;
-        c->fail_err = -ECONNABORTED;
-        iw_conn_queue_locked(c, IW_CM_ACT_FAIL);
-    } else if (c->state == IW_CM_CLOSED && c->have_peer_data) {
-        st = STATUS_CONNECTION_ABORTED;
-    } else {
-        st = STATUS_CONNECTION_INVALID;
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return st;
-}
-
-static NTSTATUS iw_get_connection_data(NDK_CONNECTOR *nc, ULONG *in, ULONG *outl, PVOID pd, ULONG *pdlen)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    struct iw_device *dev = c->obj.dev;
-    const ULONG rds = IW_MAX_PRIVATE_DATA;
-    NTSTATUS st = STATUS_SUCCESS;
-
-    if (!pdlen || (!pd && *pdlen))
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&dev->lock);
-    if (!c->have_peer_data) {
-        pthread_mutex_unlock(&dev->lock);
-        return STATUS_CONNECTION_INVALID;
-    }
-    if (in || outl) {
-        ULONG ird, ord;
-        if (c->active || c->qp) {
-            ird = c->eff_ird;
-            ord = c->eff_ord;
-        } else if (c->peer_has_limits) {
-            /* §8.22 decision: before Accept, the initiator's request mirrored and capped. */
-            ird = iw_cap(c->peer_ord, IW_MAX_IRD);
-            ord = iw_cap(c->peer_ird, IW_MAX_ORD);
-        } else {
-            ird = IW_MAX_IRD;    /* MPA v1 peer: it stated nothing */
-            ord = IW_MAX_ORD;
-        }
-        if (in)
-            *in = ird;
-        if (outl)
-            *outl = ord;
-    }
-    /* §2.11 RDS protocol: RDS is our transport maximum; unused bytes are zero. */
-    if (pd) {
-        memcpy(pd, c->peer_pd, *pdlen < rds ? *pdlen : rds);
-        if (*pdlen < rds)
-            st = STATUS_BUFFER_TOO_SMALL;
-    }
-    *pdlen = rds;
-    pthread_mutex_unlock(&dev->lock);
-    return st;
-}
-
-static NTSTATUS iw_conn_get_address(NDK_CONNECTOR *nc, PSOCKADDR addr, ULONG *len, bool peer)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    SOCKADDR_INET a;
-
-    pthread_mutex_lock(&c->obj.dev->lock);
-    a = peer ? c->peer : c->local;
-    pthread_mutex_unlock(&c->obj.dev->lock);
-    return iw_sa_copy_out(&a, addr, len);
-}
-
-static NTSTATUS iw_conn_get_local(NDK_CONNECTOR *nc, PSOCKADDR addr, ULONG *len)
-{
-    return iw_conn_get_address(nc, addr, len, false);
-}
-
-static NTSTATUS iw_conn_get_peer(NDK_CONNECTOR *nc, PSOCKADDR addr, ULONG *len)
-{
-    return iw_conn_get_address(nc, addr, len, true);
-}
-
-static NTSTATUS iw_disconnect(NDK_CONNECTOR *nc, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    struct iw_connector *c = to_iw_connector(nc);
-    struct iw_device *dev = c->obj.dev;
-    struct iw_qp *flush = NULL;
-    NTSTATUS st = STATUS_PENDING;
-
-    if (!cb)
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&dev->lock);
-    if (c->disconnect_cb) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-    } else if (c->state == IW_CM_ESTABLISHED) {
-        c->local_disconnect = true;
-        pthread_mutex_lock(&c->qp->lock);
-        iw_qp_modify_locked(c->qp, IW_QP_CLOSING);   /* no new TX from here on */
-        pthread_mutex_unlock(&c->qp->lock);
-        iw_req_store(c, &c->disconnect_cb, &c->disconnect_ctx, cb, ctx);
-        iw_conn_queue_locked(c, IW_CM_ACT_DISCONNECT);
-    } else if (c->state == IW_CM_CLOSED && c->established_once && c->peer_gone) {
-        /* The peer already went: the connection is fully closed; flush and finish inline. */
-        c->local_disconnect = true;
-        flush = c->qp;
-        st = STATUS_SUCCESS;
-    } else if (c->state == IW_CM_CLOSED && c->established_once) {
-        flush = c->qp;
-        st = ndk_status_from_errno(c->first_error ? c->first_error : -ENOTCONN);
-        if (st == STATUS_CANCELLED)
-            st = STATUS_SUCCESS;
-    } else {
-        st = STATUS_CONNECTION_INVALID;
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (flush) {
-        pthread_mutex_lock(&flush->lock);
-        iw_qp_flush_locked(flush);
-        pthread_mutex_unlock(&flush->lock);
-    }
-    return st;
-}
-
-static const NDK_CONNECTOR_DISPATCH iw_connector_dispatch = {
-    .NdkCloseConnector = iw_close_connector,
-    .NdkQueryExtension = iw_query_extension,
-    .NdkConnect = iw_connect,
-    .NdkConnectWithSharedEndpoint = iw_connect_sep,
-    .NdkCompleteConnect = iw_complete_connect,
-    .NdkAccept = iw_accept,
-    .NdkReject = iw_reject,
-    .NdkGetConnectionData = iw_get_connection_data,
-    .NdkGetLocalAddress = iw_conn_get_local,
-    .NdkGetPeerAddress = iw_conn_get_peer,
-    .NdkDisconnect = iw_disconnect,
-    .NdkCompleteConnectEx = iw_complete_connect_ex,
-    .NdkAcceptEx = iw_accept_ex,
-};
-
-static struct iw_connector *iw_conn_alloc(struct iw_adapter *ad)
-{
-    struct iw_connector *c = calloc(1, sizeof(*c));
-
-    if (!c)
-        return NULL;
-    iw_obj_init(&c->obj, &iw_conn_ops, IW_OBJ_CONNECTOR, ad, &c->ndk.Header, &iw_connector_dispatch);
-    c->poll.fd = -1;
-    c->state = IW_CM_IDLE;
-    c->work.fn = iw_conn_work;
-    ndk_list_init(&c->work.link);
-    ndk_list_init(&c->timer_link);
-    ndk_list_init(&c->ep_link);
-    pthread_mutex_lock(&ad->dev->lock);
-    ndk_list_add_tail(&ad->dev->connectors, &c->link);
-    pthread_mutex_unlock(&ad->dev->lock);
-    return c;
-}
-
-NTSTATUS iw_create_connector(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_CONNECTOR **out)
-{
-    struct iw_connector *c;
-
-    (void)cb;
-    (void)ctx;
-    if (!out)
-        return STATUS_INVALID_PARAMETER;
-    c = iw_conn_alloc(to_iw_adapter(a));
-    if (!c)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    *out = &c->ndk;
-    return STATUS_SUCCESS;
 }
 
 /* ---- data path entry points into the CM ---- */
@@ -1708,555 +1050,12 @@ void iw_cm_connection_failed(struct iw_qp *qp, int err)
     pthread_mutex_lock(&c->obj.dev->lock);
     if (!c->fail_err)
         c->fail_err = err;
-    iw_conn_queue_locked(c, IW_CM_ACT_FAIL);
+    iw_cm_queue_locked(c, IW_CM_ACT_FAIL);
     pthread_mutex_unlock(&c->obj.dev->lock);
     iw_obj_put(&c->obj);
 }
 
-void iw_qp_want_writable(struct iw_qp *qp, bool on)
+void iw_cm_abort_locked(struct iw_connector *c)
 {
-    struct iw_connector *c = iw_qp_conn_get(qp);
-
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->obj.dev->lock);
-    c->dp_want_out = on;
-    if (c->state == IW_CM_ESTABLISHED || c->state == IW_CM_DISCONNECTING)
-        iw_conn_update_events(c);
-    pthread_mutex_unlock(&c->obj.dev->lock);
-    iw_obj_put(&c->obj);
-}
-
-void iw_qp_set_polled(struct iw_qp *qp, bool on)
-{
-    struct iw_connector *c = iw_qp_conn_get(qp);
-    struct iw_device *dev = qp->obj.dev;
-    bool kick = false;
-
-    /* The QP's flag follows the request even when the CM keeps the socket (not ESTABLISHED):
-     * it only spares pollers this call, and the expiry check looks at the CM's copy. It is
-     * stored under dev->lock so that it and the CM's copy end as the last caller left them. */
-    if (!c) {
-        atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
-        return;
-    }
-    pthread_mutex_lock(&dev->lock);
-    atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
-    if (c->dp_polled != on && (!on || c->state == IW_CM_ESTABLISHED)) {
-        c->dp_polled = on;
-        if (on) {
-            c->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
-            c->poll_since_ms = iw_now_ms();
-            /* The progress thread may sleep without a deadline: it must start the checks. */
-            kick = !atomic_exchange(&dev->any_polled, true);
-        }
-        iw_conn_update_events(c);
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (kick)
-        iw_progress_kick(dev);
-    iw_obj_put(&c->obj);
-}
-
-uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now)
-{
-    struct ndk_list *pos;
-    uint64_t next = 0;
-    bool any = false;
-
-    if (!atomic_load(&dev->any_polled))
-        return 0;
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_for_each(pos, &dev->connectors) {
-        struct iw_connector *c = ndk_container_of(pos, struct iw_connector, link);
-        struct iw_qp *qp = c->qp;
-
-        if (!c->dp_polled)
-            continue;
-        if (qp && c->state == IW_CM_ESTABLISHED) {
-            unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
-            if (seq != c->poll_seq_seen) {
-                c->poll_seq_seen = seq;
-                c->poll_since_ms = now;
-            }
-            if (now - c->poll_since_ms < dev->poll_idle_ms) {
-                uint64_t at = c->poll_since_ms + dev->poll_idle_ms;
-                if (!next || at < next)
-                    next = at;
-                any = true;
-                continue;
-            }
-            iw_ddbg(dev, "CONN[%u] not polled for %u ms: back to the progress thread", c->obj.id, dev->poll_idle_ms);
-            atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
-        }
-        c->dp_polled = false;
-        iw_conn_update_events(c);
-    }
-    if (!any)
-        atomic_store(&dev->any_polled, false);
-    pthread_mutex_unlock(&dev->lock);
-    return next;
-}
-
-/* ====================================================================================
- * Listener
- * ==================================================================================== */
-
-#define IW_ACCEPT_BACKOFF_MS 100
-
-/* accept() failed for want of file descriptors (or memory): the connection stays in the kernel
- * backlog and the listening socket stays readable, so polling it would spin this thread. Stop
- * polling it for a while (iw_cm_run_timers resumes), and say so once per listener. Progress
- * thread, no lock held. */
-static void iw_listener_backoff(struct iw_listener *l, int e)
-{
-    struct iw_device *dev = l->obj.dev;
-    bool first;
-
-    pthread_mutex_lock(&dev->lock);
-    first = !l->backoff_logged;
-    l->backoff_logged = true;
-    if (l->listening && l->polled) {
-        iw_poll_mod(dev, &l->poll, 0);
-        l->backoff_until = iw_now_ms() + IW_ACCEPT_BACKOFF_MS;
-    }
-    pthread_mutex_unlock(&dev->lock);
-    iw_dev_log(dev, first ? NDK_LOG_WARNING : NDK_LOG_DEBUG,
-               "LISTENER[%u] accept: %s; not accepting for %u ms (connections wait in the backlog)", l->obj.id,
-               strerror(e), IW_ACCEPT_BACKOFF_MS);
-}
-
-static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
-{
-    struct iw_listener *l = ndk_container_of(p, struct iw_listener, poll);
-    struct iw_device *dev = l->obj.dev;
-
-    (void)events;
-    /* Bounded burst so one listener cannot starve the other sockets (style-anchors A5). */
-    for (int i = 0; i < 64; i++) {
-        SOCKADDR_INET peer;
-        socklen_t plen = sizeof peer;
-        int fd = accept4(l->poll.fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        int one = 1;
-
-        if (fd < 0) {
-            int e = errno;
-            if (e == EINTR || e == ECONNABORTED)
-                continue;
-            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-                iw_listener_backoff(l, e);
-                return;
-            }
-            if (e != EAGAIN && e != EWOULDBLOCK)
-                iw_dwarn(l->obj.dev, "LISTENER[%u] accept: %s", l->obj.id, strerror(e));
-            return;
-        }
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct iw_connector *c = iw_conn_alloc(l->obj.adapter);
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        pthread_mutex_lock(&dev->lock);
-        if (!l->listening || iw_obj_closing(&l->obj)) {
-            pthread_mutex_unlock(&dev->lock);
-            close(fd);
-            iw_obj_abort_create(&c->obj);
-            return;
-        }
-        /* An internal connector until its MPA Request arrives (§3.5: one event per request). */
-        c->obj.handed_out = false;
-        c->internal_ref = true;
-        c->active = false;
-        c->listener = l;
-        iw_obj_set_ante(&c->obj, IW_CONN_ANTE_PARENT, &l->obj);
-        c->ep = l->ep;
-        iw_ep_get(c->ep);                /* §5.11.5: +1 per connector accepted through it */
-        c->peer = peer;
-        iw_sockname(fd, &c->local, false);
-        iw_mpa_parser_init(&c->parser, IW_MPA_REQUEST, IW_MPA_MAX_PD_WIRE);
-        ndk_list_add_tail(&l->pending, &c->ep_link);
-        c->poll.fd = fd;
-        c->poll.handler = iw_conn_poll;
-        iw_cm_set_state(c, IW_CM_AWAIT_REQUEST);
-        iw_timer_set_locked(c, c->obj.dev->prov->cfg.mpa_request_timeout_ms);
-        iw_obj_get(&c->obj);             /* epoll registration */
-        c->polled = true;
-        if (iw_poll_add(dev, &c->poll, EPOLLIN) < 0) {
-            c->polled = false;
-            iw_obj_put(&c->obj);
-            c->fail_err = -ENOMEM;
-            iw_conn_queue_locked(c, IW_CM_ACT_KILL);
-        }
-        pthread_mutex_unlock(&dev->lock);
-    }
-}
-
-/* Progress thread: closes the listening socket and drops the requests not yet delivered. */
-static void iw_listener_kill_work(struct iw_work *w)
-{
-    struct iw_listener *l = ndk_container_of(w, struct iw_listener, kill_work);
-    struct iw_device *dev = l->obj.dev;
-    struct ndk_list *pos, *tmp;
-    bool put_poll = false;
-
-    pthread_mutex_lock(&dev->lock);
-    if (l->poll.fd >= 0) {
-        if (l->polled) {
-            iw_poll_del(dev, &l->poll);
-            l->polled = false;
-            put_poll = true;
-        }
-        close(l->poll.fd);
-        l->poll.fd = -1;
-    }
-    if (l->ep) {
-        l->ep->open = false;
-        iw_ep_put(dev, l->ep);           /* §5.11.5: -1 when the listener is closed */
-        l->ep = NULL;
-    }
-    ndk_list_del(&l->link);
-    ndk_list_init(&l->link);
-    /* Requests still in their MPA phase are refused: the peer sees its connection close. */
-    ndk_list_for_each_safe(pos, tmp, &l->pending) {
-        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, ep_link);
-        iw_conn_queue_locked(c, IW_CM_ACT_KILL);
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (put_poll)
-        iw_obj_put(&l->obj);
-    iw_obj_put(&l->obj);                 /* the queuer's reference */
-}
-
-static void iw_listener_close_start(struct iw_obj *o)
-{
-    struct iw_listener *l = ndk_container_of(o, struct iw_listener, obj);
-
-    /* §5.11.5: stop accepting the moment the close is requested. */
-    pthread_mutex_lock(&o->dev->lock);
-    l->listening = false;
-    pthread_mutex_unlock(&o->dev->lock);
-    iw_obj_get(o);
-    if (!iw_work_queue(o->dev, &l->kill_work))
-        iw_obj_put(o);
-}
-
-static void iw_listener_destroy(struct iw_obj *o)
-{
-    struct iw_listener *l = ndk_container_of(o, struct iw_listener, obj);
-
-    if (l->poll.fd >= 0)
-        close(l->poll.fd);
-    free(l);
-}
-
-static const struct iw_obj_ops iw_listener_ops = {
-    .name = "LISTENER", .close_start = iw_listener_close_start, .destroy = iw_listener_destroy,
-};
-
-static NTSTATUS iw_close_listener(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
-{
-    return iw_obj_close(&to_iw_listener((NDK_LISTENER *)h)->obj, cb, ctx);
-}
-
-static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
-{
-    struct iw_listener *l = to_iw_listener(nl);
-    struct iw_device *dev = l->obj.dev;
-    SOCKADDR_INET a;
-    int err, fd;
-    NTSTATUS st;
-
-    (void)cb;
-    (void)ctx;
-    if ((err = iw_sa_from_user(addr, len, &a)) < 0)
-        return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
-    if (!iw_device_has_address(dev, (const struct sockaddr *)&a))
-        return STATUS_INVALID_ADDRESS;
-    fd = iw_socket(a.si_family, IW_SOCK_LISTEN);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-    pthread_mutex_lock(&dev->lock);
-    if (l->listening || l->ep) {
-        st = STATUS_INVALID_DEVICE_REQUEST;
-        goto fail;
-    }
-    err = iw_ep_acquire(dev, &a, IW_EP_LISTENER, fd, &l->ep);
-    if (err) {
-        st = ndk_status_from_errno(err);
-        goto fail;
-    }
-    /* No backlog parameter (§8.35): a large kernel backlog; unaccepted requests wait there. */
-    if (listen(fd, 4096) < 0) {
-        st = ndk_status_from_errno(errno == EADDRINUSE ? -EADDRINUSE : -errno);
-        iw_ep_put(dev, l->ep);
-        l->ep = NULL;
-        goto fail;
-    }
-    l->ep->open = true;
-    l->local = l->ep->addr;
-    l->poll.fd = fd;
-    l->poll.handler = iw_listener_poll;
-    l->listening = true;
-    ndk_list_add_tail(&dev->listeners, &l->link);
-    iw_obj_get(&l->obj);                 /* epoll registration */
-    l->polled = true;
-    if (iw_poll_add(dev, &l->poll, EPOLLIN) < 0) {
-        l->polled = false;
-        iw_obj_put(&l->obj);
-        iw_derr(l->obj.dev, "LISTENER[%u] epoll_ctl: %s", l->obj.id, strerror(errno));
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return STATUS_SUCCESS;
-fail:
-    pthread_mutex_unlock(&dev->lock);
-    close(fd);
-    return st;
-}
-
-static NTSTATUS iw_listener_get_local(NDK_LISTENER *nl, PSOCKADDR addr, ULONG *len)
-{
-    struct iw_listener *l = to_iw_listener(nl);
-    SOCKADDR_INET a;
-
-    pthread_mutex_lock(&l->obj.dev->lock);
-    a = l->local;
-    pthread_mutex_unlock(&l->obj.dev->lock);
-    return iw_sa_copy_out(&a, addr, len);
-}
-
-static VOID iw_control_connect_events(NDK_LISTENER *nl, BOOLEAN pause)
-{
-    struct iw_listener *l = to_iw_listener(nl);
-
-    pthread_mutex_lock(&l->obj.dev->lock);
-    l->paused = pause != 0;
-    pthread_mutex_unlock(&l->obj.dev->lock);
-}
-
-static const NDK_LISTENER_DISPATCH iw_listener_dispatch = {
-    .NdkCloseListener = iw_close_listener,
-    .NdkQueryExtension = iw_query_extension,
-    .NdkListen = iw_listen,
-    .NdkGetLocalAddress = iw_listener_get_local,
-    .NdkControlConnectEvents = iw_control_connect_events,
-};
-
-NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PVOID evctx,
-                            NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out)
-{
-    struct iw_adapter *ad = to_iw_adapter(a);
-    struct iw_listener *l;
-
-    (void)cb;
-    (void)ctx;
-    if (!out || !ev)
-        return STATUS_INVALID_PARAMETER;
-    l = calloc(1, sizeof(*l));
-    if (!l)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    iw_obj_init(&l->obj, &iw_listener_ops, IW_OBJ_LISTENER, ad, &l->ndk.Header, &iw_listener_dispatch);
-    l->poll.fd = -1;
-    l->connect_event = ev;
-    l->connect_event_ctx = evctx;
-    ndk_list_init(&l->link);
-    ndk_list_init(&l->pending);
-    l->kill_work.fn = iw_listener_kill_work;
-    ndk_list_init(&l->kill_work.link);
-    *out = &l->ndk;
-    return STATUS_SUCCESS;
-}
-
-/* ====================================================================================
- * Shared endpoint
- * ==================================================================================== */
-
-static NTSTATUS iw_sep_get_local(NDK_SHARED_ENDPOINT *ns, PSOCKADDR addr, ULONG *len)
-{
-    struct iw_shared_endpoint *s = to_iw_shared_endpoint(ns);
-    return iw_sa_copy_out(&s->local, addr, len);
-}
-
-static NTSTATUS iw_close_sep(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
-{
-    return iw_obj_close(&to_iw_shared_endpoint((NDK_SHARED_ENDPOINT *)h)->obj, cb, ctx);
-}
-
-static void iw_sep_close_start(struct iw_obj *o)
-{
-    struct iw_shared_endpoint *s = ndk_container_of(o, struct iw_shared_endpoint, obj);
-
-    pthread_mutex_lock(&o->dev->lock);
-    if (s->ep)
-        s->ep->open = false;
-    pthread_mutex_unlock(&o->dev->lock);
-}
-
-static void iw_sep_destroy(struct iw_obj *o)
-{
-    struct iw_shared_endpoint *s = ndk_container_of(o, struct iw_shared_endpoint, obj);
-
-    pthread_mutex_lock(&o->dev->lock);
-    if (s->ep)
-        iw_ep_put(o->dev, s->ep);        /* §5.11.5: -1 when the shared endpoint is closed */
-    pthread_mutex_unlock(&o->dev->lock);
-    if (s->fd >= 0)
-        close(s->fd);
-    free(s);
-}
-
-static const struct iw_obj_ops iw_sep_ops = {
-    .name = "SHARED_ENDPOINT", .close_start = iw_sep_close_start, .destroy = iw_sep_destroy,
-};
-
-static const NDK_SHARED_ENDPOINT_DISPATCH iw_sep_dispatch = {
-    .NdkCloseSharedEndpoint = iw_close_sep,
-    .NdkQueryExtension = iw_query_extension,
-    .NdkGetLocalAddress = iw_sep_get_local,
-};
-
-NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
-                                   PVOID ctx, NDK_SHARED_ENDPOINT **out)
-{
-    struct iw_adapter *ad = to_iw_adapter(a);
-    struct iw_device *dev = ad->dev;
-    struct iw_shared_endpoint *s;
-    SOCKADDR_INET sa;
-    int err, fd;
-
-    (void)cb;
-    (void)ctx;
-    if (!out)
-        return STATUS_INVALID_PARAMETER;
-    if ((err = iw_sa_from_user(addr, len, &sa)) < 0)
-        return err == -EINVAL ? STATUS_INVALID_PARAMETER : STATUS_INVALID_ADDRESS;
-    if (!iw_device_has_address(dev, (const struct sockaddr *)&sa))
-        return STATUS_INVALID_ADDRESS;
-    /* A bound (not listening) placeholder reserves the port in the OS; connections through
-     * the endpoint bind the same address with SO_REUSEPORT (iw_socket). */
-    fd = iw_socket(sa.si_family, IW_SOCK_SEP_ANCHOR);
-    if (fd < 0)
-        return ndk_status_from_errno(fd);
-    s = calloc(1, sizeof(*s));
-    if (!s) {
-        close(fd);
-        return STATUS_INSUFFICIENT_RESOURCES;
-    }
-    pthread_mutex_lock(&dev->lock);
-    err = iw_ep_acquire(dev, &sa, IW_EP_SHARED, fd, &s->ep);
-    if (!err) {
-        int one = 1;
-        s->ep->open = true;
-        /* Only now, after the exclusive bind: our own connections may join the port. */
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
-            err = -errno;
-            iw_ep_put(dev, s->ep);
-        }
-    }
-    pthread_mutex_unlock(&dev->lock);
-    if (err) {
-        close(fd);
-        free(s);
-        return ndk_status_from_errno(err);
-    }
-    iw_obj_init(&s->obj, &iw_sep_ops, IW_OBJ_SHARED_ENDPOINT, ad, &s->ndk.Header, &iw_sep_dispatch);
-    s->local = s->ep->addr;
-    s->fd = fd;
-    *out = &s->ndk;
-    return STATUS_SUCCESS;
-}
-
-/* ====================================================================================
- * OIDs (§6.7, §6.8): TCP-mapped pairs, even index = ND addressing, odd = TCP (identical here
- * because the ND port is the TCP port).
- * ==================================================================================== */
-
-NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req)
-{
-    NDIS_NDK_CONNECTIONS *r = req->InformationBuffer;
-    struct ndk_list *pos;
-    ULONG n = 0, i = 0;
-    size_t need;
-
-    pthread_mutex_lock(&dev->lock);
-    /* §8.40 decision: only established connections are "active". */
-    ndk_list_for_each(pos, &dev->connectors) {
-        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, link);
-        if (c->state == IW_CM_ESTABLISHED || c->state == IW_CM_DISCONNECTING)
-            n++;
-    }
-    need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * n);
-    if (!r || req->InformationBufferLength < need) {
-        pthread_mutex_unlock(&dev->lock);
-        req->BytesNeeded = (ULONG)need;
-        return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(r, 0, need);
-    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    r->Header.Revision = NDIS_NDK_CONNECTIONS_REVISION_1;
-    r->Header.Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
-    r->NDConnectionsMappedtoTCPConnections = TRUE;
-    /* Connections[] is declared [1] (the Windows layout): index through a plain pointer so
-     * -fsanitize=bounds does not flag the variable-length tail. */
-    NDIS_NDK_CONNECTION_ENTRY *ents =
-        (NDIS_NDK_CONNECTION_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_CONNECTIONS, Connections));
-    ndk_list_for_each(pos, &dev->connectors) {
-        struct iw_connector *c = ndk_list_entry(pos, struct iw_connector, link);
-        if (c->state != IW_CM_ESTABLISHED && c->state != IW_CM_DISCONNECTING)
-            continue;
-        NDIS_NDK_CONNECTION_ENTRY *nd = &ents[i++], *tcp = &ents[i++];
-        nd->Local = c->local;
-        nd->Remote = c->peer;
-        nd->UserModeOwner = FALSE;       /* NDKPI consumer (our consumers are all "kernel") */
-        nd->OwnerPid = (ULONG)getpid();
-        tcp->Local = c->local;
-        tcp->Remote = c->peer;
-    }
-    r->Count = i;
-    pthread_mutex_unlock(&dev->lock);
-    req->BytesWritten = (ULONG)need;
-    return NDIS_STATUS_SUCCESS;
-}
-
-NDIS_STATUS iw_cm_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
-{
-    NDIS_NDK_LOCAL_ENDPOINTS *r = req->InformationBuffer;
-    struct ndk_list *pos;
-    ULONG n = 0, i = 0;
-    size_t need;
-
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_for_each(pos, &dev->endpoints) {
-        struct iw_endpoint *e = ndk_list_entry(pos, struct iw_endpoint, link);
-        if (e->open && (e->kind == IW_EP_LISTENER || e->kind == IW_EP_SHARED))
-            n++;
-    }
-    need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * n);
-    if (!r || req->InformationBufferLength < need) {
-        pthread_mutex_unlock(&dev->lock);
-        req->BytesNeeded = (ULONG)need;
-        return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(r, 0, need);
-    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    r->Header.Revision = NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1;
-    r->Header.Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
-    r->NDLocalEndpointsMappedtoTCPLocalEndpoints = TRUE;
-    NDIS_NDK_LOCAL_ENDPOINT_ENTRY *ents =
-        (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints));
-    ndk_list_for_each(pos, &dev->endpoints) {
-        struct iw_endpoint *e = ndk_list_entry(pos, struct iw_endpoint, link);
-        if (!e->open || (e->kind != IW_EP_LISTENER && e->kind != IW_EP_SHARED))
-            continue;
-        NDIS_NDK_LOCAL_ENDPOINT_ENTRY *nd = &ents[i++], *tcp = &ents[i++];
-        nd->Local = e->addr;
-        nd->UserModeOwner = FALSE;
-        nd->Listener = e->kind == IW_EP_LISTENER;
-        nd->OwnerPid = (ULONG)getpid();
-        tcp->Local = e->addr;
-    }
-    r->Count = i;
-    pthread_mutex_unlock(&dev->lock);
-    req->BytesWritten = (ULONG)need;
-    return NDIS_STATUS_SUCCESS;
+    iw_cm_queue_locked(c, IW_CM_ACT_KILL);
 }

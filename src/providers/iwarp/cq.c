@@ -1,6 +1,9 @@
 /* cq.c - completion queues (§2.4, §3.4, §5.7): a ring of NDK_RESULT_EX, one-shot arming with
  * the merge rules of §5.7, serialized notifications on the progress thread, overrun latch,
- * resize. */
+ * resize.
+ *
+ * Talks to: poll.c (a busy poll runs the QPs' engines), progress.c (notifications), obj.c, log.c.
+ * Called by qp.c, rx.c, wq.c (iw_cq_push). */
 #include "iwarp.h"
 
 #include <errno.h>
@@ -44,7 +47,7 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
     if (st != STATUS_SUCCESS)
         cq->error_notified = true;
     iw_obj_get(&cq->obj);
-    if (!iw_work_queue(cq->obj.dev, &cq->notify_work))
+    if (!iw_progress_queue(cq->obj.dev, &cq->notify_work))
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
 }
 
@@ -102,7 +105,7 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     /* The consumer is going to wait: the progress thread must watch its QPs' sockets again.
      * Level-triggered epoll reports data that arrived meanwhile at once. */
     if (was_busy)
-        iw_cq_poll_stop(cq);
+        iw_poll_cq_stop(cq);
 }
 
 /* Takes up to n entries. busy (NULL when the caller could not run the engines anyway): set when
@@ -151,12 +154,12 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
 static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     /* A consumer polling from a notification callback is on the progress thread already. */
-    bool may_run = !cq->obj.dev->no_poll_progress && !iw_on_progress_thread(cq->obj.dev);
+    bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
     if (got < n && busy) {
-        iw_cq_poll_progress(cq);
+        iw_poll_cq(cq);
         got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
     }
     return got;

@@ -1,6 +1,8 @@
 /* CRC-32C: a portable slicing-by-8 path and, on x86, the SSE4.2 crc32 instruction in one stream
  * and in three interleaved streams joined with carry-less multiplication (PCLMULQDQ). The best
- * one this CPU runs is chosen once, at first use. See crc32c.h for the contract. */
+ * one this CPU runs is chosen once, at first use. See crc32c.h for the contract.
+ *
+ * Talks to: nothing. Called by fpdu.c and tx.c (and bench/crc_bench). */
 #include "crc32c.h"
 
 #include <string.h>

@@ -14,7 +14,9 @@
  * iw_crc32c_update() and iw_crc32c_copy() pick, once at first use, the fastest implementation
  * this CPU runs: on x86-64 with PCLMULQDQ three interleaved streams of the SSE4.2 crc32
  * instruction (memory speed), with SSE4.2 alone one stream, elsewhere a slicing-by-8 table.
- * All give identical results. Thread-safe. */
+ * All give identical results. Thread-safe.
+ *
+ * Talks to: nothing (included by fpdu.c, tx.c, the wire tests and bench/crc_bench). */
 #ifndef IWARP_CRC32C_H
 #define IWARP_CRC32C_H
 

@@ -1,21 +1,22 @@
 /*
- * datapath.h - the iwarp provider's data path (issue 4): work-request posting (post.c), the
- * transmit engine (tx.c), the receive engine (rx.c), the STag protection checks (access.c) and
- * consumer-driven progress (poll.c).
+ * datapath.h - the data path: the QP's connected state (struct iw_dp, qp.c), work-request
+ * posting (post.c), the transmit engine (tx.c), the receive engine (rx.c), the STag protection
+ * checks (access.c) and consumer-driven progress (poll.c). Included by those files only;
+ * includes iwarp.h and fpdu.h.
  *
- * The data path plugs into the core through the "DATA PATH HOOK" functions of iwarp.h. Per
- * connected QP it keeps a struct iw_dp in qp->dp (created at establishment, freed with the QP).
+ * Per connected QP the engines' state is a struct iw_dp in qp->dp (created at establishment by
+ * qp.c, freed with the QP).
  *
  * Locks (outermost first; iwarp.h gives the whole order):
  *   cq->qps_lock  job: the CQ's list of connected QPs (poll.c); a consumer busy-polling the CQ
- *                 runs the QPs' engines under it, and dp_stop takes the QP off the list first.
+ *                 runs the QPs' engines under it, and iw_qp_stop takes the QP off the list first.
  *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target,
  *                 staging buffer). Held by the progress thread or a polling consumer while it
- *                 reads the socket with MSG_DONTWAIT (never blocks), and by dp_stop. Never
+ *                 reads the socket with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never
  *                 taken by TX or posting.
  *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
- *                 nobody ever waits for it except dp_stop, and the holder only does
+ *                 nobody ever waits for it except iw_qp_stop, and the holder only does
  *                 non-blocking sendmsg(); a close or RX never waits behind a blocked write.
  *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
  *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
@@ -85,37 +86,37 @@ struct dp_sgl {
  * Request source, RFC 5040 §7.2) instead of DDP tagged codes (RFC 5041 §7.2). On success *mem
  * holds a reference (release with iw_mem_put). Returns 0 or -EACCES with *tc filled.
  * Any thread; takes dev->mem_lock and the object's lock; qp->lock may be held. */
-int dp_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
+int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
                     struct iw_obj **mem, struct dp_term_code *tc);
 
 /* Resolves a local SGL (§4.4): the privileged token means a LAM logical address (= host
  * virtual address, adapter.c), any other token must be a registered MR of the QP's PD with
  * the range inside it and the rights in need (DP_ACC_LOCAL_WRITE for sinks). Returns 0, or
  * -EACCES (local protection error, *bad_sge set); takes references released by
- * dp_sgl_release. Any thread; qp->lock may be held. */
-int dp_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
+ * iw_access_sgl_release. Any thread; qp->lock may be held. */
+int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
                    uint32_t *bad_sge);
 /* An SGL over one private buffer (inline copy). */
-void dp_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len);
+void iw_access_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len);
 /* An SGL of one memory range inside mem (Read Response source); takes over the reference. */
-void dp_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len);
-void dp_sgl_release(struct dp_sgl *s);
+void iw_access_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint64_t len);
+void iw_access_sgl_release(struct dp_sgl *s);
 
 /* Maps [off, off + len) of the SGL to host iovecs (at most max). Stops early when max is
  * reached; *mapped says how many bytes the iovecs cover. Returns the iovec count.
  * Any thread; takes mr->lock of fast-registered MRs (their page list may be replaced). */
-int dp_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped);
+int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped);
 
 /* Invalidates stag (Send with Invalidate received, Read with local invalidate, Invalidate
  * work request). remote: the request came from the peer (RFC 5040 §7.2 codes 0/1/0x09 PD
  * mismatch or not invalidatable, 0/2/0x09 unknown). Returns 0 or -EACCES with *tc filled.
  * Any thread; qp->lock may be held. */
-int dp_invalidate_stag(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc);
+int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp_term_code *tc);
 /* The local Invalidate / Bind / Fast Register work requests, executed in SQ order by the TX
  * engine. Return an NTSTATUS for the completion. qp->lock held. */
-NTSTATUS dp_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w);
-NTSTATUS dp_exec_bind(struct iw_qp *qp, struct iw_wqe *w);
-NTSTATUS dp_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w);
+NTSTATUS iw_access_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w);
+NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w);
+NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w);
 
 /* ---- per-QP data-path state ---- */
 
@@ -241,16 +242,24 @@ struct dp_cq_ref {
 #define DP_IRQ_SLOTS (IW_MAX_IRD + 1u)
 
 struct iw_dp {
+    struct iw_qp *qp;
+    /* The connection's socket with the progress engine, from establishment until the
+     * connection is lost (qp.c). Its fd is fd below; the fields are protected by qp->lock, the
+     * registration holds a reference on the QP. */
+    struct iw_pollable poll;
+    bool watching;            /* registered */
+    bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;
-    atomic_bool tx_pending;   /* someone asked the TX engine to run (see dp_tx_kick) */
+    atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */
     atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
     atomic_bool poll_failed;  /* a poller reported the connection's failure to the CM (once) */
     struct dp_cq_ref cqref[2];/* receive CQ, initiator CQ (unused when it is the same CQ) */
     int fd;                   /* the connection's socket (dup of qp->fd; ours to close) */
     bool crc;
     /* below: protected by qp->lock */
-    bool stopped;             /* dp_stop ran: engines never run again */
+    bool stopped;             /* iw_qp_stop ran: engines never run again */
+    bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
     bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */
     struct dp_sqe *sq;        /* [qp->sq.depth] */
@@ -267,64 +276,69 @@ struct iw_dp {
     struct dp_rx rx;
 };
 
-/* ---- tx.c ---- */
-/* Runs the TX engine unless another thread runs it (then that one loops again). Any thread,
- * no lock held; never blocks (trylock + non-blocking sendmsg). */
-void dp_tx_kick(struct iw_qp *qp);
-/* Same, but returns a fatal socket error instead of reporting it to the CM. */
-int dp_tx_run(struct iw_qp *qp);
+/* ---- the QP's life cycle and the state the engines report to (qp.c) ---- */
 /* Completes finished SQ entries from the head, in posting order (§5.6). qp->lock held. */
-void dp_sq_retire_locked(struct iw_qp *qp, struct iw_dp *dp);
+void iw_qp_sq_retire_locked(struct iw_qp *qp);
 /* Queues our Terminate (first error only) and moves the QP to TERMINATE. qp->lock held. */
-void dp_queue_terminate_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_term *t, int err);
-/* Stops both engines for good and completes what only the data path holds (the receive being
+void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err);
+/* Stops both engines for good and completes what only the engines hold (the receive being
  * filled, SQ entries with a recorded error); the rest is flushed by iw_qp_flush_locked.
  * Any thread except inside the engines; no lock held (takes rx_mutex, tx_mutex, qp->lock). */
-void dp_stop(struct iw_qp *qp);
+void iw_qp_stop(struct iw_qp *qp);
+
+/* ---- TX engine (tx.c) ---- */
+/* Runs the TX engine unless another thread runs it (then that one loops again). Any thread,
+ * no lock held; never blocks (trylock + non-blocking sendmsg). A fatal socket error goes to
+ * the CM (iw_cm_connection_failed). */
+void iw_tx_kick(struct iw_qp *qp);
+/* Same, but returns a fatal socket error instead of reporting it to the CM. */
+int iw_tx_run(struct iw_qp *qp);
+/* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held). */
+void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp);
+void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp);
+/* Withdraws the engine's request for writability. No lock held (takes tx_mutex). */
+void iw_tx_disarm(struct iw_qp *qp);
+
+/* ---- RX engine (rx.c) ---- */
+/* Reads and places what the socket holds. Progress thread, no lock held. Returns 0 to keep
+ * going, -ESHUTDOWN when the peer closed its side (orderly FIN, read 0), another -errno on a
+ * fatal error (-EBADMSG/-EPROTO/-ECONNRESET for a protocol error or the peer's Terminate). */
+int iw_rx_run(struct iw_qp *qp);
 /* Last look at the socket when the connection is lost: FPDUs already received (typically the
  * peer's Terminate, which names the request it refused) are still processed, so a connection
  * that dies right after a Terminate reports the reason instead of CANCELLED. Progress thread,
  * no lock held (takes rx_mutex). Returns the engine's result (ignored by the caller). */
-int dp_rx_drain(struct iw_qp *qp);
-/* RX engine run by a polling consumer: like iw_qp_on_readable, but returns 0 at once when
- * another thread owns the engine. Any thread; no lock held except cq->qps_lock. */
-int dp_rx_poll(struct iw_qp *qp);
+int iw_rx_drain(struct iw_qp *qp);
+/* Reads and drops what the socket holds (a flushed QP whose connection is still up): 0 when it
+ * would block, -ESHUTDOWN at the peer's FIN, else -errno. rx_mutex held. */
+int iw_rx_discard_locked(struct iw_dp *dp);
+/* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
+ * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
+int iw_rx_poll(struct iw_qp *qp);
+/* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held;
+ * completes the receive being filled). */
+void iw_rx_init(struct iw_qp *qp, struct iw_dp *dp);
+void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp);
 
-/* ---- poll.c ---- */
+/* ---- consumer-driven progress (poll.c) ---- */
 /* Puts the connected QP on its CQs' lists / takes it off (idempotent). Any thread, no lock
  * held (takes cq->qps_lock; detach waits for a poller that is running the QP's engines). */
-void dp_poll_attach(struct iw_qp *qp);
+void iw_poll_attach(struct iw_qp *qp);
 /* Fills dp's list entries (at creation, before dp is published). */
-void dp_poll_init(struct iw_qp *qp, struct iw_dp *dp);
-void dp_poll_detach(struct iw_qp *qp);
+void iw_poll_init(struct iw_qp *qp, struct iw_dp *dp);
+void iw_poll_detach(struct iw_qp *qp);
 
-/* Frees qp->dp (QP destroy; engines stopped). */
-void iw_dp_qp_destroy(struct iw_qp *qp);
-
-/* ---- post.c (dispatch slots) ---- */
-NTSTATUS iw_dp_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags);
-NTSTATUS iw_dp_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags, UINT32 token);
-NTSTATUS iw_dp_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge);
-NTSTATUS iw_dp_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
-NTSTATUS iw_dp_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
-NTSTATUS iw_dp_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags);
-NTSTATUS iw_dp_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
+/* ---- posting (post.c): the QP dispatch slots (§2.9) ---- */
+NTSTATUS iw_post_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags);
+NTSTATUS iw_post_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags, UINT32 token);
+NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge);
+NTSTATUS iw_post_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
+NTSTATUS iw_post_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags);
+NTSTATUS iw_post_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags);
+NTSTATUS iw_post_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
                              ULONG fbo, SIZE_T len, PVOID base_va, ULONG flags);
-NTSTATUS iw_dp_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags);
-void iw_dp_flush(NDK_QP *q);
-
-static inline struct iw_dp *qp_dp(const struct iw_qp *qp)
-{
-    return (struct iw_dp *)qp->dp;
-}
-
-/* NDK_OPERATION_TYPE of a WQE's completion. */
-static inline NDK_OPERATION_TYPE dp_wr_type(enum iw_wr_op op)
-{
-    return op == IW_WR_SEND_INV ? NdkOperationTypeSend : (NDK_OPERATION_TYPE)op;
-}
-
+NTSTATUS iw_post_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags);
 /* Completion status for a Terminate reason (the table above). */
-NTSTATUS dp_term_status(const struct dp_term_code *tc);
+NTSTATUS iw_access_term_status(const struct dp_term_code *tc);
 
 #endif

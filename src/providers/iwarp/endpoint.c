@@ -1,8 +1,13 @@
 /* endpoint.c - ND endpoints (local IP, ND port) and their reference counting (§1.8, §5.11.5),
  * plus the sockaddr helpers the CM uses. For iWARP the ND port is the TCP port (§6.7), so an
  * endpoint is also a TCP local endpoint; the table here enforces the NDK sharing rules inside
- * this process, and bind() enforces them against everyone else. */
+ * this process, and bind() enforces them against everyone else.
+ *
+ * Talks to: nothing of the provider but the runtime's AdapterHasAddress. Called by cm.c,
+ * connector.c, listener.c, shared_endpoint.c. */
 #include "iwarp.h"
+
+#include <netinet/tcp.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -267,4 +272,47 @@ void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep)
     ndk_list_del(&ep->link);
     iw_eph_hold(iw_sa_port(&ep->addr), -1);
     free(ep);
+}
+
+bool iw_ep_is_local(struct iw_device *dev, const struct sockaddr *addr)
+{
+    SOCKADDR_INET a;
+
+    memset(&a, 0, sizeof a);
+    memcpy(&a, addr, iw_sa_len(addr));
+    /* §8.34 decision: the wildcard address (0.0.0.0 / ::) is accepted for listeners and shared
+     * endpoints and means "every address of this adapter". */
+    if (iw_sa_is_wildcard(&a))
+        return true;
+    if (!dev->prov->services->AdapterHasAddress)
+        return true;
+    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, addr) != FALSE;
+}
+
+int iw_ep_socket(int family, enum iw_sock_use use)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+
+    if (fd < 0)
+        return -errno;
+    /* iwarp-wire.md §2.8: TCP_NODELAY as siw does. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (use == IW_SOCK_LISTEN)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (use == IW_SOCK_SEP_CONN)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    if (family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    return fd;
+}
+
+void iw_ep_sockname(int fd, SOCKADDR_INET *a, bool peer)
+{
+    socklen_t len = sizeof(*a);
+    SOCKADDR_INET tmp;
+
+    memset(&tmp, 0, sizeof tmp);
+    if ((peer ? getpeername(fd, (struct sockaddr *)&tmp, &len) : getsockname(fd, (struct sockaddr *)&tmp, &len)) == 0)
+        *a = tmp;
 }

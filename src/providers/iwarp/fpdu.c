@@ -1,4 +1,6 @@
-/* FPDU build (TX) and the resumable FPDU deframer (RX). See fpdu.h for the contract. */
+/* FPDU build (TX) and the resumable FPDU deframer (RX). See fpdu.h for the contract.
+ *
+ * Talks to: crc32c.c. Called by rx.c, tx.c, cm.c. */
 #include "fpdu.h"
 
 #include <errno.h>

@@ -20,7 +20,9 @@
  *   NEED_MORE  all input was consumed without completing an event.
  *
  * The deframer is a plain struct with no pointers into itself, so it may be copied (tests
- * snapshot it). It never allocates and never reads outside the input it is given. */
+ * snapshot it). It never allocates and never reads outside the input it is given.
+ *
+ * Talks to: iwarp_wire.h, crc32c.h only. */
 #ifndef IWARP_FPDU_H
 #define IWARP_FPDU_H
 

@@ -1,6 +1,7 @@
 /*
  * iwarp.h - the iwarp provider's internal object model: a software RNIC over kernel TCP sockets
- * that speaks standard iWARP (MPA / DDP / RDMAP) on the wire.
+ * that speaks standard iWARP (MPA / DDP / RDMAP) on the wire. Included by every provider file;
+ * includes the public NDK headers, src/common, iwarp_wire.h and mpa.h.
  *
  * Shape (NDKPI reference §1, §6; architecture.md):
  *
@@ -26,10 +27,25 @@
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): cq->qps_lock (consumer-driven progress) -> the data
  *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
- *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock is a leaf.
+ *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock and
+ *     dev->timer_lock are leaves.
+ *   - Names: a non-static function iw_<object>_* is defined in <object>.c: access, cm (cm.c,
+ *     cm.h), connector, cq, listener, mem, obj, poll, post, progress, qp, rx, srq, tx, wq
+ *     (with its entries, iw_wq_entry_*), crc32c / mpa / fpdu (the wire layer). Named otherwise,
+ *     and where: the NDK entry points keep the NDK call's name in the object's file
+ *     (iw_create_<object>; iw_open_adapter, iw_close_adapter, iw_build_lam, iw_release_lam in
+ *     adapter.c; iw_query_extension in obj.c); adapter.c also holds the device (iw_device_*);
+ *     endpoint.c holds endpoints (iw_ep_*) and socket addresses (iw_sa_*); log.c the loggers
+ *     (iw_log, iw_dev_log, iw_prov_log). Engine-private functions are static and may carry a
+ *     short prefix (tx_, rx_, post_); dp_ names only datapath.h's engine types.
+ *     scripts/provider-deps.sh shows which file defines what each file uses.
  *
- * Data-path plug-in points (issue 4) are marked "DATA PATH HOOK" below; the minimal versions live
- * in qp.c / srq.c and are meant to be replaced by tx.c / rx.c.
+ * Files: provider.c (module entry, config) -> adapter.c (device, NDK_ADAPTER, OIDs) -> the
+ * objects (pd.c cq.c srq.c mem.c qp.c connector.c listener.c shared_endpoint.c, obj.c below
+ * them all). The connection manager (cm.c) runs the handshake and hands the socket to the QP
+ * at ESTABLISHED; the QP (qp.c) owns its life cycle and runs the engines (tx.c, rx.c) from its
+ * pollable; poll.c lets a busy-polling consumer run them. progress.c (epoll, work, timers) and
+ * log.c sit below everything.
  */
 #ifndef IWARP_H
 #define IWARP_H
@@ -97,10 +113,11 @@ struct iw_connector;
 struct iw_listener;
 struct iw_shared_endpoint;
 struct iw_endpoint;
+struct iw_dp;
 
 /* ====================================================================================
  * Progress engine (progress.c): one thread per device owning an epoll set, a work queue and
- * the CM timers. Handlers run on that thread only.
+ * a timer heap. Handlers, work and timer callbacks run on that thread only.
  * ==================================================================================== */
 
 /* Something registered with the device's epoll set. handler runs on the progress thread with no
@@ -120,26 +137,49 @@ struct iw_work {
     bool queued;                      /* protected by dev->wq_lock */
 };
 
+/* A deadline with a callback, kept in the device's min-heap (O(log n) arm / cancel / fire, so
+ * tens of thousands of connections' timers cost little). fn runs on the progress thread with no
+ * lock held, at or after the deadline. A fire can race an arm or cancel made by another thread
+ * (the timer leaves the heap just before fn runs), so owners keep their own deadline under
+ * their own lock and fn re-checks it. Owners hold a reference on their object while the timer
+ * is armed: iw_progress_timer_arm returns true when it armed an idle timer (take one),
+ * iw_progress_timer_cancel returns true when it disarmed an armed one (drop it), and fn drops
+ * the one of the arming that fired. */
+struct iw_timer {
+    uint64_t deadline_ms;             /* dev->timer_lock */
+    uint32_t slot;                    /* index in the heap, IW_TIMER_IDLE when not armed */
+    void (*fn)(struct iw_timer *t, uint64_t now);
+};
+#define IW_TIMER_IDLE UINT32_MAX
+
 /* May be called from any thread, any lock held except dev->wq_lock. Returns false when the work
  * was already queued (then nothing changes). Never blocks. */
-bool iw_work_queue(struct iw_device *dev, struct iw_work *w);
-/* Registers / re-arms / removes a pollable. Any thread; never blocks. */
-int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
-int iw_poll_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
-void iw_poll_del(struct iw_device *dev, struct iw_pollable *p);
-/* Wakes the progress thread so it recomputes timer deadlines. Any thread. */
-void iw_progress_kick(struct iw_device *dev);
+bool iw_progress_queue(struct iw_device *dev, struct iw_work *w);
+/* Registers / re-arms / removes a pollable. Any thread; never blocks. The caller serializes
+ * the calls for one pollable (its owner's lock). */
+int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
+void iw_progress_del(struct iw_device *dev, struct iw_pollable *p);
+/* Reserves the timer's room in the heap, so that arming never allocates: at the owner's
+ * creation (-ENOMEM), released by fini (which cancels). Any thread; no lock held. */
+int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now));
+void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t);
+/* Arms or moves t to deadline_ms (iw_now_ms() clock); wakes the progress thread when t became
+ * the earliest. Any thread, any lock held except dev->timer_lock / dev->wq_lock; never blocks. */
+bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms);
+bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
 /* TRUE when the caller is dev's progress thread. */
-bool iw_on_progress_thread(const struct iw_device *dev);
-/* The device whose progress thread the caller is, or NULL. */
-const struct iw_device *iw_progress_current(void);
-uint64_t iw_now_ms(void);
-/* CLOCK_MONOTONIC in ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
+bool iw_progress_on_thread(const struct iw_device *dev);
+/* CLOCK_MONOTONIC in ms and ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
 static inline uint64_t iw_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline uint64_t iw_now_ms(void)
+{
+    return iw_now_ns() / 1000000u;
 }
 
 int iw_progress_start(struct iw_device *dev);   /* may block; called from Initialize */
@@ -176,16 +216,23 @@ struct iw_provider {
     struct iw_config cfg;
     pthread_mutex_t lock;             /* job: the device list */
     struct ndk_list devices;
-    struct ndk_list reg_link;         /* process-wide registry of live instances (provider.c) */
+    struct ndk_list reg_link;         /* process-wide registry of live instances (log.c) */
     unsigned log_users;               /* context-free loggers using this instance (registry lock) */
 };
 
-/* Logging through the runtime (Services->Log) of the right instance. Never blocks for long; any
- * context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log (iw_err ...)
- * uses the progress thread's device, else the oldest live instance (provider.c). */
+/* Logging through the runtime (Services->Log) of the right instance (log.c). Never blocks for
+ * long; any context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log
+ * (iw_err ...) uses the progress thread's device, else the oldest live instance. Lines carry no
+ * prefix of ours: the runtime names the provider. */
 void iw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void iw_dev_log(const struct iw_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void iw_prov_log(struct iw_provider *prov, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The instance registry behind context-free logging: provider.c adds each instance at entry
+ * and removes it at unload (waiting out loggers using it). The progress thread binds itself to
+ * its device. */
+void iw_log_register(struct iw_provider *prov);
+void iw_log_unregister(struct iw_provider *prov);
+void iw_log_bind_thread(const struct iw_device *dev);
 #define iw_err(...)   iw_log(NDK_LOG_ERROR, __VA_ARGS__)
 #define iw_warn(...)  iw_log(NDK_LOG_WARNING, __VA_ARGS__)
 #define iw_info(...)  iw_log(NDK_LOG_INFO, __VA_ARGS__)
@@ -223,13 +270,12 @@ struct iw_device {
     atomic_uint nqp, ncq, npd, nmr, nmw, nsrq;
 
     /* The CM lock. Job: the endpoint table, every listener's and connector's CM state and CM
-     * socket I/O, the list of open adapter instances, the timer list. Held only briefly, never
+     * socket I/O, the list of open adapter instances. Held only briefly, never
      * across a consumer callback. */
     pthread_mutex_t lock;
     struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5) */
     struct ndk_list connectors;       /* every live iw_connector (OID_NDK_CONNECTIONS) */
     struct ndk_list listeners;        /* every listening iw_listener */
-    struct ndk_list timers;           /* connectors with a CM deadline */
     struct ndk_list adapters;         /* open iw_adapter instances */
 
     /* STag table (stag.c, used by mem.c). Job of mem_lock: the table and every MR's / MW's
@@ -242,13 +288,17 @@ struct iw_device {
     bool thread_running;
     int epfd, evfd;
     atomic_bool stopping;
-    atomic_bool any_polled;           /* some QP may be consumer-polled: run iw_cm_poll_expire */
     bool no_poll_progress;            /* config poll_progress = 0 (set before any CQ exists) */
-    /* A QP nobody polled for this long goes back to the progress thread (cm.c), so Read Requests
+    /* A QP nobody polled for this long goes back to the progress thread (qp.c), so Read Requests
      * and the peer's data never wait on a consumer that stopped polling without arming. */
     uint32_t poll_idle_ms;
     pthread_mutex_t wq_lock;
     struct ndk_list work;
+    /* Timers (progress.c). Job of timer_lock: the heap and every timer's deadline and slot.
+     * A leaf lock. */
+    pthread_mutex_t timer_lock;
+    struct iw_timer **timer_heap;
+    uint32_t timer_count, timer_cap, timer_reserved;
 };
 
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
@@ -257,8 +307,6 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
 void iw_device_destroy(struct iw_device *dev);
 void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
 NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req);
-/* TRUE when addr (port ignored) is an address of this device, or the wildcard (§8.34). */
-bool iw_device_has_address(struct iw_device *dev, const struct sockaddr *addr);
 
 /* ====================================================================================
  * Adapter instance
@@ -411,19 +459,19 @@ static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, str
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
                       GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_CQ **out);
 
-/* DATA PATH API: appends one completion. solicited: a solicited receive (arms of type
+/* Appends one completion (the engines, retire and flush). solicited: a solicited receive (arms of type
  * SOLICITED match it; failures always match). Returns 0, or -EOVERFLOW when the CQ was full (the
  * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
  * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
-/* DATA PATH HOOKS for consumer-driven progress (poll.c). iw_cq_poll_progress: a consumer is
+/* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer is
  * busy-polling cq and found it (nearly) empty: run the engines of its QPs in this thread.
- * iw_cq_poll_stop: the consumer armed cq (it is going to wait for a notification): hand the
- * QPs back to the progress thread. iw_cq_poll_progress: consumer threads, never the progress
- * thread; iw_cq_poll_stop: any thread. No lock held. */
-void iw_cq_poll_progress(struct iw_cq *cq);
-void iw_cq_poll_stop(struct iw_cq *cq);
+ * iw_poll_cq_stop: the consumer armed cq (it is going to wait for a notification): hand the
+ * QPs back to the progress thread. iw_poll_cq: consumer threads, never the progress
+ * thread; iw_poll_cq_stop: any thread. No lock held. */
+void iw_poll_cq(struct iw_cq *cq);
+void iw_poll_cq_stop(struct iw_cq *cq);
 /* Short polls of an unarmed CQ in a row, each at most IW_POLL_GAP_NS after the previous one,
  * after which the consumer counts as busy-polling. A consumer that waits for notifications polls
  * once or twice before it arms; one that polls now and then is served by the progress thread. */
@@ -431,8 +479,8 @@ void iw_cq_poll_stop(struct iw_cq *cq);
 #define IW_POLL_GAP_NS 200000u
 
 /* ====================================================================================
- * Work requests and queues (shared by the QP's queues and the SRQ). The data path may extend
- * iw_wqe; the core only needs the fields to flush a request with STATUS_CANCELLED.
+ * Work requests and the work-queue ring (wq.c), shared by the QP's queues and the SRQ. A WQE is
+ * what post.c validated and copied; the engines execute it (tx.c, rx.c).
  * ==================================================================================== */
 enum iw_wr_op {
     IW_WR_RECEIVE = NdkOperationTypeReceive,
@@ -461,13 +509,11 @@ struct iw_wqe {
     uint32_t fbo;                     /* fast register */
     uint32_t page_count;              /* fast register: pages copied to page_list */
     uint64_t *page_list;              /* fast register (owned) */
-    /* data-path progress fields (bytes sent / received, MSN, ...) go here in issue 4 */
-    uint64_t done;
-    uint32_t msn;
 };
 
-/* A ring of depth WQEs. Producer: the posting consumer (serialized per queue by §5.4).
- * Consumer: the data path. Protected by the owning object's lock (qp->lock / srq->lock). */
+/* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
+ * Consumer: the engines, retire and flush. Every call is made with the owning object's lock
+ * held (qp->lock / srq->lock); none blocks. */
 struct iw_wq {
     struct iw_wqe *ring;
     uint32_t depth, head, count;
@@ -475,10 +521,25 @@ struct iw_wq {
 };
 int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge);
 void iw_wq_free(struct iw_wq *q);
+/* Appends a copy of *w (which then owns nothing); -ENOSPC when full. */
+int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
+/* Moves the oldest entry into *out (its buffers and references with it); -ENOBUFS when empty. */
+int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
+/* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
+int iw_wq_resize(struct iw_wq *q, uint32_t depth);
+/* Pops every entry and completes it on cq with STATUS_CANCELLED (§2.9 NdkFlush). */
+void iw_wq_flush(struct iw_wq *q, struct iw_cq *cq, void *qp_context);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
-void iw_wqe_release(struct iw_wqe *w);
-static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[(q->head + i) % q->depth]; }
+void iw_wq_entry_release(struct iw_wqe *w);
+/* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
+static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
+static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[iw_wq_slot(q, i)]; }
 static inline bool iw_wq_full(const struct iw_wq *q) { return q->count == q->depth; }
+/* NDK_OPERATION_TYPE of a WQE's completion. */
+static inline NDK_OPERATION_TYPE iw_wr_type(enum iw_wr_op op)
+{
+    return op == IW_WR_SEND_INV ? NdkOperationTypeSend : (NDK_OPERATION_TYPE)op;
+}
 
 /* ====================================================================================
  * SRQ (srq.c)
@@ -498,7 +559,7 @@ struct iw_srq {
 static inline struct iw_srq *to_iw_srq(NDK_SRQ *s) { return ndk_container_of(s, struct iw_srq, ndk); }
 NTSTATUS iw_create_srq(NDK_PD *pd, ULONG depth, ULONG max_sge, ULONG threshold, NDK_FN_SRQ_NOTIFICATION_CALLBACK cb,
                        PVOID cbctx, GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION ccb, PVOID ctx, NDK_SRQ **out);
-/* DATA PATH API: takes the oldest posted receive (into *out) for a QP that needs one; returns
+/* Takes the oldest posted receive (into *out) for a QP that needs one; returns
  * -ENOBUFS when the SRQ is empty. May queue the low-water notification (§5.9). srq->lock is
  * taken inside; callers may hold qp->lock. */
 int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out);
@@ -548,7 +609,7 @@ static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, str
 NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
 NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 
-/* DATA PATH API: looks up an STag; on success returns the MR or MW object with a reference and
+/* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
  * (for MRs) a DMA-user count held: release both with iw_mem_put. -ENOENT when the STag is not
  * valid (wrong key, free index, deregistered). Any thread; takes dev->mem_lock. */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out);
@@ -612,11 +673,15 @@ struct iw_qp {
     int fd;                           /* the connection's TCP socket while RTS/CLOSING, else -1 */
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
-    void *dp;                         /* DATA PATH private state (tx/rx engines), owned by tx.c/rx.c */
+    struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
-     * by the progress thread (set through iw_qp_set_polled; the CM's copy is authoritative). */
+     * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
     atomic_bool polled;
     atomic_uint poll_seq;             /* bumped by every consumer poll that ran the engines */
+    bool poll_on;                     /* the progress thread left data and room to the poller (lock) */
+    unsigned poll_seq_seen;           /* poll_seq at the last expiry check (lock) */
+    uint64_t poll_since_ms;           /* when that check was (lock) */
+    struct iw_timer poll_timer;       /* the expiry check (dev->poll_idle_ms after the last) */
 };
 static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
 #define IW_QP_ANTE_PD 0
@@ -640,38 +705,33 @@ void iw_qp_flush_locked(struct iw_qp *qp);
 /* Records the first protocol error (later ones are ignored). Caller holds qp->lock. */
 void iw_qp_set_error_locked(struct iw_qp *qp, int err);
 
-/* ---- DATA PATH HOOKS (minimal versions in qp.c; issue 4 replaces them in tx.c / rx.c) ---- */
-/* Called by the CM on the progress thread, with no lock held, right after the QP entered RTS
- * (qp->fd and qp->params are set). The data path sets up its engines here. */
+/* The connection's life cycle, driven by the CM (cm.c). */
+/* Progress thread, no lock held, right after the QP entered RTS (qp->fd and qp->params are
+ * set): the QP sets up its engines and starts transmitting. */
 void iw_qp_connection_established(struct iw_qp *qp);
-/* The socket is readable (EPOLLIN) while the QP is RTS/CLOSING. Progress thread, no lock held.
- * Returns 0 to keep going, -ESHUTDOWN when the peer closed its side (orderly FIN, read 0),
- * another -errno on a fatal error (the CM then aborts the connection: -EBADMSG/-EPROTO for a
- * protocol error after the data path sent its TERMINATE). */
-int iw_qp_on_readable(struct iw_qp *qp);
-/* The socket became writable (EPOLLOUT was requested with iw_qp_want_writable). Progress
- * thread, no lock held. Same return convention. */
-int iw_qp_on_writable(struct iw_qp *qp);
-/* Called by the CM on the progress thread, with no lock held, when the connection is gone (peer
- * FIN, reset, local disconnect done, abort) and after the QP left RTS; the fd is already
- * detached. The data path stops its engines; the CM flushes the queues right after. */
+/* NdkFlush ran while the connection was up: the QP is in ERROR but still holds the socket, so
+ * the CM's close must still take it down. qp->lock held. */
+bool iw_qp_flushed_live_locked(struct iw_qp *qp);
+/* Progress thread, no lock held, when the connection is gone (peer FIN, reset, local
+ * disconnect done, abort) and after the QP left RTS; the CM's fd is already detached. The QP
+ * stops its engines; the CM flushes the queues right after when it should. */
 void iw_qp_connection_lost(struct iw_qp *qp, int err);
-/* A new initiator request was queued on an RTS QP: start transmitting. Posting thread; no lock
- * held. Minimal version: nothing (requests wait for flush). */
-void iw_qp_kick_tx(struct iw_qp *qp);
-/* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket).
- * Any thread. */
+/* A non-P2P responder's first-FPDU grace period is over (RFC 5044 §7.1.2 hold-back): transmit.
+ * Progress thread, no lock held. */
+void iw_qp_release_first_fpdu(struct iw_qp *qp);
+/* The peer hung up or the socket failed (the connector's hang-up watch, cm.c): the QP reads
+ * what is left. Progress thread, no lock held. Returns 0 while data remains, else why the
+ * connection ended (-ESHUTDOWN for the peer's FIN). */
+int iw_qp_on_hangup(struct iw_qp *qp);
+/* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket)
+ * or withdraws it. Any thread; no lock held except dp->tx_mutex (takes qp->lock). */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
 /* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLOUT as
- * the TX engine asks) and a polling consumer (on = true: the progress thread keeps watching only
- * for the peer going away). Only while ESTABLISHED. Any thread except inside the engines; no
- * lock held except cq->qps_lock (takes qp->lock, then dev->lock). */
+ * the TX engine asks) and a polling consumer (on = true: the progress thread watches only for
+ * the peer going away, through the connector). Only while the QP is connected and not
+ * CLOSING; a QP nobody polled for dev->poll_idle_ms goes back by itself. Any thread except
+ * inside the engines; no lock held except cq->qps_lock (takes qp->lock). */
 void iw_qp_set_polled(struct iw_qp *qp, bool on);
-/* Progress thread: hands QPs that no consumer polled during the last dev->poll_idle_ms back to
- * the progress thread. Returns the time of the next check, 0 when no QP is polled. */
-uint64_t iw_cm_poll_expire(struct iw_device *dev, uint64_t now);
-
-/* The QP posting entry points and NdkFlush are the data path's (datapath.h, post.c). */
 
 /* ====================================================================================
  * Endpoints (endpoint.c) - §5.11.5 reference counting of local (IP, ND port) pairs.
@@ -700,6 +760,23 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
                   struct iw_endpoint **out);
 void iw_ep_get(struct iw_endpoint *ep);                          /* dev->lock held */
 void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock held */
+
+/* TRUE when addr (port ignored) is an address of this device, or the wildcard (§8.34). Any
+ * thread. */
+bool iw_ep_is_local(struct iw_device *dev, const struct sockaddr *addr);
+
+/* What a socket is for decides its sharing flags (§5.11.5: a port is shared only on purpose):
+ *   LISTEN     SO_REUSEADDR, as siw (iwarp-wire.md §7.8): a listener can come back while its
+ *              old connections sit in TIME_WAIT; two listeners never share a port on Linux.
+ *   CONNECT    nothing: its bind (explicit or ephemeral port) is exclusive against every socket.
+ *   SEP_ANCHOR a shared endpoint's placeholder: bound exclusively, then SO_REUSEPORT so that
+ *              the connections through it can join (shared_endpoint.c).
+ *   SEP_CONN   a connection through a shared endpoint: SO_REUSEPORT, joins the placeholder. */
+enum iw_sock_use { IW_SOCK_LISTEN, IW_SOCK_CONNECT, IW_SOCK_SEP_ANCHOR, IW_SOCK_SEP_CONN };
+/* A non-blocking TCP socket for use (TCP_NODELAY, as siw). Returns the fd or -errno. */
+int iw_ep_socket(int family, enum iw_sock_use use);
+/* The socket's local (peer = false) or peer address into *a; *a unchanged on failure. */
+void iw_ep_sockname(int fd, SOCKADDR_INET *a, bool peer);
 
 /* Address helpers (any thread). */
 socklen_t iw_sa_len(const struct sockaddr *sa);
@@ -740,13 +817,9 @@ struct iw_connector {
     NDK_CONNECTOR ndk;
     struct iw_obj obj;
     struct ndk_list link;             /* dev->connectors (dev->lock) */
-    struct ndk_list timer_link;       /* dev->timers while deadline != 0 (dev->lock) */
     struct ndk_list ep_link;          /* shared endpoint's conns (dev->lock) */
     struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
     bool polled;                      /* registered with epoll (dev->lock) */
-    bool dp_polled;                   /* a consumer polls the QP (iw_qp_set_polled; dev->lock) */
-    unsigned poll_seq_seen;           /* qp->poll_seq at the last expiry check (dev->lock) */
-    uint64_t poll_since_ms;           /* when that check was */
 
     /* Everything below is protected by dev->lock (the CM lock). */
     enum iw_cm_state state;
@@ -756,7 +829,8 @@ struct iw_connector {
     struct iw_shared_endpoint *sep;   /* active via a shared endpoint: obj.ante[1] */
     struct iw_endpoint *ep;           /* the endpoint reference this connector holds */
     SOCKADDR_INET local, peer;        /* ND (= TCP) addresses */
-    uint64_t deadline_ms;             /* CM timer, 0 = none */
+    uint64_t deadline_ms;             /* CM deadline, 0 = none (timer armed while set) */
+    struct iw_timer timer;
 
     /* requested read limits (capped by adapter maxima) and what the peer stated */
     uint32_t my_ird, my_ord;
@@ -799,7 +873,6 @@ struct iw_connector {
     bool have_peer_data;              /* peer's Request / Reply / reject was parsed */
     bool peer_rejected;               /* the peer's Reply had R = 1 */
     bool establish_after_tx;          /* go ESTABLISHED once txbuf is out (Accept v1, Write RTR) */
-    bool dp_want_out;                 /* data path asked for EPOLLOUT */
     bool internal_ref;                /* passive, not yet delivered: the CM holds the creation ref */
     bool established_once;            /* reached ESTABLISHED (its QP is spent afterwards) */
     unsigned actions;                 /* IW_CM_ACT_*: work for the progress thread */
@@ -829,6 +902,7 @@ struct iw_listener {
     bool listening;
     bool paused;                      /* NdkControlConnectEvents(TRUE) (§2.12) */
     uint64_t backoff_until;           /* accept() out of fds: not polled until then (0 = polled) */
+    struct iw_timer backoff_timer;    /* armed while backoff_until is set */
     bool backoff_logged;              /* that was logged once already */
     struct iw_endpoint *ep;
     SOCKADDR_INET local;
@@ -859,14 +933,15 @@ NTSTATUS iw_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK ev, PV
                             NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_LISTENER **out);
 NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb,
                                    PVOID ctx, NDK_SHARED_ENDPOINT **out);
-/* Progress thread: fires due CM timers (connector deadlines, listener accept back-off); returns
- * the next deadline (0 = none). dev->lock not held. */
-uint64_t iw_cm_run_timers(struct iw_device *dev, uint64_t now);
-/* OID_NDK_CONNECTIONS / OID_NDK_LOCAL_ENDPOINTS builders (dev->lock taken inside). */
-NDIS_STATUS iw_cm_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req);
-NDIS_STATUS iw_cm_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req);
+/* A listener accepted fd from peer (connector.c): it becomes a passive connector that waits for the MPA
+ * Request (§3.5: delivered as a connect event only once it arrived). Progress thread, no lock
+ * held. Returns 0, -ENOMEM (fd closed; accept the next), -ESHUTDOWN (the listener stopped; fd
+ * closed). */
+int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_INET *peer);
+/* Aborts a passive connector not yet delivered (its listener closes). dev->lock held. */
+void iw_cm_abort_locked(struct iw_connector *c);
 
-/* DATA PATH API: the data path found the connection broken (fatal RX error after sending a
+/* The QP, its engines or a polling consumer found the connection broken (fatal RX error after sending a
  * TERMINATE, or a socket error on TX from a posting thread). The CM tears the connection down on
  * the progress thread (disconnect event to the consumer when it did not start it). Any thread. */
 void iw_cm_connection_failed(struct iw_qp *qp, int err);

@@ -10,7 +10,9 @@
  * significant bit of the first byte.
  *
  * This header includes nothing but <stdint.h> on purpose: tests, fuzzers and packet dumpers
- * use it without pulling in the provider. */
+ * use it without pulling in the provider.
+ *
+ * Talks to: nothing: wire formats only, no includes of ours. */
 #ifndef IWARP_WIRE_H
 #define IWARP_WIRE_H
 

@@ -3,7 +3,9 @@
  * STag = 24-bit index << 8 | 8-bit key (the verbs layout; iwarp-wire.md §5.1). Index 0 is the
  * privileged token and is never allocated. A region's local token equals its remote token
  * (siw does the same); whether a peer may use it is decided by the access checks of the data
- * path. The core never dereferences a registered address: MDL virtual addresses are labels. */
+ * path. The core never dereferences a registered address: MDL virtual addresses are labels.
+ *
+ * Talks to: obj.c, progress.c (the deregistration completion). Called by access.c, post.c, pd.c. */
 #include "iwarp.h"
 
 #include <errno.h>
@@ -83,7 +85,7 @@ void iw_mem_put(struct iw_obj *o)
         done = atomic_fetch_sub(&mr->dma_users, 1) == 1 && mr->dereg_cb;
         pthread_mutex_unlock(&dev->mem_lock);
         if (done)
-            iw_work_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
+            iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
     iw_obj_put(o);
 }

@@ -1,4 +1,6 @@
-/* MPA Request / Reply frame encode and decode (RFC 5044 §7.1, RFC 6581). */
+/* MPA Request / Reply frame encode and decode (RFC 5044 §7.1, RFC 6581).
+ *
+ * Talks to: nothing. Called by cm.c and connector.c. */
 #include "mpa.h"
 
 #include <errno.h>

@@ -7,7 +7,9 @@
  *
  * Every decode failure here is "invalid MPA Request or Reply frame": the Terminate to report it
  * is LLP / MPA / IW_TERM_LLP_BAD_MPA_FRAME (RFC 5044 §8), although during startup the usual
- * action is simply to close the TCP connection (siw does). */
+ * action is simply to close the TCP connection (siw does).
+ *
+ * Talks to: iwarp_wire.h only. */
 #ifndef IWARP_MPA_H
 #define IWARP_MPA_H
 

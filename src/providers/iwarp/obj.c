@@ -10,7 +10,10 @@
  *  - The object's own antecedent references are released only after its close completion has
  *    returned, so an antecedent's close can never complete while a successor's close-completion
  *    callback still runs (§5.1 "ordering of close completions"), and the adapter's object count
- *    drops only then too (the blocking adapter close waits for it, §2.2). */
+ *    drops only then too (the blocking adapter close waits for it, §2.2).
+ *
+ * Talks to: progress.c (close completions are queued to the progress thread). Called by every
+ * object file. */
 #include "iwarp.h"
 
 #include <stdlib.h>
@@ -85,7 +88,7 @@ void iw_obj_put(struct iw_obj *o)
         return;
     /* Last reference. The close function holds the consumer reference until it decided, so
      * reaching zero here means the close returned (or will return) STATUS_PENDING. */
-    iw_work_queue(o->dev, &o->close_work);
+    iw_progress_queue(o->dev, &o->close_work);
 }
 
 void iw_obj_set_ante(struct iw_obj *o, int slot, struct iw_obj *ante)

@@ -1,5 +1,7 @@
 /* pd.c - protection domains (§2.5): the parent of MRs, MWs, SRQs and QPs. A PD has no state of
- * its own beyond the object base; its close pends while any child lives (§5.1). */
+ * its own beyond the object base; its close pends while any child lives (§5.1).
+ *
+ * Talks to: the creates its dispatch names: mem.c, srq.c, qp.c; obj.c. */
 #include "iwarp.h"
 
 #include <stdlib.h>

@@ -6,15 +6,17 @@
  * goes away is still seen), so a message costs no thread wake-up: on a machine with few cores
  * that wake-up would preempt the spinning consumer and cost more than the message itself.
  *
- * Life of a QP here: on its CQs' lists from establishment (dp_poll_attach) until the engines
- * stop (dp_poll_detach, from dp_stop). Polled (iw_qp_set_polled) from the first busy poll of
+ * Life of a QP here: on its CQs' lists from establishment (iw_poll_attach) until the engines
+ * stop (iw_poll_detach, from iw_qp_stop). Polled (iw_qp_set_polled) from the first busy poll of
  * one of its CQs until that CQ is armed (the consumer is going to wait), or until nobody
- * polled it for poll_idle_ms (cm.c iw_cm_poll_expire: Read Requests and the peer's data
+ * polled it for poll_idle_ms (qp.c, the QP's poll timer: Read Requests and the peer's data
  * must not wait on a consumer that stopped polling without arming).
  *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
  * the connection on the progress thread exactly as if that thread had found them.
- */
+ *
+ * Talks to: rx.c and tx.c (it runs them), qp.c (iw_qp_set_polled), cm.c (a failure it found).
+ * Called by cq.c and qp.c. */
 #include "datapath.h"
 
 #include <errno.h>
@@ -30,16 +32,16 @@ static void poll_qp(struct iw_qp *qp)
     atomic_fetch_add_explicit(&qp->poll_seq, 1, memory_order_relaxed);
     /* The progress thread no longer waits for room in the socket on our behalf. */
     if (atomic_load_explicit(&dp->tx_blocked, memory_order_relaxed))
-        err = dp_tx_run(qp);
+        err = iw_tx_run(qp);
     if (!err)
-        err = dp_rx_poll(qp);
+        err = iw_rx_poll(qp);
     if (err && !atomic_exchange(&dp->poll_failed, true)) {
         iw_dbg("QP[%u] connection ends under a polling consumer (%d)", qp->obj.id, err);
         iw_cm_connection_failed(qp, err);
     }
 }
 
-void iw_cq_poll_progress(struct iw_cq *cq)
+void iw_poll_cq(struct iw_cq *cq)
 {
     struct ndk_list *pos;
 
@@ -49,7 +51,7 @@ void iw_cq_poll_progress(struct iw_cq *cq)
     pthread_mutex_unlock(&cq->qps_lock);
 }
 
-void iw_cq_poll_stop(struct iw_cq *cq)
+void iw_poll_cq_stop(struct iw_cq *cq)
 {
     struct ndk_list *pos;
 
@@ -90,14 +92,14 @@ static void ref_detach(struct dp_cq_ref *r)
     pthread_mutex_unlock(&cq->qps_lock);
 }
 
-void dp_poll_init(struct iw_qp *qp, struct iw_dp *dp)
+void iw_poll_init(struct iw_qp *qp, struct iw_dp *dp)
 {
     dp->cqref[0].qp = dp->cqref[1].qp = qp;
     dp->cqref[0].cq = qp->rcq;
     dp->cqref[1].cq = qp->icq != qp->rcq ? qp->icq : NULL;
 }
 
-void dp_poll_attach(struct iw_qp *qp)
+void iw_poll_attach(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
@@ -105,7 +107,7 @@ void dp_poll_attach(struct iw_qp *qp)
     ref_attach(&dp->cqref[1]);
 }
 
-void dp_poll_detach(struct iw_qp *qp)
+void iw_poll_detach(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 

@@ -1,10 +1,11 @@
 /*
- * post.c - the QP work-request entry points (NDKPI reference §2.9, §5.5) and NdkFlush.
+ * post.c - the QP work-request entry points (NDKPI reference §2.9, §5.5), named by qp.c's
+ * dispatch table. Talks to: wq.c (the rings), tx.c (kicks the engine), access.c, mem.c.
  *
  * Contract (§5.5.2): STATUS_SUCCESS = queued, exactly one completion later (none for a
  * successful SILENT_SUCCESS request); any failure = nothing queued, no completion ever. Every
  * limit is checked here, before queuing, with these statuses (§5.5.2 / §8 item 27 leave the
- * codes to us; they match the core's minimal versions):
+ * codes to us):
  *   unknown flag bits, too many SGEs, SGL total > MaxTransferLength, inline total >
  *   InlineDataSize, bad page list / FBO / base address / window     STATUS_INVALID_PARAMETER
  *   queue full                                                       STATUS_INSUFFICIENT_RESOURCES
@@ -25,7 +26,9 @@
  *
  * Context: the consumer's posting thread (§5.4: one poster per queue), no lock held on entry;
  * takes qp->lock briefly, never blocks, never calls a consumer callback.
- */
+ *
+ * Talks to: wq.c (the rings), tx.c (kicks the engine), access.c, mem.c (token changes). Named by
+ * qp.c's dispatch table. */
 #include "datapath.h"
 
 #include <errno.h>
@@ -46,13 +49,13 @@ static NTSTATUS post_fail(struct iw_qp *qp, NTSTATUS st)
     bool kick = false;
 
     pthread_mutex_lock(&qp->lock);
-    if (qp->dp && qp_dp(qp)->deferred) {
-        qp_dp(qp)->deferred = false;
+    if (qp->dp && qp->dp->deferred) {
+        qp->dp->deferred = false;
         kick = true;
     }
     pthread_mutex_unlock(&qp->lock);
     if (kick)
-        dp_tx_kick(qp);
+        iw_tx_kick(qp);
     return st;
 }
 
@@ -64,7 +67,7 @@ static bool post_connected(struct iw_qp *qp)
     bool ok;
 
     pthread_mutex_lock(&qp->lock);
-    ok = qp->state == IW_QP_RTS && qp_dp(qp) && !qp_dp(qp)->stopped;
+    ok = qp->state == IW_QP_RTS && qp->dp && !qp->dp->stopped;
     pthread_mutex_unlock(&qp->lock);
     return ok;
 }
@@ -92,29 +95,28 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
     bool kick = false;
 
     pthread_mutex_lock(&qp->lock);
-    if (qp->state != IW_QP_RTS || !qp->dp || qp_dp(qp)->stopped) {
+    if (qp->state != IW_QP_RTS || !qp->dp || qp->dp->stopped) {
         st = STATUS_CONNECTION_INVALID;
     } else if (iw_wq_full(&qp->sq)) {
         st = STATUS_INSUFFICIENT_RESOURCES;
     } else {
         if (pre)
             pre(qp, w);
-        *iw_wq_at(&qp->sq, qp->sq.count) = *w;
-        qp->sq.count++;
+        iw_wq_push(&qp->sq, w);
         if (w->flags & NDK_OP_FLAG_DEFER) {
-            qp_dp(qp)->deferred = true;
+            qp->dp->deferred = true;
         } else {
-            qp_dp(qp)->deferred = false;
+            qp->dp->deferred = false;
             kick = true;
         }
     }
     pthread_mutex_unlock(&qp->lock);
     if (st != STATUS_SUCCESS) {
-        iw_wqe_release(w);
+        iw_wq_entry_release(w);
         return post_fail(qp, st);
     }
     if (kick)
-        dp_tx_kick(qp);
+        iw_tx_kick(qp);
     return STATUS_SUCCESS;
 }
 
@@ -158,7 +160,7 @@ static NTSTATUS build_sgl_wqe(struct iw_qp *qp, struct iw_wqe *w, enum iw_wr_op 
     return STATUS_SUCCESS;
 }
 
-NTSTATUS iw_dp_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags)
+NTSTATUS iw_post_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -168,13 +170,13 @@ NTSTATUS iw_dp_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG
         return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_SEND, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
-        iw_wqe_release(&w);
+        iw_wq_entry_release(&w);
         return post_fail(qp, st);
     }
     return post_sq(qp, &w, NULL);
 }
 
-NTSTATUS iw_dp_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags, UINT32 token)
+NTSTATUS iw_post_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags, UINT32 token)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -184,14 +186,14 @@ NTSTATUS iw_dp_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, U
         return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_SEND_INV, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
-        iw_wqe_release(&w);
+        iw_wq_entry_release(&w);
         return post_fail(qp, st);
     }
     w.remote_stag = token;
     return post_sq(qp, &w, NULL);
 }
 
-NTSTATUS iw_dp_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags)
+NTSTATUS iw_post_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -201,7 +203,7 @@ NTSTATUS iw_dp_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT
         return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_WRITE, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
-        iw_wqe_release(&w);
+        iw_wq_entry_release(&w);
         return post_fail(qp, st);
     }
     w.remote_addr = raddr;
@@ -209,7 +211,7 @@ NTSTATUS iw_dp_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT
     return post_sq(qp, &w, NULL);
 }
 
-NTSTATUS iw_dp_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags)
+NTSTATUS iw_post_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT64 raddr, UINT32 rtoken, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -221,11 +223,11 @@ NTSTATUS iw_dp_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UINT6
         return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_READ, rctx, sgl, nsge, flags & ~(ULONG)NDK_OP_FLAG_INLINE, qp->max_read_sge);
     if (st != STATUS_SUCCESS) {
-        iw_wqe_release(&w);
+        iw_wq_entry_release(&w);
         return post_fail(qp, st);
     }
     pthread_mutex_lock(&qp->lock);
-    ord = qp->dp ? qp_dp(qp)->ord : 1;
+    ord = qp->dp ? qp->dp->ord : 1;
     pthread_mutex_unlock(&qp->lock);
     if (ord == 0)
         return post_fail(qp, STATUS_INVALID_DEVICE_REQUEST);
@@ -252,7 +254,7 @@ static void bind_rekey(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_unlock(&dev->mem_lock);
 }
 
-NTSTATUS iw_dp_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mwp, PVOID va, SIZE_T len, ULONG flags)
+NTSTATUS iw_post_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mwp, PVOID va, SIZE_T len, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_mr *mr;
@@ -304,7 +306,7 @@ static void frmr_rekey(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_unlock(&dev->mem_lock);
 }
 
-NTSTATUS iw_dp_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
+NTSTATUS iw_post_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
                              ULONG fbo, SIZE_T len, PVOID base_va, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
@@ -358,7 +360,7 @@ NTSTATUS iw_dp_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CON
     return post_sq(qp, &w, frmr_rekey);
 }
 
-NTSTATUS iw_dp_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags)
+NTSTATUS iw_post_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -382,7 +384,7 @@ NTSTATUS iw_dp_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG f
     return post_sq(qp, &w, NULL);
 }
 
-NTSTATUS iw_dp_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
+NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_qp *qp = to_iw_qp(q);
     struct iw_wqe w;
@@ -403,31 +405,13 @@ NTSTATUS iw_dp_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
     /* §8 item 28: receives may be posted before the connection exists; the RX engine takes
      * them when a Send arrives. On an ERROR QP they complete at once, CANCELLED (§8 item 29). */
     pthread_mutex_lock(&qp->lock);
-    if (iw_wq_full(&qp->rq)) {
+    if (iw_wq_push(&qp->rq, &w) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
-    } else {
-        *iw_wq_at(&qp->rq, qp->rq.count) = w;
-        qp->rq.count++;
-        if (qp->state == IW_QP_ERROR)
-            iw_qp_flush_locked(qp);
+    } else if (qp->state == IW_QP_ERROR) {
+        /* What iw_qp_flush_locked does to a QP already in ERROR (no SRQ here). */
+        iw_wq_flush(&qp->sq, qp->icq, qp->qp_context);
+        iw_wq_flush(&qp->rq, qp->rcq, qp->qp_context);
     }
     pthread_mutex_unlock(&qp->lock);
     return st;
-}
-
-/* NdkFlush (§2.9): every outstanding request completes exactly once with STATUS_CANCELLED. The
- * engines are stopped first, so no request is completed by them and by the flush, and no DMA
- * runs after (§5.11.6). The QP stays in ERROR (§8 item 29); a live connection is aborted. */
-void iw_dp_flush(NDK_QP *q)
-{
-    struct iw_qp *qp = to_iw_qp(q);
-    bool was_connected;
-
-    dp_stop(qp);
-    pthread_mutex_lock(&qp->lock);
-    was_connected = qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE;
-    iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
-    if (was_connected)
-        iw_cm_connection_failed(qp, -ECANCELED);
 }

@@ -1,15 +1,20 @@
 /* progress.c - the per-device progress engine: one thread owning an epoll set (sockets of
  * listeners, connectors and connected QPs), a work queue (deferred callbacks, close
- * completions, PnP events) and the CM timers. No thread per connection, no blocking socket call
+ * completions, PnP events) and a heap of timers (CM deadlines, the listener's accept back-off,
+ * the polled-QP expiry). No thread per connection, no blocking socket call
  * (architecture.md; style-anchors A3 "progress engine").
  *
  * Lifetime rule for pollables: they are unregistered and their fds closed only on this thread,
  * so an event returned by epoll_wait can never name a freed pollable; objects free themselves
- * through the work queue, which runs only between epoll batches. */
+ * through the work queue, which runs only between epoll batches.
+ *
+ * Talks to: log.c only; everything else reaches it (pollables, work, timers) and it calls back
+ * only through the handlers registered with it. */
 #include "iwarp.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -17,13 +22,6 @@
 #include <unistd.h>
 
 #define IW_EPOLL_BATCH 64
-
-uint64_t iw_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void iw_wake(struct iw_device *dev)
 {
@@ -35,7 +33,7 @@ static void iw_wake(struct iw_device *dev)
     /* EAGAIN means the counter is saturated: the thread is going to wake anyway. */
 }
 
-bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
+bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
 {
     bool queued = false;
 
@@ -46,32 +44,21 @@ bool iw_work_queue(struct iw_device *dev, struct iw_work *w)
         queued = true;
     }
     pthread_mutex_unlock(&dev->wq_lock);
-    if (queued && !iw_on_progress_thread(dev))
+    if (queued && !iw_progress_on_thread(dev))
         iw_wake(dev);
     return queued;
-}
-
-void iw_progress_kick(struct iw_device *dev)
-{
-    if (!iw_on_progress_thread(dev))
-        iw_wake(dev);
 }
 
 /* Set by the progress thread itself at start: pthread_create may store the thread id only after
  * the new thread already runs, so comparing pthread_self() with dev->thread would race. */
 static __thread const struct iw_device *iw_tls_dev;
 
-bool iw_on_progress_thread(const struct iw_device *dev)
+bool iw_progress_on_thread(const struct iw_device *dev)
 {
     return iw_tls_dev == dev;
 }
 
-const struct iw_device *iw_progress_current(void)
-{
-    return iw_tls_dev;
-}
-
-int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     struct epoll_event ev = { .events = events, .data.ptr = p };
 
@@ -81,7 +68,7 @@ int iw_poll_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
     return 0;
 }
 
-int iw_poll_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     struct epoll_event ev = { .events = events, .data.ptr = p };
 
@@ -93,11 +80,142 @@ int iw_poll_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
     return 0;
 }
 
-void iw_poll_del(struct iw_device *dev, struct iw_pollable *p)
+void iw_progress_del(struct iw_device *dev, struct iw_pollable *p)
 {
     if (p->fd >= 0)
         epoll_ctl(dev->epfd, EPOLL_CTL_DEL, p->fd, NULL);
     p->events = 0;
+}
+
+/* ---- timers: a binary min-heap of deadlines (dev->timer_lock) ---- */
+
+static bool iw_heap_before(const struct iw_timer *a, const struct iw_timer *b)
+{
+    return a->deadline_ms < b->deadline_ms;
+}
+
+static void iw_heap_place(struct iw_device *dev, uint32_t i, struct iw_timer *t)
+{
+    dev->timer_heap[i] = t;
+    t->slot = i;
+}
+
+/* Moves the timer at slot i up or down until the heap order holds again. timer_lock held. */
+static void iw_heap_fix(struct iw_device *dev, uint32_t i)
+{
+    struct iw_timer **h = dev->timer_heap;
+    struct iw_timer *t = h[i];
+
+    while (i > 0 && iw_heap_before(t, h[(i - 1) / 2])) {
+        iw_heap_place(dev, i, h[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= dev->timer_count)
+            break;
+        if (c + 1 < dev->timer_count && iw_heap_before(h[c + 1], h[c]))
+            c++;
+        if (!iw_heap_before(h[c], t))
+            break;
+        iw_heap_place(dev, i, h[c]);
+        i = c;
+    }
+    iw_heap_place(dev, i, t);
+}
+
+static void iw_heap_remove(struct iw_device *dev, struct iw_timer *t)
+{
+    uint32_t i = t->slot;
+    struct iw_timer *last = dev->timer_heap[--dev->timer_count];
+
+    t->slot = IW_TIMER_IDLE;
+    if (last != t) {
+        iw_heap_place(dev, i, last);
+        iw_heap_fix(dev, i);
+    }
+}
+
+int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now))
+{
+    int err = 0;
+
+    t->fn = fn;
+    t->slot = IW_TIMER_IDLE;
+    t->deadline_ms = 0;
+    pthread_mutex_lock(&dev->timer_lock);
+    if (dev->timer_reserved == dev->timer_cap) {
+        uint32_t cap = dev->timer_cap ? 2 * dev->timer_cap : 64;
+        struct iw_timer **h = realloc(dev->timer_heap, cap * sizeof(*h));
+        if (h) {
+            dev->timer_heap = h;
+            dev->timer_cap = cap;
+        } else {
+            err = -ENOMEM;
+        }
+    }
+    if (!err)
+        dev->timer_reserved++;
+    pthread_mutex_unlock(&dev->timer_lock);
+    return err;
+}
+
+void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t)
+{
+    pthread_mutex_lock(&dev->timer_lock);
+    if (t->slot != IW_TIMER_IDLE)
+        iw_heap_remove(dev, t);
+    dev->timer_reserved--;
+    pthread_mutex_unlock(&dev->timer_lock);
+}
+
+bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms)
+{
+    bool was_idle, earliest;
+
+    pthread_mutex_lock(&dev->timer_lock);
+    was_idle = t->slot == IW_TIMER_IDLE;
+    t->deadline_ms = deadline_ms;
+    if (was_idle)
+        iw_heap_place(dev, dev->timer_count++, t);   /* room reserved by iw_progress_timer_init */
+    iw_heap_fix(dev, t->slot);
+    earliest = t->slot == 0;
+    pthread_mutex_unlock(&dev->timer_lock);
+    /* The progress thread recomputes its wait after every pass, so only others must wake it. */
+    if (earliest && !iw_progress_on_thread(dev))
+        iw_wake(dev);
+    return was_idle;
+}
+
+bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
+{
+    bool armed;
+
+    pthread_mutex_lock(&dev->timer_lock);
+    armed = t->slot != IW_TIMER_IDLE;
+    if (armed)
+        iw_heap_remove(dev, t);
+    pthread_mutex_unlock(&dev->timer_lock);
+    return armed;
+}
+
+/* Fires the due timers, each with no lock held; returns the next deadline (0 = none).
+ * Progress thread only. */
+static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
+{
+    uint64_t next;
+
+    pthread_mutex_lock(&dev->timer_lock);
+    while (dev->timer_count && dev->timer_heap[0]->deadline_ms <= now) {
+        struct iw_timer *t = dev->timer_heap[0];
+        iw_heap_remove(dev, t);
+        pthread_mutex_unlock(&dev->timer_lock);
+        t->fn(t, now);
+        pthread_mutex_lock(&dev->timer_lock);
+    }
+    next = dev->timer_count ? dev->timer_heap[0]->deadline_ms : 0;
+    pthread_mutex_unlock(&dev->timer_lock);
+    return next;
 }
 
 /* Runs every queued work item. Items queued while running are run in the same pass, so a chain
@@ -135,19 +253,17 @@ static void *iw_progress_main(void *arg)
     struct epoll_event evs[IW_EPOLL_BATCH];
 
     iw_tls_dev = dev;
+    iw_log_bind_thread(dev);
     while (!atomic_load(&dev->stopping) || iw_work_pending(dev)) {
         uint64_t now = iw_now_ms();
         int timeout = -1;
 
-        iw_cm_run_timers(dev, now);
+        iw_run_timers(dev, now);
         iw_run_work(dev);
-        /* Work and the handlers of the last pass may have set deadlines (iw_progress_kick does not
+        /* Work and the handlers of the last pass may have set deadlines (arming a timer does not
          * wake this thread for its own), so the wait is computed from the timers as they are now. */
         now = iw_now_ms();
-        uint64_t next = iw_cm_run_timers(dev, now);
-        uint64_t poll_next = iw_cm_poll_expire(dev, now);
-        if (poll_next && (!next || poll_next < next))
-            next = poll_next;
+        uint64_t next = iw_run_timers(dev, now);
         if (iw_work_pending(dev))
             timeout = 0;
         else if (next)
@@ -182,6 +298,7 @@ int iw_progress_start(struct iw_device *dev)
 
     ndk_list_init(&dev->work);
     pthread_mutex_init(&dev->wq_lock, NULL);
+    pthread_mutex_init(&dev->timer_lock, NULL);
     atomic_init(&dev->stopping, false);
     dev->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (dev->epfd < 0)
@@ -221,4 +338,7 @@ void iw_progress_stop(struct iw_device *dev)
     close(dev->evfd);
     close(dev->epfd);
     pthread_mutex_destroy(&dev->wq_lock);
+    pthread_mutex_destroy(&dev->timer_lock);
+    free(dev->timer_heap);
+    dev->timer_heap = NULL;
 }

@@ -1,94 +1,20 @@
 /* provider.c - the module entry point (our DriverEntry + MiniportSetOptions, §6.2), the runtime
- * handlers (Initialize / InterfaceChange / Halt / OID / Unload), the configuration and logging.
+ * handlers (Initialize / InterfaceChange / Halt / OID / Unload) and the configuration.
+ *
+ * Talks to: adapter.c (devices and adapter instances), log.c (the instance registry).
  *
  * Instances. Every NdkProviderEntry call creates its own struct iw_provider (the DriverContext):
  * a process may open several runtimes, and dlopen hands each the same module, so nothing about
  * a runtime (its services, driver handle, configuration) may live in a module global. Devices
  * reach their instance through dev->prov; objects through obj->dev->prov.
  *
- * The only module-global state is process-wide by nature: the registry of live instances below
- * (used by context-free logging only, entries pinned by a use count while in use) and the
- * ephemeral port allocator (endpoint.c). */
+ * The only module-global state is process-wide by nature: the registry of live instances
+ * (log.c: used by context-free logging only) and the ephemeral port allocator (endpoint.c). */
 #include "iwarp.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Registry of live instances. Job of iw_reg_lock: the list and every entry's log_users; never
- * held across a call into the runtime (its Log may run a consumer's log callback). */
-static pthread_mutex_t iw_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t iw_reg_cond = PTHREAD_COND_INITIALIZER;
-static struct ndk_list iw_reg = NDK_LIST_INIT(iw_reg);
-
-static void iw_vplog(struct iw_provider *prov, int level, const char *fmt, va_list ap)
-{
-    char line[512];
-
-    if (!prov || !prov->services || !prov->services->Log)
-        return;
-    vsnprintf(line, sizeof line, fmt, ap);
-    prov->services->Log(prov->driver_handle, level, "iwarp: %s", line);
-}
-
-void iw_prov_log(struct iw_provider *prov, int level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    iw_vplog(prov, level, fmt, ap);
-    va_end(ap);
-}
-
-/* Context-free logging (the data path's iw_err / iw_warn / ...): on a device's progress thread
- * the message goes to that device's instance. Elsewhere (a consumer's posting thread) the oldest
- * live instance takes it, pinned against its unload while the runtime formats it; code that has
- * its device at hand logs with iw_dev_log instead. */
-static void iw_vlog_any(int level, const char *fmt, va_list ap)
-{
-    const struct iw_device *dev = iw_progress_current();
-    struct iw_provider *prov = NULL;
-
-    if (dev) {
-        iw_vplog(dev->prov, level, fmt, ap);
-        return;
-    }
-    pthread_mutex_lock(&iw_reg_lock);
-    if (!ndk_list_empty(&iw_reg)) {
-        prov = ndk_list_entry(iw_reg.next, struct iw_provider, reg_link);
-        prov->log_users++;
-    }
-    pthread_mutex_unlock(&iw_reg_lock);
-    if (!prov)
-        return;
-    iw_vplog(prov, level, fmt, ap);
-    pthread_mutex_lock(&iw_reg_lock);
-    if (--prov->log_users == 0)
-        pthread_cond_broadcast(&iw_reg_cond);
-    pthread_mutex_unlock(&iw_reg_lock);
-}
-
-void iw_log(int level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    iw_vlog_any(level, fmt, ap);
-    va_end(ap);
-}
-
-void iw_dev_log(const struct iw_device *dev, int level, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    if (dev)
-        iw_vplog(dev->prov, level, fmt, ap);
-    else
-        iw_vlog_any(level, fmt, ap);
-    va_end(ap);
-}
 
 /* Reads one configuration value ("iwarp.<key>" in the config file or NDK_IWARP_<KEY>); any
  * thread, may not block for long. */
@@ -192,11 +118,7 @@ static VOID iw_unload(NDIS_HANDLE drv)
     struct iw_provider *prov = drv;
 
     /* The runtime halted every device first. Wait out context-free loggers using this instance. */
-    pthread_mutex_lock(&iw_reg_lock);
-    ndk_list_del(&prov->reg_link);
-    while (prov->log_users)
-        pthread_cond_wait(&iw_reg_cond, &iw_reg_lock);
-    pthread_mutex_unlock(&iw_reg_lock);
+    iw_log_unregister(prov);
     pthread_mutex_destroy(&prov->lock);
     free(prov);
 }
@@ -233,9 +155,7 @@ IW_EXPORT NTSTATUS NdkProviderEntry(CONST NDK_RUNTIME_SERVICES *Services, NDIS_H
     Characteristics->NdkCharacteristics.OpenNDKAdapterHandler = iw_open_adapter;
     Characteristics->NdkCharacteristics.CloseNDKAdapterHandler = iw_close_adapter;
     *DriverContext = prov;
-    pthread_mutex_lock(&iw_reg_lock);
-    ndk_list_add_tail(&iw_reg, &prov->reg_link);
-    pthread_mutex_unlock(&iw_reg_lock);
+    iw_log_register(prov);
     iw_prov_log(prov, NDK_LOG_INFO, "loaded: crc=%d p2p=%d mpa_rev=%u connect_timeout_ms=%u", prov->cfg.crc, prov->cfg.p2p,
             prov->cfg.mpa_rev, prov->cfg.connect_timeout_ms);
     return STATUS_SUCCESS;

@@ -1,15 +1,23 @@
-/* qp.c - queue pairs (§2.5, §2.9, §5.4-§5.6): the QP object, its state machine (one transition
- * function) and the flush of its queues.
+/* qp.c - queue pairs (§2.5, §2.9, §5.4-§5.6), as siw_qp.c: the QP object and its state machine
+ * (one transition function), its life cycle with a connection (engines set up at
+ * establishment, its own pollable registered with the progress engine, stopped and flushed when
+ * the connection is lost), the one TERMINATE and the completion of SQ entries in order, which
+ * the engines report here, and consumer polling (the socket handed to a busy-polling consumer
+ * and back, with an expiry timer).
  *
- * The posting functions, NdkFlush and the DATA PATH HOOKS of iwarp.h are the data path's
- * (issue 4): post.c, tx.c, rx.c, access.c (datapath.h). */
+ * Talks to: tx.c and rx.c (runs and stops the engines), wq.c, cq.c, poll.c (the CQs' lists of
+ * QPs), cm.c (a broken connection), progress.c (pollable, timer), access.c, obj.c, log.c; its
+ * dispatch names post.c. Called by cm.c (establish, lose, hang-up), the engines, poll.c. */
 #include "iwarp.h"
 #include "datapath.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 const char *const iw_qp_state_name[IW_QP_STATE_COUNT] = {
     [IW_QP_IDLE] = "IDLE", [IW_QP_CONNECTING] = "CONNECTING", [IW_QP_RTS] = "RTS",
@@ -28,6 +36,8 @@ static const uint8_t iw_qp_next[IW_QP_STATE_COUNT] = {
     [IW_QP_ERROR] = 0,
 };
 
+static void iw_qp_unpoll_locked(struct iw_qp *qp);
+
 int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
 {
     enum iw_qp_state from = qp->state;
@@ -41,6 +51,10 @@ int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
     }
     iw_dbg("QP[%u] %s => %s", qp->obj.id, iw_qp_state_name[from], iw_qp_state_name[to]);
     qp->state = to;
+    /* A local disconnect waits for the peer's FIN: the progress thread reads the socket again
+     * even for a polling consumer, who may stop polling now. */
+    if (to == IW_QP_CLOSING)
+        iw_qp_unpoll_locked(qp);
     return 0;
 }
 
@@ -50,39 +64,394 @@ void iw_qp_set_error_locked(struct iw_qp *qp, int err)
         qp->first_error = err;
 }
 
-static NDK_OPERATION_TYPE iw_wr_type(enum iw_wr_op op)
-{
-    return op == IW_WR_SEND_INV ? NdkOperationTypeSend : (NDK_OPERATION_TYPE)op;
-}
-
-static void iw_wq_flush_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_cq *cq)
-{
-    while (q->count) {
-        struct iw_wqe *w = iw_wq_at(q, 0);
-        NDK_RESULT_EX r = {
-            .Status = STATUS_CANCELLED,
-            .QPContext = qp->qp_context,
-            .RequestContext = w->request_context,
-            .Type = iw_wr_type(w->op),
-        };
-        /* A flushed request failed, so it is reported even with SILENT_SUCCESS (§5.5.2). */
-        iw_cq_push(cq, &r, false);
-        iw_wqe_release(w);
-        q->head = (q->head + 1) % q->depth;
-        q->count--;
-    }
-}
-
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
     if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0)
         qp->state = IW_QP_ERROR;   /* flush always wins; the transition was logged */
-    iw_wq_flush_locked(qp, &qp->sq, qp->icq);
+    iw_wq_flush(&qp->sq, qp->icq, qp->qp_context);
     if (!qp->srq)
-        iw_wq_flush_locked(qp, &qp->rq, qp->rcq);
+        iw_wq_flush(&qp->rq, qp->rcq, qp->qp_context);
 }
 
-/* NdkFlush and the posting entry points (§2.9, §5.5) are the data path's: post.c. */
+/* ---- completion of SQ entries and the one TERMINATE (the engines report here) ---- */
+
+void iw_qp_sq_retire_locked(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    while (qp->sq.count) {
+        struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, 0)];
+        struct iw_wqe w;
+
+        if (s->state != DP_SQE_DONE)
+            break;
+        iw_wq_pop(&qp->sq, &w);
+        /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
+        bool report = !(s->status == STATUS_SUCCESS && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS));
+        NDK_RESULT_EX r = {
+            .Status = s->status,
+            .QPContext = qp->qp_context,
+            .RequestContext = w.request_context,
+            .Type = iw_wr_type(w.op),
+            .ProviderErrorCode = s->status == STATUS_SUCCESS ? 0 : s->pec,
+        };
+        /* Memory references go before the completion is visible: a consumer that deregisters
+         * right after it must not find the region still in use by us (§5.10). */
+        iw_access_sgl_release(&s->sgl);
+        memset(s, 0, sizeof(*s));
+        iw_wq_entry_release(&w);
+        if (report)
+            iw_cq_push(qp->icq, &r, false);
+        if (dp->sq_issued)
+            dp->sq_issued--;
+    }
+}
+
+void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err)
+{
+    struct iw_dp *dp = qp->dp;
+
+    iw_qp_set_error_locked(qp, err);
+    /* Keep the first error and send exactly one Terminate (RFC 5040 §5.3, siw init_terminate). */
+    if (dp->term_pending || dp->term_sent)
+        return;
+    dp->term = *t;
+    dp->term_pending = true;
+    if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING)
+        iw_qp_modify_locked(qp, IW_QP_TERMINATE);
+}
+
+/* ---- the connection's socket with the progress engine ---- */
+
+/* What the progress thread watches the socket for: data and, when the TX engine waits, room;
+ * nothing while a consumer polls (the connector still watches for the hang-up). qp->lock held. */
+static void iw_qp_update_events_locked(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (dp && dp->watching)
+        iw_progress_mod(qp->obj.dev, &dp->poll, qp->poll_on ? 0 : EPOLLIN | (dp->want_out ? EPOLLOUT : 0));
+}
+
+/* Ends consumer polling (the socket goes back to the progress thread). qp->lock held. */
+static void iw_qp_unpoll_locked(struct iw_qp *qp)
+{
+    if (!qp->poll_on)
+        return;
+    qp->poll_on = false;
+    atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
+    if (iw_progress_timer_cancel(qp->obj.dev, &qp->poll_timer))
+        iw_obj_put(&qp->obj);
+    iw_qp_update_events_locked(qp);
+}
+
+/* Takes the socket off the progress engine. Progress thread (pollables are unregistered only
+ * there); no lock held. */
+static void iw_qp_unwatch(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool put;
+
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_unpoll_locked(qp);
+    put = dp->watching;
+    if (dp->watching) {
+        iw_progress_del(qp->obj.dev, &dp->poll);
+        dp->watching = false;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (put)
+        iw_obj_put(&qp->obj);            /* the registration's reference */
+}
+
+/* The pollable's handler: the socket is readable or writable. Progress thread, no lock held.
+ * An event of a batch can come after the connection was lost in the same batch: then the QP
+ * no longer watches and the event is stale. */
+static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
+{
+    struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
+    struct iw_qp *qp = dp->qp;
+    bool watching;
+    int r = 0;
+
+    pthread_mutex_lock(&qp->lock);
+    watching = dp->watching;
+    pthread_mutex_unlock(&qp->lock);
+    if (!watching)
+        return;
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+        r = iw_rx_run(qp);
+    if (!r && (events & EPOLLOUT))
+        r = iw_tx_run(qp);
+    if (r) {
+        /* The connection ends (the peer's FIN, an error, our or the peer's Terminate): the CM
+         * tears it down; until then nothing is read here. */
+        iw_qp_unwatch(qp);
+        iw_cm_connection_failed(qp, r);
+    }
+}
+
+int iw_qp_on_hangup(struct iw_qp *qp)
+{
+    return iw_rx_run(qp);
+}
+
+void iw_qp_want_writable(struct iw_qp *qp, bool on)
+{
+    struct iw_dp *dp = qp->dp;
+
+    pthread_mutex_lock(&qp->lock);
+    dp->want_out = on;
+    iw_qp_update_events_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+}
+
+void iw_qp_set_polled(struct iw_qp *qp, bool on)
+{
+    struct iw_dp *dp = qp->dp;
+
+    /* The QP's flag follows the request even when polling cannot start (not connected): it only
+     * spares pollers this call; poll_on says whether the socket really left the progress thread. */
+    pthread_mutex_lock(&qp->lock);
+    atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
+    if (!on) {
+        iw_qp_unpoll_locked(qp);
+    } else if (!qp->poll_on && dp && dp->watching && qp->state != IW_QP_CLOSING) {
+        qp->poll_on = true;
+        qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+        qp->poll_since_ms = iw_now_ms();
+        if (iw_progress_timer_arm(qp->obj.dev, &qp->poll_timer, qp->poll_since_ms + qp->obj.dev->poll_idle_ms))
+            iw_obj_get(&qp->obj);
+        iw_qp_update_events_locked(qp);
+    }
+    pthread_mutex_unlock(&qp->lock);
+}
+
+/* Progress thread, no lock held: hands the socket back to the progress thread when no consumer
+ * polled during the last poll_idle_ms, so Read Requests and the peer's data never wait on a
+ * consumer that stopped polling without arming its CQ. */
+static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
+{
+    struct iw_qp *qp = ndk_container_of(t, struct iw_qp, poll_timer);
+    struct iw_device *dev = qp->obj.dev;
+
+    pthread_mutex_lock(&qp->lock);
+    if (qp->poll_on) {
+        unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+        if (seq != qp->poll_seq_seen) {
+            qp->poll_seq_seen = seq;
+            qp->poll_since_ms = now;
+        }
+        if (now - qp->poll_since_ms < dev->poll_idle_ms) {
+            if (iw_progress_timer_arm(dev, &qp->poll_timer, qp->poll_since_ms + dev->poll_idle_ms))
+                iw_obj_get(&qp->obj);
+        } else {
+            iw_dbg("QP[%u] not polled for %u ms: back to the progress thread", qp->obj.id, dev->poll_idle_ms);
+            iw_qp_unpoll_locked(qp);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    iw_obj_put(&qp->obj);                /* the fired arming's reference */
+}
+
+/* ---- the connection's life cycle: engines up at establishment, down at loss ---- */
+
+void iw_qp_connection_established(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    int fd;
+
+    if (!dp) {
+        dp = calloc(1, sizeof(*dp));
+        if (!dp) {
+            iw_cm_connection_failed(qp, -ENOMEM);
+            return;
+        }
+        pthread_mutex_init(&dp->rx_mutex, NULL);
+        pthread_mutex_init(&dp->tx_mutex, NULL);
+        dp->qp = qp;
+        dp->fd = -1;
+        dp->poll.fd = -1;
+        dp->poll.handler = iw_qp_poll;
+        iw_poll_init(qp, dp);
+    }
+    pthread_mutex_lock(&qp->lock);
+    fd = qp->fd;
+    if (!dp->sq)
+        dp->sq = calloc(qp->sq.depth ? qp->sq.depth : 1, sizeof(*dp->sq));
+    dp->crc = qp->params.crc;
+    dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
+    dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
+    iw_tx_init(qp, dp);
+    iw_rx_init(qp, dp);
+    pthread_mutex_unlock(&qp->lock);
+
+    /* Our own reference to the socket, so the engines never race a close of qp->fd: the CM may
+     * detach and close its descriptor; ours goes in iw_qp_connection_lost (engines stopped). */
+    int nfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (nfd < 0 || !dp->sq) {
+        if (nfd >= 0)
+            close(nfd);
+        free(dp->sq);
+        dp->sq = NULL;
+        qp->dp = dp;
+        pthread_mutex_lock(&qp->lock);
+        dp->stopped = true;
+        pthread_mutex_unlock(&qp->lock);
+        iw_cm_connection_failed(qp, -ENOMEM);
+        return;
+    }
+    dp->fd = nfd;
+    dp->poll.fd = nfd;
+    qp->dp = dp;
+    pthread_mutex_lock(&qp->lock);
+    iw_obj_get(&qp->obj);                /* the registration's reference */
+    dp->watching = iw_progress_add(qp->obj.dev, &dp->poll, EPOLLIN) == 0;
+    pthread_mutex_unlock(&qp->lock);
+    if (!dp->watching) {
+        iw_obj_put(&qp->obj);
+        iw_cm_connection_failed(qp, -ENOMEM);
+        return;
+    }
+    iw_poll_attach(qp);
+    iw_dbg("QP[%u] data path up: crc %d ird %u ord %u mulpdu %u", qp->obj.id, dp->crc, dp->ird, dp->ord,
+           dp->tx.mulpdu);
+    iw_tx_kick(qp);
+}
+
+void iw_qp_release_first_fpdu(struct iw_qp *qp)
+{
+    bool held;
+
+    pthread_mutex_lock(&qp->lock);
+    held = qp->params.tx_wait_first_rx;
+    qp->params.tx_wait_first_rx = false;
+    pthread_mutex_unlock(&qp->lock);
+    if (held) {
+        iw_dbg("QP[%u] no FPDU from the initiator within the grace period; transmitting", qp->obj.id);
+        iw_tx_kick(qp);
+    }
+}
+
+void iw_qp_stop(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
+     * can find the QP afterwards (cq->qps_lock is outside the engine mutexes). */
+    iw_poll_detach(qp);
+    pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&dp->tx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    if (!dp->stopped) {
+        dp->stopped = true;
+        iw_tx_stop_locked(qp, dp);
+        /* The receive being filled left the RQ: complete it first (it is the oldest). */
+        iw_rx_stop_locked(qp, dp);
+        /* SQ entries with a recorded error (local failure, or the one the peer's Terminate
+         * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
+        uint32_t last_failed = UINT32_MAX;
+        for (uint32_t i = 0; i < qp->sq.count; i++)
+            if (dp->sq[iw_wq_slot(&qp->sq, i)].failed)
+                last_failed = i;
+        for (uint32_t i = 0; last_failed != UINT32_MAX && i <= last_failed; i++) {
+            struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, i)];
+            if (!s->failed && s->state != DP_SQE_DONE) {
+                s->status = STATUS_CANCELLED;     /* older than a failed one: keep the order */
+                s->pec = 0;
+            }
+            s->state = DP_SQE_DONE;
+        }
+        iw_qp_sq_retire_locked(qp);
+        for (uint32_t i = 0; i < qp->sq.count; i++) {
+            struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, i)];
+            iw_access_sgl_release(&s->sgl);
+            memset(s, 0, sizeof(*s));
+        }
+        dp->sq_issued = 0;
+        dp->orq_count = 0;
+        while (dp->irq_count) {
+            iw_access_sgl_release(&dp->irq[dp->irq_head].src);
+            dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
+            dp->irq_count--;
+        }
+        dp->rresp_last_out = false;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_unlock(&dp->tx_mutex);
+    pthread_mutex_unlock(&dp->rx_mutex);
+}
+
+bool iw_qp_flushed_live_locked(struct iw_qp *qp)
+{
+    return qp->state == IW_QP_ERROR && qp->dp && qp->dp->discard;
+}
+
+void iw_qp_connection_lost(struct iw_qp *qp, int err)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
+    (void)iw_rx_drain(qp);
+    iw_qp_stop(qp);
+    iw_tx_disarm(qp);
+    iw_qp_unwatch(qp);
+    pthread_mutex_lock(&dp->rx_mutex);
+    if (dp->fd >= 0) {
+        close(dp->fd);
+        dp->fd = -1;
+    }
+    pthread_mutex_unlock(&dp->rx_mutex);
+}
+
+/* Frees the engines' state (QP destroy; nothing runs them any more). */
+static void iw_qp_engines_free(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp)
+        return;
+    iw_qp_stop(qp);
+    if (dp->fd >= 0)
+        close(dp->fd);
+    free(dp->sq);
+    pthread_mutex_destroy(&dp->rx_mutex);
+    pthread_mutex_destroy(&dp->tx_mutex);
+    free(dp);
+    qp->dp = NULL;
+}
+
+/* NdkFlush (§2.9): every outstanding request completes exactly once with STATUS_CANCELLED. The
+ * engines are stopped first, so no request is completed by them and by the flush, and no DMA
+ * runs after (§5.11.6). The QP stays in ERROR (§8 item 29); the connection is left to
+ * NdkDisconnect or the close.
+ * Consumer thread, no lock held. */
+static void iw_qp_ndk_flush(NDK_QP *q)
+{
+    struct iw_qp *qp = to_iw_qp(q);
+    bool terminating;
+
+    iw_qp_stop(qp);
+    if (qp->dp)
+        pthread_mutex_lock(&qp->dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    terminating = qp->state == IW_QP_TERMINATE;
+    /* A live connection stays up: ULPs (SMB Direct) flush, then NdkDisconnect, and expect the
+     * graceful exchange of §5.11.6. Until then what the peer sends is read and dropped. */
+    if (qp->dp && (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING))
+        qp->dp->discard = true;
+    iw_qp_flush_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+    if (qp->dp)
+        pthread_mutex_unlock(&qp->dp->rx_mutex);
+    if (terminating)
+        iw_cm_connection_failed(qp, -ECANCELED);   /* a Terminate already ends the connection */
+}
+
 
 static NTSTATUS iw_close_qp(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
 {
@@ -104,7 +473,8 @@ static void iw_qp_destroy(struct iw_obj *o)
 {
     struct iw_qp *qp = ndk_container_of(o, struct iw_qp, obj);
 
-    iw_dp_qp_destroy(qp);        /* the data path's engines and buffers (tx.c) */
+    iw_qp_engines_free(qp);
+    iw_progress_timer_fini(o->dev, &qp->poll_timer);   /* idle: an armed timer holds a reference */
     iw_wq_free(&qp->sq);
     iw_wq_free(&qp->rq);
     atomic_fetch_sub(&o->dev->nqp, 1);
@@ -119,15 +489,15 @@ static const struct iw_obj_ops iw_qp_ops = {
 static const NDK_QP_DISPATCH iw_qp_dispatch = {
     .NdkCloseQp = iw_close_qp,
     .NdkQueryExtension = iw_query_extension,
-    .NdkFlush = iw_dp_flush,
-    .NdkSend = iw_dp_send,
-    .NdkReceive = iw_dp_receive,
-    .NdkBind = iw_dp_bind,
-    .NdkFastRegister = iw_dp_fast_register,
-    .NdkInvalidate = iw_dp_invalidate,
-    .NdkRead = iw_dp_read,
-    .NdkWrite = iw_dp_write,
-    .NdkSendAndInvalidate = iw_dp_send_inv,
+    .NdkFlush = iw_qp_ndk_flush,
+    .NdkSend = iw_post_send,
+    .NdkReceive = iw_post_receive,
+    .NdkBind = iw_post_bind,
+    .NdkFastRegister = iw_post_fast_register,
+    .NdkInvalidate = iw_post_invalidate,
+    .NdkRead = iw_post_read,
+    .NdkWrite = iw_post_write,
+    .NdkSendAndInvalidate = iw_post_send_inv,
 };
 
 static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, struct iw_srq *srq, PVOID qpctx,
@@ -148,9 +518,11 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     qp = calloc(1, sizeof(*qp));
-    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge) < 0) {
+    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge) < 0 ||
+        iw_progress_timer_init(dev, &qp->poll_timer, iw_qp_poll_expired) < 0) {
         if (qp) {
             iw_wq_free(&qp->sq);
+            iw_wq_free(&qp->rq);
             free(qp);
         }
         atomic_fetch_sub(&dev->nqp, 1);

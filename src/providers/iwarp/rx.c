@@ -17,11 +17,15 @@
  * state shared with TX and posting (RQ, ORQ, IRQ, SQE states). Never blocks: the socket is read
  * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
  * is level-triggered, so the rest comes on the next call).
- */
+ *
+ * Talks to: fpdu.c (the deframer), access.c (checks, placement), qp.c (the first error, SQ
+ * retire), tx.c (kicks it: Read Responses, the Terminate), wq.c and srq.c (receives), cq.c. Run
+ * by qp.c (the pollable), poll.c and cm.c (the hang-up). */
 #include "datapath.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static const char *const dp_rx_state_name[DP_RX_STATE_COUNT] = {
@@ -40,11 +44,11 @@ static void rx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_rx_state to)
 }
 
 /* Runs the TX engine from RX (a Read Response, the Terminate, a freed ORD slot). A socket
- * error is kept for iw_qp_on_readable to return: reporting it to the CM from here would run
+ * error is kept for iw_rx_run to return: reporting it to the CM from here would run
  * the CM with rx_mutex held. */
 static void rx_kick_tx(struct iw_qp *qp, struct iw_dp *dp)
 {
-    int err = dp_tx_run(qp);
+    int err = iw_tx_run(qp);
 
     if (err < 0 && !dp->rx.tx_err)
         dp->rx.tx_err = err;
@@ -81,11 +85,11 @@ static void rx_hdr_write(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     /* iwarp-wire.md §5.4: a zero-length tagged segment places nothing and is not validated. */
     if (h->payload_len == 0)
         return;
-    if (dp_check_remote(qp, h->stag, h->to, h->payload_len, DP_ACC_REMOTE_WRITE, false, &mem, &tc) < 0) {
+    if (iw_access_check_remote(qp, h->stag, h->to, h->payload_len, DP_ACC_REMOTE_WRITE, false, &mem, &tc) < 0) {
         rx_fail(dp, tc.layer, tc.etype, tc.ecode);
         return;
     }
-    dp_sgl_mem(&dp->rx.wsgl, mem, h->to, h->payload_len);
+    iw_access_sgl_mem(&dp->rx.wsgl, mem, h->to, h->payload_len);
     dp->rx.tgt = DP_RXT_WRITE;
     dp->rx.tgt_base = 0;
 }
@@ -142,11 +146,11 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     dp->rx.rr.size = h->rr.size;
     /* iwarp-wire.md §5.4: a zero-length Read is answered without validating the source. */
     if (h->rr.size) {
-        if (dp_check_remote(qp, h->rr.src_stag, h->rr.src_to, h->rr.size, DP_ACC_REMOTE_READ, true, &mem, &tc) < 0) {
+        if (iw_access_check_remote(qp, h->rr.src_stag, h->rr.src_to, h->rr.size, DP_ACC_REMOTE_READ, true, &mem, &tc) < 0) {
             rx_fail(dp, tc.layer, tc.etype, tc.ecode);
             return;
         }
-        dp_sgl_mem(&dp->rx.rr.src, mem, h->rr.src_to, h->rr.size);
+        iw_access_sgl_mem(&dp->rx.rr.src, mem, h->rr.src_to, h->rr.size);
     }
     dp->rx.rr_pending = true;
 }
@@ -157,17 +161,9 @@ static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
 
     if (h->mo == 0 && !rx->have_recv) {
         /* First segment: consume the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25). */
-        int got = -ENOBUFS;
+        int got;
         pthread_mutex_lock(&qp->lock);
-        if (qp->srq) {
-            got = iw_srq_take(qp->srq, &rx->recv);
-        } else if (qp->rq.count) {
-            rx->recv = *iw_wq_at(&qp->rq, 0);
-            memset(iw_wq_at(&qp->rq, 0), 0, sizeof(struct iw_wqe));
-            qp->rq.head = (qp->rq.head + 1) % qp->rq.depth;
-            qp->rq.count--;
-            got = 0;
-        }
+        got = qp->srq ? iw_srq_take(qp->srq, &rx->recv) : iw_wq_pop(&qp->rq, &rx->recv);
         if (got == 0) {
             rx->have_recv = true;
             rx->recv_status = STATUS_SUCCESS;
@@ -180,7 +176,7 @@ static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
             return;
         }
         uint32_t bad;
-        if (dp_sgl_resolve(qp, rx->recv.sge, rx->recv.nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, &bad) < 0) {
+        if (iw_access_sgl_resolve(qp, rx->recv.sge, rx->recv.nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, &bad) < 0) {
             /* Our consumer's receive buffer is not writable: local protection error on the
              * receive; the stream cannot continue (RFC 5041 §7 local catastrophic). */
             rx->recv_status = STATUS_ACCESS_VIOLATION;
@@ -247,7 +243,7 @@ static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
     while (left) {
         struct iovec iov[16];
         uint64_t mapped;
-        int n = dp_sgl_iov(s, off, left, iov, 16, &mapped);
+        int n = iw_access_sgl_iov(s, off, left, iov, 16, &mapped);
         if (n == 0 || mapped == 0)
             return;                               /* cannot happen: the header was checked */
         for (int i = 0; i < n; i++) {
@@ -284,19 +280,19 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
             short_resp = true;
         } else {
             for (uint32_t i = 0; i < qp->sq.count; i++)
-                if ((qp->sq.head + i) % qp->sq.depth == o->slot)
+                if (iw_wq_slot(&qp->sq, i) == o->slot)
                     w = iw_wq_at(&qp->sq, i);
             s->status = STATUS_SUCCESS;
             /* §5.5.3 READ_LOCAL_INVALIDATE: success also means the first SGE's token is gone. */
             if (w && (w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge &&
-                dp_invalidate_stag(qp, w->sge[0].MemoryRegionToken, false, &tc) < 0) {
+                iw_access_invalidate(qp, w->sge[0].MemoryRegionToken, false, &tc) < 0) {
                 s->status = STATUS_ACCESS_VIOLATION;
                 s->pec = IW_PEC(IW_PEC_POSTED, tc.layer, tc.etype, tc.ecode);
             }
             s->state = DP_SQE_DONE;
             dp->orq_head = (dp->orq_head + 1) % IW_MAX_ORD;
             dp->orq_count--;
-            dp_sq_retire_locked(qp, dp);
+            iw_qp_sq_retire_locked(qp);
         }
     }
     pthread_mutex_unlock(&qp->lock);
@@ -315,7 +311,7 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         return;
     /* RFC 5040 §5.3 / iwarp-wire.md §5.3: invalidate after the whole message arrived and
      * before the receive completes (§5.6). An invalid token aborts the connection (§2.9). */
-    if (inv && dp_invalidate_stag(qp, h->inv_stag, true, &tc) < 0) {
+    if (inv && iw_access_invalidate(qp, h->inv_stag, true, &tc) < 0) {
         rx->recv_status = STATUS_ACCESS_VIOLATION;
         rx->recv_pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
         rx_fail(dp, tc.layer, tc.etype, tc.ecode);
@@ -329,8 +325,8 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .Type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
-    dp_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
-    iw_wqe_release(&rx->recv);
+    iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
+    iw_wq_entry_release(&rx->recv);
     pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
@@ -363,10 +359,10 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
      * request behind a Write already completed on transmit): it completes with the peer's
      * reason (§5.2 "completes with a remote access error on both sides"). */
     if (qp->sq.count) {
-        struct dp_sqe *s = &dp->sq[qp->sq.head];
+        struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, 0)];
         if (!s->failed) {
             s->failed = true;
-            s->status = dp_term_status(&tc);
+            s->status = iw_access_term_status(&tc);
             s->pec = IW_PEC(IW_PEC_REMOTE, tc.layer, tc.etype, tc.ecode);
         }
     }
@@ -403,7 +399,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     IW_COUNT(qp->obj.dev, rdma_in_frames, 1);
     switch (h->opcode) {
     case IW_OP_WRITE:
-        dp_sgl_release(&rx->wsgl);
+        iw_access_sgl_release(&rx->wsgl);
         break;
     case IW_OP_READ_RESP:
         rx_end_read_resp(qp, dp, h);
@@ -443,13 +439,13 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
 {
     struct dp_rx *rx = &dp->rx;
     struct dp_term_code tc = { e->term.layer, e->term.etype, e->term.ecode };
-    NTSTATUS st = dp_term_status(&tc);
+    NTSTATUS st = iw_access_term_status(&tc);
 
     iw_warn("QP[%u] RX error at stream offset %llu: %s (layer %u etype %u code 0x%02x); sending Terminate",
             qp->obj.id, (unsigned long long)e->fpdu_offset, iw_fpdu_rx_reason_str(e->reason), tc.layer, tc.etype,
             tc.ecode);
-    dp_sgl_release(&rx->wsgl);
-    dp_sgl_release(&rx->rr.src);
+    iw_access_sgl_release(&rx->wsgl);
+    iw_access_sgl_release(&rx->rr.src);
     rx->rr_pending = false;
     pthread_mutex_lock(&qp->lock);
     if (rx->have_recv) {
@@ -460,10 +456,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     } else if (!qp->srq && qp->rq.count && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES)) {
         /* A protection violation by the peer is reported on this side too (issue 4: "a
          * remote access error on both sides"): the oldest receive carries it. */
-        rx->recv = *iw_wq_at(&qp->rq, 0);
-        memset(iw_wq_at(&qp->rq, 0), 0, sizeof(struct iw_wqe));
-        qp->rq.head = (qp->rq.head + 1) % qp->rq.depth;
-        qp->rq.count--;
+        iw_wq_pop(&qp->rq, &rx->recv);
         memset(&rx->recv_sgl, 0, sizeof rx->recv_sgl);
         rx->have_recv = true;
         rx->recv_status = st;
@@ -476,7 +469,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
         s->status = st;
         s->pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
     }
-    dp_queue_terminate_locked(qp, dp, &e->term, e->err ? e->err : -EBADMSG);
+    iw_qp_terminate_locked(qp, &e->term, e->err ? e->err : -EBADMSG);
     pthread_mutex_unlock(&qp->lock);
     rx_goto(qp, dp, DP_RX_FAILED);
     rx_kick_tx(qp, dp);                           /* the Terminate goes out now if it can */
@@ -555,7 +548,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
          * staging buffer behind it for the trailer and the next headers. */
         if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
             uint64_t left = rx->fr.hdr.payload_len - rx->fr.pay_done;
-            n = dp_sgl_iov(rx_target_sgl(dp), rx->tgt_base + rx->fr.pay_done, left, iov, DP_RX_MAX_IOV, &direct);
+            n = iw_access_sgl_iov(rx_target_sgl(dp), rx->tgt_base + rx->fr.pay_done, left, iov, DP_RX_MAX_IOV, &direct);
         }
         iov[n].iov_base = rx->stage;
         iov[n].iov_len = sizeof rx->stage;
@@ -591,7 +584,23 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     return rx_consume_stage(qp, dp);
 }
 
-int iw_qp_on_readable(struct iw_qp *qp)
+int iw_rx_discard_locked(struct iw_dp *dp)
+{
+    /* Bounded per call: the socket is level-triggered, so a busy peer cannot hold the progress
+     * thread here. */
+    static char sink[65536];
+
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n == 0)
+            return -ESHUTDOWN;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno == EINTR ? 0 : -errno;
+    }
+    return 0;
+}
+
+int iw_rx_run(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
     bool stopped;
@@ -603,14 +612,17 @@ int iw_qp_on_readable(struct iw_qp *qp)
     pthread_mutex_lock(&qp->lock);
     stopped = dp->stopped;
     pthread_mutex_unlock(&qp->lock);
-    err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
+    if (stopped && dp->discard && dp->fd >= 0)
+        err = iw_rx_discard_locked(dp);   /* flushed, connection up: nothing is placed (§5.11.6) */
+    else
+        err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
     pthread_mutex_unlock(&dp->rx_mutex);
     return err;
 }
 
-int dp_rx_poll(struct iw_qp *qp)
+int iw_rx_poll(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
     bool stopped;
@@ -628,7 +640,7 @@ int dp_rx_poll(struct iw_qp *qp)
     return err;
 }
 
-int dp_rx_drain(struct iw_qp *qp)
+int iw_rx_drain(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
     bool stopped;
@@ -642,6 +654,39 @@ int dp_rx_drain(struct iw_qp *qp)
     pthread_mutex_unlock(&qp->lock);
     if (!stopped && dp->fd >= 0 && dp->rx.state == DP_RX_RUN)
         err = rx_engine(qp, dp);
+    else if (stopped && dp->discard && dp->fd >= 0)
+        err = iw_rx_discard_locked(dp);   /* unread bytes would turn our FIN into a reset */
     pthread_mutex_unlock(&dp->rx_mutex);
     return err;
+}
+
+/* ---- set-up and stop, for the QP's life cycle (qp.c) ---- */
+
+void iw_rx_init(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct iw_fpdu_rx_cfg cfg = { .max_ulpdu = 0, .crc = qp->params.crc, .check_seq = true };
+
+    iw_fpdu_rx_init(&dp->rx.fr, &cfg);
+    if (qp->params.rtr_read_consumed)
+        dp->rx.fr.uq[IW_QN_READ_REQ].msn = 2;
+}
+
+void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
+{
+    if (dp->rx.have_recv) {
+        NDK_RESULT_EX r = {
+            .Status = dp->rx.recv_status ? dp->rx.recv_status : STATUS_CANCELLED,
+            .ProviderErrorCode = dp->rx.recv_status ? dp->rx.recv_pec : 0,
+            .QPContext = qp->qp_context,
+            .RequestContext = dp->rx.recv.request_context,
+            .Type = NdkOperationTypeReceive,
+        };
+        iw_access_sgl_release(&dp->rx.recv_sgl);
+        iw_wq_entry_release(&dp->rx.recv);
+        iw_cq_push(qp->rcq, &r, false);
+        dp->rx.have_recv = false;
+    }
+    iw_access_sgl_release(&dp->rx.wsgl);
+    iw_access_sgl_release(&dp->rx.rr.src);
+    dp->rx.rr_pending = false;
 }

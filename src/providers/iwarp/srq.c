@@ -1,46 +1,13 @@
 /* srq.c - shared receive queues (§2.8, §3.8, §5.9): a ring of posted receives that QPs draw
- * from, with the one-shot low-water notification. */
+ * from, with the one-shot low-water notification.
+ *
+ * Talks to: wq.c (the ring), progress.c (the low-water notification), obj.c. Called by rx.c
+ * (iw_srq_take) and pd.c. */
 #include "iwarp.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- work queues shared with qp.c ---- */
-
-int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge)
-{
-    memset(q, 0, sizeof(*q));
-    if (!depth)
-        return 0;
-    q->ring = calloc(depth, sizeof(*q->ring));
-    if (!q->ring)
-        return -ENOMEM;
-    q->depth = depth;
-    q->max_sge = max_sge;
-    return 0;
-}
-
-void iw_wqe_release(struct iw_wqe *w)
-{
-    free(w->inline_buf);
-    free(w->page_list);
-    if (w->mem)
-        iw_obj_put(w->mem);
-    if (w->mem2)
-        iw_obj_put(w->mem2);
-    memset(w, 0, sizeof(*w));
-}
-
-void iw_wq_free(struct iw_wq *q)
-{
-    for (uint32_t i = 0; i < q->count; i++)
-        iw_wqe_release(iw_wq_at(q, i));
-    free(q->ring);
-    memset(q, 0, sizeof(*q));
-}
-
-/* ---- SRQ ---- */
 
 static void iw_srq_notify_work(struct iw_work *w)
 {
@@ -58,22 +25,16 @@ static void iw_srq_check_limit_locked(struct iw_srq *srq)
         return;
     srq->armed = false;
     iw_obj_get(&srq->obj);
-    if (!iw_work_queue(srq->obj.dev, &srq->notify_work))
+    if (!iw_progress_queue(srq->obj.dev, &srq->notify_work))
         iw_obj_put(&srq->obj);
 }
 
 int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out)
 {
-    int err = -ENOBUFS;
+    int err;
 
     pthread_mutex_lock(&srq->lock);
-    if (srq->rq.count) {
-        *out = *iw_wq_at(&srq->rq, 0);
-        memset(iw_wq_at(&srq->rq, 0), 0, sizeof(struct iw_wqe));
-        srq->rq.head = (srq->rq.head + 1) % srq->rq.depth;
-        srq->rq.count--;
-        err = 0;
-    }
+    err = iw_wq_pop(&srq->rq, out);
     iw_srq_check_limit_locked(srq);
     pthread_mutex_unlock(&srq->lock);
     return err;
@@ -82,29 +43,24 @@ int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out)
 static NTSTATUS iw_srq_receive(NDK_SRQ *s, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_srq *srq = to_iw_srq(s);
-    uint64_t total = 0;
+    struct iw_wqe w;
     NTSTATUS st = STATUS_SUCCESS;
 
     if (nsge > srq->rq.max_sge || (nsge && !sgl))
         return STATUS_INVALID_PARAMETER;
+    memset(&w, 0, sizeof w);
     for (ULONG i = 0; i < nsge; i++)
-        total += sgl[i].Length;
-    if (total > IW_MAX_TRANSFER)
+        w.length += sgl[i].Length;
+    if (w.length > IW_MAX_TRANSFER)
         return STATUS_INVALID_PARAMETER;
+    w.op = IW_WR_RECEIVE;
+    w.request_context = rctx;
+    w.nsge = nsge;
+    if (nsge)
+        memcpy(w.sge, sgl, nsge * sizeof(NDK_SGE));
     pthread_mutex_lock(&srq->lock);
-    if (iw_wq_full(&srq->rq)) {
+    if (iw_wq_push(&srq->rq, &w) < 0)
         st = STATUS_INSUFFICIENT_RESOURCES;
-    } else {
-        struct iw_wqe *w = iw_wq_at(&srq->rq, srq->rq.count);
-        memset(w, 0, sizeof(*w));
-        w->op = IW_WR_RECEIVE;
-        w->request_context = rctx;
-        w->nsge = nsge;
-        if (nsge)
-            memcpy(w->sge, sgl, nsge * sizeof(NDK_SGE));
-        w->length = total;
-        srq->rq.count++;
-    }
     pthread_mutex_unlock(&srq->lock);
     return st;
 }
@@ -112,31 +68,17 @@ static NTSTATUS iw_srq_receive(NDK_SRQ *s, PVOID rctx, CONST NDK_SGE *sgl, ULONG
 static NTSTATUS iw_modify_srq(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct iw_srq *srq = to_iw_srq(s);
-    struct iw_wqe *ring = NULL;
+    int err;
 
     (void)cb;
     (void)ctx;
     if (depth > IW_MAX_SRQ_DEPTH)
         return STATUS_INVALID_PARAMETER;
-    if (depth) {
-        ring = calloc(depth, sizeof(*ring));
-        if (!ring)
-            return STATUS_INSUFFICIENT_RESOURCES;
-    }
     pthread_mutex_lock(&srq->lock);
-    if (depth) {
-        if (depth < srq->rq.count) {
-            /* Never drop posted receives: shrinking below them is refused. */
-            pthread_mutex_unlock(&srq->lock);
-            free(ring);
-            return STATUS_INVALID_PARAMETER;
-        }
-        for (uint32_t i = 0; i < srq->rq.count; i++)
-            ring[i] = *iw_wq_at(&srq->rq, i);
-        free(srq->rq.ring);
-        srq->rq.ring = ring;
-        srq->rq.head = 0;
-        srq->rq.depth = depth;
+    /* Never drop posted receives: shrinking below them is refused (-EINVAL). */
+    if (depth && (err = iw_wq_resize(&srq->rq, depth)) < 0) {
+        pthread_mutex_unlock(&srq->lock);
+        return ndk_status_from_errno(err);
     }
     if (threshold) {
         /* §5.9: a nonzero threshold (re)arms; fire at once if already below it. */

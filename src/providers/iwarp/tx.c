@@ -1,8 +1,11 @@
 /*
- * tx.c - the transmit engine and the data path's life cycle hooks.
+ * tx.c - the transmit engine (as siw_qp_tx.c): picks the next message, frames FPDUs and writes
+ * them without blocking. Talks to: fpdu.c and crc32c.c (framing), access.c (SGLs, the local
+ * memory operations), qp.c (SQ retire, the one Terminate, the wish for room), cm.c (a socket
+ * error from a posting thread). Run by qp.c, post.c, rx.c and poll.c.
  *
  * The TX engine is a resumable state machine (enum dp_tx_state, one transition function
- * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: dp_tx_kick sets
+ * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: iw_tx_kick sets
  * tx_pending and trylocks; the owner loops until tx_pending stays clear, so a kick is never
  * lost. Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
  * payload iovecs, trailer; several FPDUs per call); a short write just leaves the batch in
@@ -20,12 +23,9 @@
 #include "datapath.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "crc32c.h"
 
@@ -53,52 +53,6 @@ static void tx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_tx_state to)
     dp->tx.state = to;
 }
 
-/* ---- completion of SQ entries ---- */
-
-void dp_sq_retire_locked(struct iw_qp *qp, struct iw_dp *dp)
-{
-    while (qp->sq.count) {
-        uint32_t slot = qp->sq.head;
-        struct dp_sqe *s = &dp->sq[slot];
-        struct iw_wqe *w = iw_wq_at(&qp->sq, 0);
-
-        if (s->state != DP_SQE_DONE)
-            break;
-        /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
-        bool report = !(s->status == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_SILENT_SUCCESS));
-        NDK_RESULT_EX r = {
-            .Status = s->status,
-            .QPContext = qp->qp_context,
-            .RequestContext = w->request_context,
-            .Type = dp_wr_type(w->op),
-            .ProviderErrorCode = s->status == STATUS_SUCCESS ? 0 : s->pec,
-        };
-        /* Memory references go before the completion is visible: a consumer that deregisters
-         * right after it must not find the region still in use by us (§5.10). */
-        dp_sgl_release(&s->sgl);
-        memset(s, 0, sizeof(*s));
-        iw_wqe_release(w);
-        if (report)
-            iw_cq_push(qp->icq, &r, false);
-        qp->sq.head = (qp->sq.head + 1) % qp->sq.depth;
-        qp->sq.count--;
-        if (dp->sq_issued)
-            dp->sq_issued--;
-    }
-}
-
-void dp_queue_terminate_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_term *t, int err)
-{
-    iw_qp_set_error_locked(qp, err);
-    /* Keep the first error and send exactly one Terminate (RFC 5040 §5.3, siw init_terminate). */
-    if (dp->term_pending || dp->term_sent)
-        return;
-    dp->term = *t;
-    dp->term_pending = true;
-    if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING)
-        iw_qp_modify_locked(qp, IW_QP_TERMINATE);
-}
-
 /* A local work request failed in a way that kills the QP (verbs semantics: a failed SQ
  * completion moves the QP to error): record its status, Terminate with RDMAP local
  * catastrophic (what siw sends when its own side moves to TERMINATE). qp->lock held. */
@@ -113,7 +67,7 @@ static void tx_fail_sqe_locked(struct iw_qp *qp, struct iw_dp *dp, uint32_t slot
     t.layer = IW_TERM_LAYER_RDMAP;
     t.etype = IW_TERM_ETYPE_RDMAP_CATASTROPHIC;
     t.ecode = IW_TERM_RDMAP_UNSPECIFIED;
-    dp_queue_terminate_locked(qp, dp, &t, -EACCES);
+    iw_qp_terminate_locked(qp, &t, -EACCES);
 }
 
 /* ---- picking the next message (qp->lock held) ---- */
@@ -169,7 +123,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
 
     while (dp->sq_issued < qp->sq.count) {
         struct iw_wqe *w = iw_wq_at(&qp->sq, dp->sq_issued);
-        uint32_t slot = (qp->sq.head + dp->sq_issued) % qp->sq.depth;
+        uint32_t slot = iw_wq_slot(&qp->sq, dp->sq_issued);
         struct dp_sqe *s = &dp->sq[slot];
         uint32_t bad;
 
@@ -182,19 +136,19 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
         case IW_WR_BIND:
         case IW_WR_FAST_REGISTER:
         case IW_WR_INVALIDATE:
-            s->status = w->op == IW_WR_BIND ? dp_exec_bind(qp, w)
-                      : w->op == IW_WR_FAST_REGISTER ? dp_exec_fast_register(qp, w)
-                      : dp_exec_invalidate(qp, w);
+            s->status = w->op == IW_WR_BIND ? iw_access_exec_bind(qp, w)
+                      : w->op == IW_WR_FAST_REGISTER ? iw_access_exec_fast_register(qp, w)
+                      : iw_access_exec_invalidate(qp, w);
             dp->sq_issued++;
             if (s->status != STATUS_SUCCESS) {
                 tx_fail_sqe_locked(qp, dp, slot, s->status, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
                 return tx_pick_locked(qp, dp);     /* sets up the Terminate */
             }
             s->state = DP_SQE_DONE;
-            dp_sq_retire_locked(qp, dp);
+            iw_qp_sq_retire_locked(qp);
             continue;
         case IW_WR_READ:
-            if (dp_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
+            if (iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
                 return tx_pick_locked(qp, dp);
@@ -229,8 +183,8 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
         case IW_WR_SEND_INV:
         case IW_WR_WRITE:
             if (w->inline_buf || ((w->flags & NDK_OP_FLAG_INLINE) && w->length == 0)) {
-                dp_sgl_inline(&s->sgl, w->inline_buf, w->length);
-            } else if (dp_sgl_resolve(qp, w->sge, w->nsge, 0, &s->sgl, &bad) < 0) {
+                iw_access_sgl_inline(&s->sgl, w->inline_buf, w->length);
+            } else if (iw_access_sgl_resolve(qp, w->sge, w->nsge, 0, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
                 return tx_pick_locked(qp, dp);
@@ -287,7 +241,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
         if (seg) {
             if (room <= 0)
                 break;
-            np = dp_sgl_iov(tx->src, tx->off, seg, &tx->iov[tx->iovcnt + 1], room, &mapped);
+            np = iw_access_sgl_iov(tx->src, tx->off, seg, &tx->iov[tx->iovcnt + 1], room, &mapped);
             if (mapped == 0)
                 break;                             /* out of iovecs: next batch */
             seg = mapped;                          /* a shorter segment is fine (RFC 5041 §5) */
@@ -389,7 +343,7 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
             dp->sq[tx->slot].state = DP_SQE_DONE;
             if (!dp->sq[tx->slot].failed)
                 dp->sq[tx->slot].status = STATUS_SUCCESS;
-            dp_sq_retire_locked(qp, dp);
+            iw_qp_sq_retire_locked(qp);
         }
         break;
     case DP_MSG_RRESP:
@@ -407,7 +361,7 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
         break;
     }
     pthread_mutex_unlock(&qp->lock);
-    dp_sgl_release(&drop);
+    iw_access_sgl_release(&drop);
     tx->msg = DP_MSG_NONE;
 }
 
@@ -482,7 +436,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
 }
 
 /* Returns the first fatal error seen (the caller reports it to the CM without locks). */
-int dp_tx_run(struct iw_qp *qp)
+int iw_tx_run(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
     int ret = 0;
@@ -506,9 +460,9 @@ int dp_tx_run(struct iw_qp *qp)
     return ret;
 }
 
-void dp_tx_kick(struct iw_qp *qp)
+void iw_tx_kick(struct iw_qp *qp)
 {
-    int err = dp_tx_run(qp);
+    int err = iw_tx_run(qp);
 
     if (err < 0) {
         iw_dbg("QP[%u] TX socket error %d", qp->obj.id, err);
@@ -516,41 +470,10 @@ void dp_tx_kick(struct iw_qp *qp)
     }
 }
 
-/* ---- hooks (iwarp.h DATA PATH HOOKS) ---- */
+/* ---- set-up and stop, for the QP's life cycle (qp.c) ---- */
 
-void iw_qp_kick_tx(struct iw_qp *qp)
+void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp)
 {
-    dp_tx_kick(qp);
-}
-
-int iw_qp_on_writable(struct iw_qp *qp)
-{
-    return dp_tx_run(qp);
-}
-
-void iw_qp_connection_established(struct iw_qp *qp)
-{
-    struct iw_dp *dp = qp->dp;
-    int fd;
-
-    if (!dp) {
-        dp = calloc(1, sizeof(*dp));
-        if (!dp) {
-            iw_cm_connection_failed(qp, -ENOMEM);
-            return;
-        }
-        pthread_mutex_init(&dp->rx_mutex, NULL);
-        pthread_mutex_init(&dp->tx_mutex, NULL);
-        dp->fd = -1;
-        dp_poll_init(qp, dp);
-    }
-    pthread_mutex_lock(&qp->lock);
-    fd = qp->fd;
-    if (!dp->sq)
-        dp->sq = calloc(qp->sq.depth ? qp->sq.depth : 1, sizeof(*dp->sq));
-    dp->crc = qp->params.crc;
-    dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
-    dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
     dp->tx.msn_send = 1;
     /* The CM's Read RTR (RFC 6581 §7.1) used MSN 1 on QN 1 in the direction it went. */
     dp->tx.msn_rreq = qp->params.rtr_read_sent ? 2 : 1;
@@ -558,137 +481,22 @@ void iw_qp_connection_established(struct iw_qp *qp)
                   : iw_fpdu_mulpdu(qp->params.mss ? qp->params.mss : 1460, false);
     if (dp->tx.mulpdu < IW_FPDU_READ_REQ_HDR_LEN + 4)
         dp->tx.mulpdu = IW_FPDU_READ_REQ_HDR_LEN + 4;
-    struct iw_fpdu_rx_cfg cfg = { .max_ulpdu = 0, .crc = qp->params.crc, .check_seq = true };
-    iw_fpdu_rx_init(&dp->rx.fr, &cfg);
-    if (qp->params.rtr_read_consumed)
-        dp->rx.fr.uq[IW_QN_READ_REQ].msn = 2;
-    pthread_mutex_unlock(&qp->lock);
-
-    /* Our own reference to the socket, so the engines never race a close of qp->fd: the CM may
-     * detach and close its descriptor; ours goes in iw_qp_connection_lost (engines stopped). */
-    int nfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    if (nfd < 0 || !dp->sq) {
-        if (nfd >= 0)
-            close(nfd);
-        free(dp->sq);
-        dp->sq = NULL;
-        qp->dp = dp;
-        pthread_mutex_lock(&qp->lock);
-        dp->stopped = true;
-        pthread_mutex_unlock(&qp->lock);
-        iw_cm_connection_failed(qp, -ENOMEM);
-        return;
-    }
-    dp->fd = nfd;
-    qp->dp = dp;
-    dp_poll_attach(qp);
-    iw_dbg("QP[%u] data path up: crc %d ird %u ord %u mulpdu %u", qp->obj.id, dp->crc, dp->ird, dp->ord,
-           dp->tx.mulpdu);
-    dp_tx_kick(qp);
 }
 
-void dp_stop(struct iw_qp *qp)
+void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
+{
+    tx_goto(qp, dp, DP_TX_DEAD);
+    dp->tx.msg = DP_MSG_NONE;
+}
+
+void iw_tx_disarm(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
-    if (!dp)
-        return;
-    /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
-     * can find the QP afterwards (cq->qps_lock is outside the engine mutexes). */
-    dp_poll_detach(qp);
-    pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_lock(&dp->tx_mutex);
-    pthread_mutex_lock(&qp->lock);
-    if (!dp->stopped) {
-        dp->stopped = true;
-        tx_goto(qp, dp, DP_TX_DEAD);
-        /* The receive being filled left the RQ: complete it first (it is the oldest). */
-        if (dp->rx.have_recv) {
-            NDK_RESULT_EX r = {
-                .Status = dp->rx.recv_status ? dp->rx.recv_status : STATUS_CANCELLED,
-                .ProviderErrorCode = dp->rx.recv_status ? dp->rx.recv_pec : 0,
-                .QPContext = qp->qp_context,
-                .RequestContext = dp->rx.recv.request_context,
-                .Type = NdkOperationTypeReceive,
-            };
-            dp_sgl_release(&dp->rx.recv_sgl);
-            iw_wqe_release(&dp->rx.recv);
-            iw_cq_push(qp->rcq, &r, false);
-            dp->rx.have_recv = false;
-        }
-        /* SQ entries with a recorded error (local failure, or the one the peer's Terminate
-         * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
-        uint32_t last_failed = UINT32_MAX;
-        for (uint32_t i = 0; i < qp->sq.count; i++)
-            if (dp->sq[(qp->sq.head + i) % qp->sq.depth].failed)
-                last_failed = i;
-        for (uint32_t i = 0; last_failed != UINT32_MAX && i <= last_failed; i++) {
-            struct dp_sqe *s = &dp->sq[(qp->sq.head + i) % qp->sq.depth];
-            if (!s->failed && s->state != DP_SQE_DONE) {
-                s->status = STATUS_CANCELLED;     /* older than a failed one: keep the order */
-                s->pec = 0;
-            }
-            s->state = DP_SQE_DONE;
-        }
-        dp_sq_retire_locked(qp, dp);
-        for (uint32_t i = 0; i < qp->sq.count; i++) {
-            struct dp_sqe *s = &dp->sq[(qp->sq.head + i) % qp->sq.depth];
-            dp_sgl_release(&s->sgl);
-            memset(s, 0, sizeof(*s));
-        }
-        dp->sq_issued = 0;
-        dp->orq_count = 0;
-        while (dp->irq_count) {
-            dp_sgl_release(&dp->irq[dp->irq_head].src);
-            dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
-            dp->irq_count--;
-        }
-        dp->rresp_last_out = false;
-        dp_sgl_release(&dp->rx.wsgl);
-        dp_sgl_release(&dp->rx.rr.src);
-        dp->rx.rr_pending = false;
-        dp->tx.msg = DP_MSG_NONE;
-    }
-    pthread_mutex_unlock(&qp->lock);
-    pthread_mutex_unlock(&dp->tx_mutex);
-    pthread_mutex_unlock(&dp->rx_mutex);
-}
-
-void iw_qp_connection_lost(struct iw_qp *qp, int err)
-{
-    struct iw_dp *dp = qp->dp;
-
-    if (!dp)
-        return;
-    iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
-    (void)dp_rx_drain(qp);
-    dp_stop(qp);
     pthread_mutex_lock(&dp->tx_mutex);
     if (dp->tx.want_out) {
         dp->tx.want_out = false;
         iw_qp_want_writable(qp, false);
     }
     pthread_mutex_unlock(&dp->tx_mutex);
-    pthread_mutex_lock(&dp->rx_mutex);
-    if (dp->fd >= 0) {
-        close(dp->fd);
-        dp->fd = -1;
-    }
-    pthread_mutex_unlock(&dp->rx_mutex);
-}
-
-void iw_dp_qp_destroy(struct iw_qp *qp)
-{
-    struct iw_dp *dp = qp->dp;
-
-    if (!dp)
-        return;
-    dp_stop(qp);
-    if (dp->fd >= 0)
-        close(dp->fd);
-    free(dp->sq);
-    pthread_mutex_destroy(&dp->rx_mutex);
-    pthread_mutex_destroy(&dp->tx_mutex);
-    free(dp);
-    qp->dp = NULL;
 }

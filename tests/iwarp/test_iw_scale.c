@@ -1,0 +1,358 @@
+/* Scale, two processes over 127.0.0.1 (issue 14; correctness only, no timings asserted):
+ *
+ *   hold N    N connections held at once, each with its own PD, CQ, QP and registered MR at
+ *             default depths; one Send on every 97th connection proves the data path at that
+ *             scale; then the client disconnects all and each side sees every one go.
+ *   churn N   N sequential connect / NdkDisconnect / close cycles to one server, each with a
+ *             fresh connector and QP: no cycle may fail (ports in TIME_WAIT must not run the
+ *             active side out of ports).
+ *
+ * Both processes raise RLIMIT_NOFILE to its hard limit; hold skips with the reason when the
+ * limit cannot hold N connections at one descriptor each. Rates are printed for the record. */
+#include "iwtest.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define TMO 60000
+#define WINDOW 256           /* connects in flight: the listener's backlog is not the subject */
+#define DEPTH 32             /* "default depths" of a ULP: 32 sends, 32 receives */
+
+struct arg {
+    int family;
+    int n;
+    bool churn;
+    struct iwt_chan ch;
+};
+
+/* Spins politely until *flag >= v; fails after TMO. */
+static void wait_for(atomic_int *flag, int v, const char *what, int i)
+{
+    uint64_t end = ndk_test_now_ms() + TMO;
+    for (int spins = 0; atomic_load(flag) < v; spins++) {
+        CHECK_MSG(ndk_test_now_ms() < end, "%s %d: not done in %d ms", what, i, TMO);
+        if (spins < 1000)
+            sched_yield();
+        else
+            usleep(100);
+    }
+}
+
+static NTSTATUS req_wait(struct iwt_req *r, NTSTATUS st, const char *what, int i)
+{
+    if (st != STATUS_PENDING)
+        return st;
+    wait_for(&r->done, 1, what, i);
+    return atomic_load(&r->status);
+}
+
+static void close_fast(void *obj, const char *what, int i)
+{
+    struct iwt_close c;
+    NTSTATUS st = iwt_close_start(obj, &c);
+    if (st == STATUS_PENDING)
+        wait_for(&c.done, 1, what, i);
+    else
+        CHECK_MSG(st == STATUS_SUCCESS, "close %s %d: 0x%08x", what, i, (unsigned)st);
+}
+
+static void nop_cq(void *ctx, NTSTATUS st)
+{
+    (void)ctx;
+    (void)st;
+}
+
+/* One connection's objects, as a ULP holds them. */
+struct conn {
+    NDK_CQ *cq;
+    NDK_PD *pd;
+    NDK_QP *qp;
+    NDK_MR *mr;
+    MDL *mdl;
+    NDK_CONNECTOR *c;
+    struct iwt_req rq;
+    atomic_int disc;
+    uint8_t buf[64];
+};
+
+static void conn_objects(struct iwt *t, struct conn *k, int i)
+{
+    NTSTATUS st = t->ad->Dispatch->NdkCreateCq(t->ad, 2 * DEPTH, nop_cq, NULL, NULL, NULL, NULL, &k->cq);
+    CHECK_MSG(st == STATUS_SUCCESS, "CQ %d: 0x%08x", i, (unsigned)st);
+    CHECK_STATUS(t->ad->Dispatch->NdkCreatePd(t->ad, NULL, NULL, &k->pd), STATUS_SUCCESS);
+    st = k->pd->Dispatch->NdkCreateQp(k->pd, k->cq, k->cq, k, DEPTH, DEPTH, 1, 1, 0, NULL, NULL, &k->qp);
+    CHECK_MSG(st == STATUS_SUCCESS, "QP %d: 0x%08x", i, (unsigned)st);
+    CHECK_STATUS(k->pd->Dispatch->NdkCreateMr(k->pd, FALSE, NULL, NULL, &k->mr), STATUS_SUCCESS);
+    k->mdl = IoAllocateMdl(k->buf, sizeof k->buf, FALSE, FALSE, NULL);
+    struct iwt_req rq;
+    iwt_req_init(&rq);
+    st = k->mr->Dispatch->NdkRegisterMr(k->mr, k->mdl, sizeof k->buf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, iwt_req_cb, &rq);
+    CHECK_STATUS(req_wait(&rq, st, "NdkRegisterMr", i), STATUS_SUCCESS);
+}
+
+static void conn_free(struct conn *k, int i)
+{
+    if (k->c)
+        close_fast(k->c, "connector", i);
+    close_fast(k->mr, "MR", i);
+    NdkMdlChainFree(k->mdl);
+    close_fast(k->qp, "QP", i);
+    close_fast(k->pd, "PD", i);
+    close_fast(k->cq, "CQ", i);
+    memset(k, 0, sizeof *k);
+}
+
+static void on_disc(void *ctx)
+{
+    atomic_fetch_add(&((struct conn *)ctx)->disc, 1);
+}
+
+/* ---- server ---- */
+
+static struct {
+    struct iwt t;
+    struct conn *conns;
+    int n;
+    bool churn;
+    atomic_int next;        /* connect events seen */
+    atomic_int accepted;
+    atomic_int failed;
+} S;
+
+/* Accepts from the connect-event callback (§5.2 allows it). In churn mode the slot is reused,
+ * so the objects are made here, one connection at a time. */
+static void on_connect(void *ctx, NDK_CONNECTOR *c)
+{
+    (void)ctx;
+    int i = atomic_fetch_add(&S.next, 1);
+    struct conn *k = &S.conns[S.churn ? 0 : i];
+    if (i >= S.n || (S.churn && k->c)) {
+        atomic_fetch_add(&S.failed, 1);
+        c->Dispatch->NdkReject(c, NULL, 0);
+        return;
+    }
+    if (S.churn)
+        conn_objects(&S.t, k, i);
+    NDK_SGE sge = { .VirtualAddress = k->buf, .Length = sizeof k->buf,
+                    .MemoryRegionToken = k->mr->Dispatch->NdkGetLocalTokenFromMr(k->mr) };
+    CHECK_STATUS(k->qp->Dispatch->NdkReceive(k->qp, (void *)1, &sge, 1), STATUS_SUCCESS);
+    k->c = c;
+    atomic_store(&k->disc, 0);
+    iwt_req_init(&k->rq);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, k->qp, 1, 1, NULL, 0, on_disc, k, iwt_req_cb, &k->rq);
+    if (st != STATUS_PENDING) {
+        atomic_store(&k->rq.status, st);
+        atomic_store(&k->rq.done, 1);
+    }
+    atomic_fetch_add(&S.accepted, 1);
+}
+
+static int server(void *p)
+{
+    struct arg *a = p;
+    NDK_LISTENER *l;
+    SOCKADDR_INET la;
+    ULONG len = sizeof la;
+
+    S.n = a->n;
+    S.churn = a->churn;
+    iwt_raise_nofile(~0ul);
+    iwt_open(&S.t, a->family);
+    S.conns = calloc(S.churn ? 1 : (size_t)S.n, sizeof *S.conns);
+    for (int i = 0; !S.churn && i < S.n; i++)
+        conn_objects(&S.t, &S.conns[i], i);
+    la = iwt_addr(&S.t, 0);
+    CHECK_STATUS(S.t.ad->Dispatch->NdkCreateListener(S.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
+    CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
+    iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la));
+    if (S.churn) {
+        /* Each cycle: the client connects and disconnects; we answer its disconnect, close,
+         * and release it to the next cycle once its side is closed too. */
+        for (int i = 0; i < S.n; i++) {
+            struct conn *k = &S.conns[0];
+            wait_for(&S.accepted, i + 1, "connect event", i);
+            CHECK_STATUS(req_wait(&k->rq, STATUS_PENDING, "accept", i), STATUS_SUCCESS);
+            wait_for(&k->disc, 1, "disconnect event", i);
+            struct iwt_req rq;
+            iwt_req_init(&rq);
+            NTSTATUS st = k->c->Dispatch->NdkDisconnect(k->c, iwt_req_cb, &rq);
+            st = req_wait(&rq, st, "NdkDisconnect", i);
+            CHECK_MSG(st == STATUS_SUCCESS, "cycle %d: server NdkDisconnect 0x%08x", i, (unsigned)st);
+            conn_free(k, i);
+            CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 1);
+            iwt_send(iwt_srv_tx(&a->ch), 2);
+        }
+    } else {
+        CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 1);          /* all connected */
+        CHECK_EQ(atomic_load(&S.accepted), S.n);
+        for (int i = 0; i < S.n; i++)
+            CHECK_STATUS(req_wait(&S.conns[i].rq, STATUS_PENDING, "accept", i), STATUS_SUCCESS);
+        ULONG wr = 0, need = 0;
+        CHECK_STATUS(ndk_rt_query_oid(S.t.rt, S.t.id, OID_NDK_CONNECTIONS, NULL, 0, &wr, &need),
+                     NDIS_STATUS_BUFFER_TOO_SHORT);
+        CHECK_EQ(need, NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * S.n));   /* both ends are ours */
+        /* The sample Sends arrive. */
+        for (int i = 0; i < S.n; i += 97) {
+            NDK_RESULT_EX r;
+            CHECK_MSG(iwt_cq_wait(S.conns[i].cq, &r, TMO), "connection %d: no Send", i);
+            CHECK_STATUS(r.Status, STATUS_SUCCESS);
+            CHECK_EQ(S.conns[i].buf[0], (uint8_t)i);
+        }
+        iwt_send(iwt_srv_tx(&a->ch), 2);
+        CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 3);          /* client disconnected all */
+        for (int i = 0; i < S.n; i++) {
+            wait_for(&S.conns[i].disc, 1, "disconnect event", i);
+            struct iwt_req rq;
+            iwt_req_init(&rq);
+            NTSTATUS st = S.conns[i].c->Dispatch->NdkDisconnect(S.conns[i].c, iwt_req_cb, &rq);
+            CHECK_STATUS(req_wait(&rq, st, "NdkDisconnect", i), STATUS_SUCCESS);
+            conn_free(&S.conns[i], i);
+        }
+    }
+    CHECK_EQ(atomic_load(&S.failed), 0);
+    close_fast(l, "listener", 0);
+    iwt_close(&S.t);
+    free(S.conns);
+    return 0;
+}
+
+/* ---- client ---- */
+
+static void connect_start(struct iwt *t, struct conn *k, uint16_t port, int i)
+{
+    SOCKADDR_INET src = iwt_addr(t, 0), dst = iwt_addr(t, port);
+    NTSTATUS st = t->ad->Dispatch->NdkCreateConnector(t->ad, NULL, NULL, &k->c);
+    CHECK_MSG(st == STATUS_SUCCESS, "connector %d: 0x%08x", i, (unsigned)st);
+    iwt_req_init(&k->rq);
+    st = k->c->Dispatch->NdkConnect(k->c, k->qp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&dst,
+                                    iwt_addr_len(&dst), 1, 1, NULL, 0, iwt_req_cb, &k->rq);
+    if (st != STATUS_PENDING) {
+        atomic_store(&k->rq.status, st);
+        atomic_store(&k->rq.done, 1);
+    }
+}
+
+static void connect_finish(struct conn *k, int i)
+{
+    NTSTATUS st = req_wait(&k->rq, STATUS_PENDING, "NdkConnect", i);
+    CHECK_MSG(st == STATUS_SUCCESS, "connection %d: NdkConnect 0x%08x", i, (unsigned)st);
+    iwt_req_init(&k->rq);
+    st = k->c->Dispatch->NdkCompleteConnect(k->c, on_disc, k, iwt_req_cb, &k->rq);
+    CHECK_MSG(req_wait(&k->rq, st, "NdkCompleteConnect", i) == STATUS_SUCCESS, "connection %d: complete", i);
+}
+
+static void disconnect(struct conn *k, int i)
+{
+    struct iwt_req rq;
+    iwt_req_init(&rq);
+    NTSTATUS st = k->c->Dispatch->NdkDisconnect(k->c, iwt_req_cb, &rq);
+    st = req_wait(&rq, st, "NdkDisconnect", i);
+    CHECK_MSG(st == STATUS_SUCCESS, "connection %d: NdkDisconnect 0x%08x", i, (unsigned)st);
+}
+
+static int client(void *p)
+{
+    struct arg *a = p;
+    struct iwt t;
+    unsigned long lim = iwt_raise_nofile(~0ul);
+    uint16_t port = (uint16_t)iwt_recv(iwt_cli_rx(&a->ch), TMO);
+
+    iwt_open(&t, a->family);
+    uint64_t t0 = ndk_test_now_ms();
+    if (a->churn) {
+        struct conn k;
+        memset(&k, 0, sizeof k);
+        for (int i = 0; i < a->n; i++) {
+            conn_objects(&t, &k, i);
+            connect_start(&t, &k, port, i);
+            connect_finish(&k, i);
+            disconnect(&k, i);
+            conn_free(&k, i);
+            iwt_send(iwt_cli_tx(&a->ch), 1);
+            CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 2);
+            if ((i + 1) % 50000 == 0) {
+                printf("churn: %d cycles, %.0f/s\n", i + 1, (i + 1) * 1000.0 / (double)(ndk_test_now_ms() - t0 + 1));
+                fflush(stdout);
+            }
+        }
+    } else {
+        struct conn *ks = calloc((size_t)a->n, sizeof *ks);
+        int started = 0, done = 0;
+        for (int i = 0; i < a->n; i++)
+            conn_objects(&t, &ks[i], i);
+        uint64_t t1 = ndk_test_now_ms();
+        while (done < a->n) {
+            while (started < a->n && started - done < WINDOW)
+                connect_start(&t, &ks[started], port, started), started++;
+            connect_finish(&ks[done], done);
+            done++;
+            if (done % 5000 == 0) {
+                printf("hold: %d connected, %.0f/s (descriptor limit %lu)\n", done,
+                       done * 1000.0 / (double)(ndk_test_now_ms() - t1 + 1), lim);
+                fflush(stdout);
+            }
+        }
+        for (int i = 0; i < a->n; i += 97) {
+            NDK_SGE sge = { .VirtualAddress = ks[i].buf, .Length = 1,
+                            .MemoryRegionToken = ks[i].mr->Dispatch->NdkGetLocalTokenFromMr(ks[i].mr) };
+            ks[i].buf[0] = (uint8_t)i;
+            CHECK_STATUS(ks[i].qp->Dispatch->NdkSend(ks[i].qp, NULL, &sge, 1, 0), STATUS_SUCCESS);
+            NDK_RESULT_EX r;
+            CHECK_MSG(iwt_cq_wait(ks[i].cq, &r, TMO), "connection %d: Send did not complete", i);
+            CHECK_STATUS(r.Status, STATUS_SUCCESS);
+        }
+        iwt_send(iwt_cli_tx(&a->ch), 1);
+        CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 2);
+        /* Start every disconnect, then let the server answer each. */
+        struct iwt_req *rq = calloc((size_t)a->n, sizeof *rq);
+        for (int i = 0; i < a->n; i++) {
+            iwt_req_init(&rq[i]);
+            NTSTATUS st = ks[i].c->Dispatch->NdkDisconnect(ks[i].c, iwt_req_cb, &rq[i]);
+            if (st != STATUS_PENDING) {
+                atomic_store(&rq[i].status, st);
+                atomic_store(&rq[i].done, 1);
+            }
+        }
+        iwt_send(iwt_cli_tx(&a->ch), 3);
+        for (int i = 0; i < a->n; i++) {
+            CHECK_STATUS(req_wait(&rq[i], STATUS_PENDING, "NdkDisconnect", i), STATUS_SUCCESS);
+            CHECK_EQ(atomic_load(&ks[i].disc), 0);           /* we disconnected: no event (§3.6) */
+            conn_free(&ks[i], i);
+        }
+        free(rq);
+        free(ks);
+    }
+    printf("%s %d: %.1f s\n", a->churn ? "churn" : "hold", a->n, (double)(ndk_test_now_ms() - t0) / 1000.0);
+    fflush(stdout);
+    iwt_close(&t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct arg a = { .family = AF_INET };
+
+    if (argc != 3 || (strcmp(argv[1], "hold") && strcmp(argv[1], "churn"))) {
+        fprintf(stderr, "usage: %s hold|churn N\n", argv[0]);
+        return 2;
+    }
+    a.churn = !strcmp(argv[1], "churn");
+    a.n = atoi(argv[2]);
+    if (!a.churn) {
+        /* One descriptor per connection and some for the runtime, the listener and the tests. */
+        unsigned long lim = iwt_raise_nofile(~0ul);
+        if (lim < (unsigned long)a.n + 400)
+            ndk_test_skip("RLIMIT_NOFILE hard limit %lu cannot hold %d connections at one descriptor each", lim, a.n);
+    }
+    printf("%s %d\n", argv[1], a.n);
+    iwt_chan_init(&a.ch);
+    iwt_run_pair(server, client, &a, a.churn ? 1500000 : 900000);
+    iwt_chan_close(&a.ch);
+    printf("PASS\n");
+    return 0;
+}
