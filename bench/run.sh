@@ -7,13 +7,20 @@
 # --quick: one repetition, sizes 8 B and 64 KiB, for a fast check of the whole chain.
 # Peers: raw TCP (iperf3 one stream; sockperf ping-pong busy-polled and blocking), UCX over TCP
 # (ucx_perftest tag/put/get bandwidth and tag/put latency), libfabric's tcp provider (our
-# bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong). Every point is repeated
-# BENCH_REPS times with ours and the peers interleaved round-robin, and the median is kept.
+# bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong); ours with MPA CRC off
+# and on; CRC-32C speed (bench/crc_bench). Every server runs on one CPU and every client on
+# another (taskset). Each repetition runs every measurement twice, in an order and then in the
+# reverse order (ABBA), and counts as the mean of the two; a run during which other processes
+# took more than BENCH_MAX_OTHER % of the CPU drops its repetition (counted). The median of the
+# repetitions is kept, with their spread.
 # Results: BUILD_DIR/bench/{table.md,results.csv,results.json,samples.csv,machine.txt,raw/}.
 #
-# Environment: BENCH_REPS (5), BENCH_SECONDS (1, whole seconds), BENCH_SIZES ("8 4096 65536
-# 1048576"), BENCH_ONLY (extended regex on measurement ids, e.g. 'ndk|fi\.'),
-# BENCH_BW_POLL (1: ndkperf and fi_peer busy-poll in bandwidth runs; 0: they block).
+# Environment: BENCH_REPS (5), BENCH_SECONDS (1, whole seconds), BENCH_SECONDS_LARGE (3: sizes
+# of 1 MiB and more), BENCH_SIZES ("8 4096 65536 1048576"), BENCH_ONLY (extended regex on
+# measurement ids, e.g. 'ndk|fi\.'), BENCH_BW_POLL (1: ndkperf and fi_peer busy-poll in bandwidth
+# runs; 0: they block), BENCH_DEPTH (32: ndkperf's and fi_peer's window), BENCH_CPUS ("0 1":
+# server CPU, client CPU; "" to not pin), BENCH_MAX_OTHER (10), BENCH_ORDER (abba; once: every
+# measurement once per repetition, half the time, no drift cancellation).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,15 +46,26 @@ build=$(cd "$build" && pwd)
 
 reps=${BENCH_REPS:-5}
 secs=${BENCH_SECONDS:-1}
+secs_large=${BENCH_SECONDS_LARGE:-3}
 sizes=${BENCH_SIZES:-"8 4096 65536 1048576"}
 only=${BENCH_ONLY:-}
 bw_poll=${BENCH_BW_POLL:-1}
+depth=${BENCH_DEPTH:-32}
+cpus=${BENCH_CPUS-"0 1"}
+max_other=${BENCH_MAX_OTHER:-10}
+order=${BENCH_ORDER:-abba}
 if [ "$quick" = 1 ]; then
   reps=${BENCH_REPS:-1}
   sizes=${BENCH_SIZES:-"8 65536"}
 fi
 case "$secs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECONDS must be a whole number >= 1" >&2; exit 2 ;; esac
+case "$secs_large" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECONDS_LARGE must be a whole number >= 1" >&2; exit 2 ;; esac
 case "$reps" in '' | *[!0-9]* | 0) echo "bench: BENCH_REPS must be a number >= 1" >&2; exit 2 ;; esac
+case "$depth" in '' | *[!0-9]* | 0) echo "bench: BENCH_DEPTH must be a number >= 1" >&2; exit 2 ;; esac
+case "$max_other" in '' | *[!0-9]*) echo "bench: BENCH_MAX_OTHER must be a whole percentage" >&2; exit 2 ;; esac
+case "$order" in abba | once) ;; *) echo "bench: BENCH_ORDER must be abba or once" >&2; exit 2 ;; esac
+# dur SIZE: seconds for a run at SIZE (the 1 MiB points run longer: fewer messages per second).
+dur() { if [ "$1" -ge 1048576 ] && [ "$secs_large" -gt "$secs" ]; then echo "$secs_large"; else echo "$secs"; fi; }
 
 lo=127.0.0.1
 # One fixed port per tool; each is checked free before its server starts.
@@ -73,7 +91,7 @@ die() { say "error: $*"; exit 1; }
 # ---------- tools ----------
 
 need=()
-for t in iperf3 sockperf ucx_perftest pkg-config cc awk timeout; do
+for t in iperf3 sockperf ucx_perftest pkg-config cc awk timeout taskset; do
   command -v "$t" >/dev/null 2>&1 || need+=("$t")
 done
 [ ${#need[@]} -eq 0 ] || die "missing ${need[*]} (scripts/deps.sh bench installs the Debian packages)"
@@ -86,6 +104,35 @@ if [ ! -x "$fi_peer" ] || [ "$here/fi_peer/fi_peer.c" -nt "$fi_peer" ]; then
   # shellcheck disable=SC2046
   cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$fi_peer" "$here/fi_peer/fi_peer.c" \
     $(pkg-config --cflags --libs libfabric) || die "fi_peer did not build"
+fi
+
+# bench/crc_bench: CRC-32C speed of the provider's own crc32c.c, built the same way.
+crc_bench=$out/crc_bench
+crc_src=$here/../src/providers/iwarp
+if [ ! -x "$crc_bench" ] || [ "$here/crc_bench/crc_bench.c" -nt "$crc_bench" ] || [ "$crc_src/crc32c.c" -nt "$crc_bench" ] ||
+  [ "$crc_src/crc32c.h" -nt "$crc_bench" ]; then
+  say "building crc_bench"
+  cc -std=c11 -O2 -g -Wall -Wextra -Werror -I"$crc_src" -o "$crc_bench" "$here/crc_bench/crc_bench.c" \
+    "$crc_src/crc32c.c" || die "crc_bench did not build"
+fi
+
+# Pinning: every server on one CPU, every client on another, the same for ours and each peer
+# (a process's threads, the provider's included, stay on its CPU).
+srv_pin=()
+cli_pin=()
+pin_note=
+read -r srv_cpu cli_cpu _ <<<"$cpus" || true
+if [ -n "${srv_cpu:-}" ] && [ -n "${cli_cpu:-}" ]; then
+  if taskset -c "$srv_cpu" true 2>/dev/null && taskset -c "$cli_cpu" true 2>/dev/null; then
+    srv_pin=(taskset -c "$srv_cpu")
+    cli_pin=(taskset -c "$cli_cpu")
+    pin_note="servers on CPU $srv_cpu, clients on CPU $cli_cpu"
+  else
+    pin_note="not pinned (CPUs $cpus are not available here)"
+    say "note: BENCH_CPUS='$cpus' cannot be used; nothing is pinned"
+  fi
+else
+  pin_note="not pinned (BENCH_CPUS is empty)"
 fi
 
 # UCX runs in a private network namespace when we may create one (root, or user namespaces).
@@ -218,7 +265,7 @@ json_num() {
 # on failure it prints the reason on stderr and returns non-zero. Bandwidth in GB/s (10^9 bytes
 # per second, payload), latency in microseconds one-way (half the round trip), median sample.
 
-limit=$((secs * 3 + 20))
+limit=$((secs_large * 3 + 20))
 
 # client NAME OUT ERR CMD...: runs a client with the time limit; on failure says why on stderr.
 client() {
@@ -233,24 +280,26 @@ client() {
   return 1
 }
 
-m_ndk() { # OP MODE SIZE   (MODE: bw | lat-poll | lat-block)
+m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block)
   local op=$1 mode=$2 size=$3 f=$raw/$4
   # The server's completion mode is its own (ndkperf -s [--poll]): one server for each mode.
-  local poll=0 args=(-t "$op" -z "$size" -D "$secs" --json)
+  # CRC is the client's choice: MPA uses it when either side asks (RFC 5044 §7.1).
+  local poll=0 args=(-t "$op" -z "$size" -D "$(dur "$size")" --json)
   case $mode in
-    bw) poll=$bw_poll ;;
+    bw) poll=$bw_poll; args+=(-d "$depth") ;;
+    bw-crc) poll=$bw_poll; args+=(-d "$depth" --crc); mode=bw ;;
     lat-poll) poll=1; args+=(--lat) ;;
     lat-block) args+=(--lat) ;;
   esac
   if [ "$poll" = 1 ]; then
-    ensure_server ndkperf-poll "$p_ndk_poll" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk_poll" --poll ||
+    ensure_server ndkperf-poll "$p_ndk_poll" "${srv_pin[@]}" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk_poll" --poll ||
       return 1
     args+=(-c "$lo:$p_ndk_poll" --poll)
   else
-    ensure_server ndkperf "$p_ndk" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" || return 1
+    ensure_server ndkperf "$p_ndk" "${srv_pin[@]}" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" || return 1
     args+=(-c "$lo:$p_ndk")
   fi
-  client ndkperf "$f" "$f.err" "${ndk_env[@]}" "$ndkperf" "${args[@]}" || return 1
+  client ndkperf "$f" "$f.err" "${cli_pin[@]}" "${ndk_env[@]}" "$ndkperf" "${args[@]}" || return 1
   # ndkperf --json: results[0] has bw_avg_MBps (10^6 B/s), t_typical_us (median one-way) and
   # client_/server_cpu_ns_per_byte.
   local v c s
@@ -268,13 +317,14 @@ m_ndk() { # OP MODE SIZE   (MODE: bw | lat-poll | lat-block)
 
 m_fi() { # TEST MODE SIZE FILE   (TEST: write read send lat; MODE: bw | lat-poll | lat-block)
   local test=$1 mode=$2 size=$3 f=$raw/$4
-  ensure_server fi_peer "$p_fi" env FI_PROVIDER=tcp "$fi_peer" -s -a "$lo" -p "$p_fi" || return 1
-  local args=(-c "$lo" -p "$p_fi" -t "$test" -z "$size" -D "$secs")
+  ensure_server fi_peer "$p_fi" "${srv_pin[@]}" env FI_PROVIDER=tcp "$fi_peer" -s -a "$lo" -p "$p_fi" || return 1
+  # ndkperf's window and ndkperf's warm-up (it has none), so the two differ only in the stack.
+  local args=(-c "$lo" -p "$p_fi" -t "$test" -z "$size" -D "$(dur "$size")" -w 0)
   case $mode in
-    bw) [ "$bw_poll" = 1 ] && args+=(--poll) ;;
+    bw) args+=(-d "$depth"); [ "$bw_poll" = 1 ] && args+=(--poll) ;;
     lat-poll) args+=(--poll) ;;
   esac
-  client fi_peer "$f" "$f.err" env FI_PROVIDER=tcp "$fi_peer" "${args[@]}" || return 1
+  client fi_peer "$f" "$f.err" "${cli_pin[@]}" env FI_PROVIDER=tcp "$fi_peer" "${args[@]}" || return 1
   local v cpu=
   if [ "$mode" = bw ]; then
     v=$(json_num "$f" gbytes_per_s) || { echo "fi_peer printed no result" >&2; return 1; }
@@ -287,8 +337,8 @@ m_fi() { # TEST MODE SIZE FILE   (TEST: write read send lat; MODE: bw | lat-poll
 
 m_iperf() { # SIZE FILE
   local size=$1 f=$raw/$2
-  ensure_server iperf3 "$p_iperf" iperf3 -s -B "$lo" -p "$p_iperf" || return 1
-  client iperf3 "$f" "$f.err" iperf3 -c "$lo" -p "$p_iperf" -B "$lo" -l "$size" -t "$secs" -J || {
+  ensure_server iperf3 "$p_iperf" "${srv_pin[@]}" iperf3 -s -B "$lo" -p "$p_iperf" || return 1
+  client iperf3 "$f" "$f.err" "${cli_pin[@]}" iperf3 -c "$lo" -p "$p_iperf" -B "$lo" -l "$size" -t "$(dur "$size")" -J || {
     grep -m1 '"error"' "$f" >&2 || true
     return 1
   }
@@ -321,17 +371,17 @@ m_sock() { # MODE SIZE FILE   (MODE: lat-poll | lat-block)
   if [ "$mode" = lat-poll ]; then
     # Both ends spin: non-blocking sockets, the server's epoll with a zero timeout.
     # This server spins while idle too, so it lives only for this run.
-    start_server sockperf-busy "$p_sock_busy" sockperf sr --tcp -i "$lo" -p "$p_sock_busy" \
+    start_server sockperf-busy "$p_sock_busy" "${srv_pin[@]}" sockperf sr --tcp -i "$lo" -p "$p_sock_busy" \
       -m 1048575 --nonblocked --timeout 0 || return 1
     local pid=$server_pid
-    args=(pp --tcp -i "$lo" -p "$p_sock_busy" -m "$size" -t "$secs" --nonblocked)
-    timeout -k 2 "$limit" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
+    args=(pp --tcp -i "$lo" -p "$p_sock_busy" -m "$size" -t "$(dur "$2")" --nonblocked)
+    timeout -k 2 "$limit" "${cli_pin[@]}" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
     stop_server "$pid"
   else
-    ensure_server sockperf-block "$p_sock_block" sockperf sr --tcp -i "$lo" -p "$p_sock_block" \
+    ensure_server sockperf-block "$p_sock_block" "${srv_pin[@]}" sockperf sr --tcp -i "$lo" -p "$p_sock_block" \
       -m 1048575 || return 1
-    args=(pp --tcp -i "$lo" -p "$p_sock_block" -m "$size" -t "$secs")
-    timeout -k 2 "$limit" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
+    args=(pp --tcp -i "$lo" -p "$p_sock_block" -m "$size" -t "$(dur "$2")")
+    timeout -k 2 "$limit" "${cli_pin[@]}" sockperf "${args[@]}" >"$f" 2>&1 || rc=$?
   fi
   [ "$rc" = 0 ] || { echo "sockperf ${args[*]}: $(grep -m1 -i error "$f" || tail -n 1 "$f")" >&2; return 1; }
   awk '/percentile 50.000 =/ { v = $NF } END { if (v == "") exit 1; print v + 0, "" }' "$f" ||
@@ -339,6 +389,8 @@ m_sock() { # MODE SIZE FILE   (MODE: lat-poll | lat-block)
 }
 
 declare -A ucx_us=() # microseconds per iteration, per test and size, from the calibration
+ucx_cpus=
+[ ${#srv_pin[@]} -gt 0 ] && ucx_cpus="$srv_cpu $cli_cpu"
 m_ucx() { # TEST WAIT SIZE FILE   (ucx_perftest test name; WAIT: poll | sleep)
   local test=$1 size=$3 f=$raw/$4 n w key per
   local extra=()
@@ -348,17 +400,17 @@ m_ucx() { # TEST WAIT SIZE FILE   (ucx_perftest test name; WAIT: poll | sleep)
   # ucx_perftest counts iterations, not seconds: a short first run per test and size measures
   # the cost of one iteration, and later runs are sized to last about BENCH_SECONDS.
   if [ -z "${ucx_us[$key]:-}" ]; then
-    client ucx_perftest "$f.cal" "$f.cal.err" "${ucx_ns[@]}" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
+    client ucx_perftest "$f.cal" "$f.cal.err" "${ucx_ns[@]}" env "UCX_PAIR_CPUS=$ucx_cpus" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
       -t "$test" -s "$size" -n 200 -w 20 -f "$@" || return 1
     per=$(awk -v lat="$([[ $test == *lat ]] && echo 2 || echo 1)" '
       NF >= 8 && $1 ~ /^[0-9]+$/ { v = $4 * lat } END { if (v == "") exit 1; print v }' "$f.cal") ||
       { echo "ucx_perftest printed no result" >&2; return 1; }
     ucx_us[$key]=$per
   fi
-  n=$(awk -v us="${ucx_us[$key]}" -v secs="$secs" 'BEGIN {
+  n=$(awk -v us="${ucx_us[$key]}" -v secs="$(dur "$size")" 'BEGIN {
         if (us <= 0) us = 1; n = int(0.8 * secs * 1e6 / us); if (n < 50) n = 50; if (n > 2000000) n = 2000000; print n }')
   w=$((n / 10 + 1))
-  if ! client ucx_perftest "$f" "$f.err" "${ucx_ns[@]}" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
+  if ! client ucx_perftest "$f" "$f.err" "${ucx_ns[@]}" env "UCX_PAIR_CPUS=$ucx_cpus" "$here/ucx-pair.sh" "$p_ucx" "$limit" \
     -t "$test" -s "$size" -n "$n" -w "$w" -f "$@"; then
     ucx_us[$key]=$(awk -v us="${ucx_us[$key]}" 'BEGIN { print us * 4 }') # shorter next time
     return 1
@@ -374,12 +426,22 @@ m_ucx() { # TEST WAIT SIZE FILE   (ucx_perftest test name; WAIT: poll | sleep)
     { echo "ucx_perftest printed no result" >&2; return 1; }
 }
 
+m_crc() { # OP SIZE TAG   (OP: crc | copy): CRC-32C GB/s on one core, the client's
+  local op=$1 size=$2 f=$raw/$3
+  client crc_bench "$f" "$f.err" "${cli_pin[@]}" "$crc_bench" --default --op "$op" -t 0.5 --json "$size" || return 1
+  json_num "$f" gbytes_per_s | awk '{ print $1, "" }' | grep . || { echo "crc_bench printed no result" >&2; return 1; }
+}
+
 # ---------- the plan ----------
-# id | kind | command. Order within a repetition: for each size, every tool; all repeated.
+# id | kind | command [| smallest size]. Order within a repetition: for each size, every
+# measurement, then (BENCH_ORDER=abba) every measurement again in the reverse order.
 plan=(
   "ndk.write.bw|bw|m_ndk write bw"
   "ndk.read.bw|bw|m_ndk read bw"
   "ndk.send.bw|bw|m_ndk send bw"
+  "ndk.write.bw.crc|bw|m_ndk write bw-crc"
+  "ndk.read.bw.crc|bw|m_ndk read bw-crc"
+  "ndk.send.bw.crc|bw|m_ndk send bw-crc"
   "tcp.stream.bw|bw|m_iperf"
   "ucx.put.bw|bw|m_ucx ucp_put_bw poll"
   "ucx.get.bw|bw|m_ucx ucp_get poll"
@@ -397,6 +459,8 @@ plan=(
   "tcp.lat.block|lat|m_sock lat-block"
   "ucx.tag.lat.block|lat|m_ucx tag_lat sleep"
   "fi.lat.block|lat|m_fi lat lat-block"
+  "crc.update.bw|bw|m_crc crc|4096"
+  "crc.copy.bw|bw|m_crc copy|4096"
 )
 
 selected=()
@@ -410,9 +474,9 @@ done
 # Probe ndkperf once, briefly, so a missing or broken data path shows as one clear line.
 if [ -z "$ndk_reason" ]; then
   probe=$raw/ndk-probe.json
-  if ! ensure_server ndkperf "$p_ndk" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" 2>"$probe.why"; then
+  if ! ensure_server ndkperf "$p_ndk" "${srv_pin[@]}" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk" 2>"$probe.why"; then
     ndk_reason=$(tail -n 1 "$probe.why")
-  elif ! timeout -k 2 20 "${ndk_env[@]}" "$ndkperf" -c "$lo:$p_ndk" -t write -z 4096 -D 1 --json \
+  elif ! timeout -k 2 20 "${cli_pin[@]}" "${ndk_env[@]}" "$ndkperf" -c "$lo:$p_ndk" -t write -z 4096 -D 1 --json \
     >"$probe" 2>"$probe.err"; then
     ndk_reason="probe failed: $(tail -n 1 "$probe.err" 2>/dev/null)"
   fi
@@ -438,8 +502,14 @@ fi
   echo "libfabric=$(pkg-config --modversion libfabric)"
   echo "reps=$reps"
   echo "seconds=$secs"
+  echo "seconds_large=$secs_large"
   echo "sizes=$sizes"
   echo "bw_poll=$bw_poll"
+  echo "depth=$depth"
+  echo "pinning=$pin_note"
+  echo "order=$order"
+  echo "max_other_pct=$max_other"
+  echo "crc_impl=$("$crc_bench" --default --op crc -t 0.01 --json 4096 2>/dev/null | sed -n 's/.*"default": "\([^"]*\)".*/\1/p')"
   echo "ucx_netns=$([ ${#ucx_ns[@]} -gt 0 ] && echo yes || echo no)"
 } >"$out/machine.txt"
 load1=$(cut -d' ' -f1 /proc/loadavg)
@@ -448,67 +518,107 @@ if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
 fi
 
 # ---------- CPU accounting ----------
-# How much of the machine other work took during the run: all CPUs' busy time (/proc/stat)
-# minus ours (this shell and every child it reaped, servers and clients included).
-cpu_busy() { awk '/^cpu / { b = $2 + $3 + $4 + $7 + $8 + $9; print b, b + $5 + $6; exit }' /proc/stat; }
-# Sets $ours (clock ticks). `times` must run in this shell, not in a pipeline's subshell.
-ours=0
-our_cpu() {
-  times >"$raw/times.txt"
-  ours=$(awk -v hz="$(getconf CLK_TCK)" '
-    { for (i = 1; i <= NF; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f\n", t * hz }' \
-    "$raw/times.txt")
+# How much of the machine other work took: all CPUs' busy time (/proc/stat: user, nice, system,
+# steal; interrupt time is left out, as loopback networking is ours) minus the CPU time of this
+# script's process tree (live processes' own and reaped children's time, servers and clients
+# included) and of the ksoftirqd threads (loopback TCP processed on our behalf). Clock ticks.
+cpu_snapshot() { # prints: busy total ours
+  # cat, not awk, opens the per-process files: a process may exit between the glob and the read.
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v me=$$ '
+    FILENAME == "/proc/stat" { if ($1 == "cpu") { busy = $2 + $3 + $4 + $9; total = busy + $5 + $6 + $7 + $8 }; next }
+    {
+      line = $0; i = index(line, "("); j = 0
+      for (k = length(line); k > 0; k--) if (substr(line, k, 1) == ")") { j = k; break }
+      if (!j) next
+      pid = substr(line, 1, i - 2) + 0; comm = substr(line, i + 1, j - i - 1)
+      split(substr(line, j + 2), f, " ")
+      ppid[pid] = f[2]; t[pid] = f[12] + f[13] + f[14] + f[15]
+      if (comm ~ /^ksoftirqd\//) soft += f[12] + f[13]
+    }
+    END {
+      for (p in ppid) {
+        q = p
+        for (d = 0; d < 64 && q > 1; d++) { if (q == me) { ours += t[p]; break }; q = ppid[q] }
+      }
+      print busy + 0, total + 0, ours + soft
+    }' /proc/stat -
 }
 
 # ---------- run ----------
 nsizes=$(echo "$sizes" | wc -w)
-total=$((reps * nsizes * ${#selected[@]}))
-say "$total runs: ${#selected[@]} measurements x $nsizes sizes x $reps repetitions, ${secs} s each (results in $out)"
-echo "id,size,rep,value,cpu_ns_per_byte,status,note" >"$samples"
+passes=2
+[ "$order" = once ] && passes=1
+total=$((reps * nsizes * ${#selected[@]} * passes))
+say "$total runs: ${#selected[@]} measurements x $nsizes sizes x $reps repetitions x $passes (order $order), ${secs} s each (${secs_large} s from 1 MiB); $pin_note (results in $out)"
+echo "id,size,rep,pass,value,cpu_ns_per_byte,status,other_pct,note" >"$samples"
 start=$(date +%s)
-read -r busy0 total0 < <(cpu_busy)
-our_cpu
-ours0=$ours
+read -r busy0 total0 ours0 < <(cpu_snapshot)
 k=0
+dropped=0
 tty=0
 [ -t 2 ] && tty=1
 for rep in $(seq 1 "$reps"); do
   for size in $sizes; do
-    for entry in "${selected[@]}"; do
+    seq_fwd=("${selected[@]}")
+    seq_all=("${seq_fwd[@]}")
+    if [ "$passes" = 2 ]; then
+      for ((i = ${#seq_fwd[@]} - 1; i >= 0; i--)); do seq_all+=("${seq_fwd[$i]}"); done
+    fi
+    declare -A pass_of=()
+    for entry in "${seq_all[@]}"; do
       id=${entry%%|*}
       rest=${entry#*|}
       cmd=${rest#*|}
+      minsize=0
+      if [[ $cmd == *"|"* ]]; then minsize=${cmd##*|}; cmd=${cmd%|*}; fi
+      pass=$((${pass_of[$id]:-0} + 1))
+      pass_of[$id]=$pass
       k=$((k + 1))
-      tag="$id-$size-$rep"
+      [ "$size" -ge "$minsize" ] || continue
+      tag="$id-$size-$rep-$pass"
       if [[ $id == ndk.* ]] && [ -n "$ndk_reason" ]; then
-        echo "$id,$size,$rep,,,unavailable,\"$(echo "$ndk_reason" | tr '",' "' ")\"" >>"$samples"
+        echo "$id,$size,$rep,$pass,,,unavailable,,\"$(echo "$ndk_reason" | tr '",' "' ")\"" >>"$samples"
         continue
       fi
+      read -r b0 t0 o0 < <(cpu_snapshot)
       # shellcheck disable=SC2086 # cmd is "function arg..."; it runs in this shell so that
       # the servers it starts stay known to the cleanup trap.
       if $cmd "$size" "$tag" >"$raw/$tag.res" 2>"$raw/$tag.why"; then
+        st=ok
+      else
+        st=failed
+      fi
+      read -r b1 t1 o1 < <(cpu_snapshot)
+      other=$(awk -v b=$((b1 - b0)) -v t=$((t1 - t0)) -v o=$((o1 - o0)) \
+        'BEGIN { x = t > 0 ? (b - o) / t * 100 : 0; if (x < 0) x = 0; printf "%.1f\n", x }')
+      if [ "$st" = ok ]; then
         read -r v cpu <"$raw/$tag.res" || true
-        echo "$id,$size,$rep,$v,${cpu:-},ok," >>"$samples"
-        [ "$tty" = 1 ] && printf '\rbench: [%d/%d] %-20s %8s B  rep %d: %s          ' \
-          "$k" "$total" "$id" "$size" "$rep" "$v" >&2
+        if awk -v x="$other" -v m="$max_other" 'BEGIN { exit !(x > m) }'; then
+          st=dropped
+          dropped=$((dropped + 1))
+        fi
+        echo "$id,$size,$rep,$pass,$v,${cpu:-},$st,$other," >>"$samples"
+        [ "$tty" = 1 ] && printf '\rbench: [%d/%d] %-20s %8s B  rep %d.%d: %s (other %s%%)%s        ' \
+          "$k" "$total" "$id" "$size" "$rep" "$pass" "$v" "$other" "$([ "$st" = dropped ] && echo ', dropped')" >&2
       else
         why=$(tail -n 1 "$raw/$tag.why" | tr '",\n' "'  ")
-        echo "$id,$size,$rep,,,failed,\"$why\"" >>"$samples"
+        echo "$id,$size,$rep,$pass,,,failed,$other,\"$why\"" >>"$samples"
         [ "$tty" = 1 ] && printf '\n' >&2
-        say "[$k/$total] $id $size B rep $rep: failed ($why)"
+        say "[$k/$total] $id $size B rep $rep.$pass: failed ($why)"
       fi
     done
+    unset pass_of
   done
   [ "$tty" = 1 ] && printf '\n' >&2
-  say "repetition $rep of $reps done ($(($(date +%s) - start)) s)"
+  say "repetition $rep of $reps done ($(($(date +%s) - start)) s, $dropped runs dropped so far for other work above $max_other% of the CPU)"
 done
 cleanup
-read -r busy1 total1 < <(cpu_busy)
-our_cpu
-other=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((ours - ours0)) \
+read -r busy1 total1 ours1 < <(cpu_snapshot)
+other=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((ours1 - ours0)) \
   'BEGIN { x = t > 0 ? (b - o) / t * 100 : 0; if (x < 0) x = 0; printf "%.0f\n", x }')
 {
   echo "other_cpu_pct=$other"
+  echo "dropped_runs=$dropped"
   echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "elapsed_s=$(($(date +%s) - start))"
 } >>"$out/machine.txt"

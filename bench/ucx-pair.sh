@@ -3,6 +3,8 @@
 # bench/run.sh runs this inside a private network namespace (unshare -n) when it can, because
 # ucx_perftest's rendezvous socket listens on the wildcard address; inside the namespace only
 # the loopback interface exists. Usage: ucx-pair.sh PORT TIMEOUT_S ARGS-FOR-THE-CLIENT...
+# UCX_PAIR_CPUS="S C" pins the server to CPU S and the client to CPU C (taskset), as run.sh
+# pins every other tool.
 set -euo pipefail
 
 port=$1 limit=$2
@@ -21,6 +23,14 @@ listening() {
     /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
+srv_pin=()
+cli_pin=()
+if [ -n "${UCX_PAIR_CPUS:-}" ]; then
+  read -r s c <<<"$UCX_PAIR_CPUS"
+  srv_pin=(taskset -c "$s")
+  cli_pin=(taskset -c "$c")
+fi
+
 server_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then
@@ -34,7 +44,7 @@ if listening "$port"; then
   echo "ucx-pair: port $port is already in use" >&2
   exit 1
 fi
-ucx_perftest -p "$port" >/dev/null 2>&1 &
+"${srv_pin[@]}" ucx_perftest -p "$port" >/dev/null 2>&1 &
 server_pid=$!
 for _ in $(seq 1 250); do
   listening "$port" && break
@@ -43,4 +53,4 @@ for _ in $(seq 1 250); do
 done
 listening "$port" || { echo "ucx-pair: ucx_perftest server did not listen on port $port" >&2; exit 1; }
 
-timeout -k 2 "$limit" ucx_perftest 127.0.0.1 -p "$port" "$@"
+timeout -k 2 "$limit" "${cli_pin[@]}" ucx_perftest 127.0.0.1 -p "$port" "$@"

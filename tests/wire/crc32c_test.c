@@ -1,6 +1,10 @@
 /* CRC-32C: published vectors (RFC 3720 B.4, the CRC catalogue check value, iwarp-wire.md §10.1),
- * and agreement of the SSE4.2 path, the slicing-by-8 path and a bit-at-a-time reference on random
- * buffers of every length 0..4096, at every alignment, fed in random pieces. */
+ * and agreement of every implementation this CPU runs (slicing-by-8, one crc32 stream, three
+ * interleaved streams joined by carry-less multiplication), plain and copying, with a
+ * bit-at-a-time reference: every length 0..4096 at every alignment, random lengths up to 2 MiB
+ * at random source and destination offsets, and the same data fed in random pieces, including
+ * pieces handed from one implementation to another. The copying form must copy exactly and
+ * write nothing outside the destination. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +40,28 @@ static uint64_t rnd(void)
     return rng_state;
 }
 
-typedef uint32_t (*update_fn)(uint32_t, const void *, size_t);
+static const struct iw_crc32c_impl *impls;
+static size_t nimpl;
+
+enum { GUARD = 64 };
+static uint8_t *copy_buf;      /* GUARD + up to MAXCOPY + 64 + GUARD bytes */
+#define MAXCOPY ((size_t)2 << 20)
+
+/* Runs the copying form of impl into a destination at offset doff inside guard bytes; checks
+ * that it copied exactly, wrote nothing else, and returns the final CRC. */
+static uint32_t copy_crc(const struct iw_crc32c_impl *im, const uint8_t *p, size_t len, size_t doff)
+{
+    uint8_t *d = copy_buf + GUARD + doff;
+    uint8_t fill = (uint8_t)(rnd() | 1);
+    memset(copy_buf, fill, GUARD + doff + len + GUARD);
+    uint32_t c = iw_crc32c_final(im->copy(d, p, len, iw_crc32c_init()));
+    CHECK_MSG(memcmp(d, p, len) == 0, "%s copy, len %zu: the copy differs", im->name, len);
+    for (size_t i = 0; i < GUARD + doff; i++)
+        CHECK_MSG(copy_buf[i] == fill, "%s copy, len %zu: wrote before the destination", im->name, len);
+    for (size_t i = 0; i < GUARD; i++)
+        CHECK_MSG(d[len + i] == fill, "%s copy, len %zu: wrote past the destination", im->name, len);
+    return c;
+}
 
 static void check_vector(const char *what, const uint8_t *p, size_t len, uint32_t want,
                          const uint8_t wire[4])
@@ -44,9 +69,13 @@ static void check_vector(const char *what, const uint8_t *p, size_t len, uint32_
     uint8_t le[4];
     CHECK_MSG(ref_crc(p, len) == want, "%s: reference gives %08x, want %08x", what, ref_crc(p, len), want);
     CHECK_MSG(iw_crc32c(p, len) == want, "%s: iw_crc32c %08x, want %08x", what, iw_crc32c(p, len), want);
-    CHECK_EQ(iw_crc32c_final(iw_crc32c_update_sw(iw_crc32c_init(), p, len)), want);
-    if (iw_crc32c_hw_available())
-        CHECK_EQ(iw_crc32c_final(iw_crc32c_update_hw(iw_crc32c_init(), p, len)), want);
+    for (size_t i = 0; i < nimpl; i++) {
+        uint32_t u = iw_crc32c_final(impls[i].update(iw_crc32c_init(), p, len));
+        CHECK_MSG(u == want, "%s: %s gives %08x, want %08x", what, impls[i].name, u, want);
+        u = copy_crc(&impls[i], p, len, i);
+        CHECK_MSG(u == want, "%s: %s copy gives %08x, want %08x", what, impls[i].name, u, want);
+    }
+    CHECK_EQ(iw_crc32c_final(iw_crc32c_copy(copy_buf, p, len, iw_crc32c_init())), want);
     /* The value goes on the wire LSB first: these are the bytes RFC 3720 prints. */
     iw_put_le32(le, want);
     if (wire)
@@ -83,66 +112,119 @@ static void test_vectors(void)
     check_vector("iSCSI read PDU", b, 48, 0xD9963A56u, (const uint8_t[]){ 0x56, 0x3a, 0x96, 0xd9 });
 }
 
-/* Feeds buf in pieces cut at random points and checks the result. */
-static uint32_t split_crc(update_fn fn, const uint8_t *p, size_t len)
+/* Feeds p in pieces cut at random points, each piece through an implementation picked at random
+ * (plain or copying), so a state handed between implementations mid-stream is checked too. */
+static uint32_t split_crc(const uint8_t *p, size_t len, int mix, size_t which)
 {
     uint32_t st = iw_crc32c_init();
     size_t pos = 0;
     while (pos < len) {
-        size_t n = (size_t)(rnd() % 4 == 0 ? rnd() % 8 : rnd() % (len - pos + 1));
+        size_t n;
+        switch (rnd() % 4) {
+        case 0: n = (size_t)(rnd() % 8); break;
+        case 1: n = (size_t)(rnd() % 20000); break;
+        default: n = (size_t)(rnd() % (len - pos + 1)); break;
+        }
         if (n > len - pos)
             n = len - pos;
-        st = fn(st, p + pos, n);
+        const struct iw_crc32c_impl *im = &impls[mix ? (size_t)(rnd() % nimpl) : which];
+        if (rnd() & 1)
+            st = im->update(st, p + pos, n);
+        else {
+            st = im->copy(copy_buf + pos, p + pos, n, st);
+            CHECK_MSG(memcmp(copy_buf + pos, p + pos, n) == 0, "%s copy of a piece differs", im->name);
+        }
         pos += n;
     }
     return iw_crc32c_final(st);
 }
 
-static void test_random(void)
+/* Every length 0..4096, each at alignment len % 8 (so every length also walks every alignment). */
+static void test_small(void)
 {
     enum { MAXLEN = 4096 };
     uint8_t *buf = malloc(MAXLEN + 16);
-    int hw = iw_crc32c_hw_available();
     CHECK(buf != NULL);
 
     for (size_t len = 0; len <= MAXLEN; len++) {
-        size_t align = len % 8;             /* every length also walks every alignment */
-        uint8_t *p = buf + align;
+        uint8_t *p = buf + len % 8;
         for (size_t i = 0; i < len; i++)
             p[i] = (uint8_t)rnd();
         uint32_t want = ref_crc(p, len);
-        uint32_t sw = iw_crc32c_final(iw_crc32c_update_sw(iw_crc32c_init(), p, len));
-        CHECK_MSG(sw == want, "len %zu: slicing-by-8 %08x, reference %08x", len, sw, want);
-        CHECK_MSG(split_crc(iw_crc32c_update_sw, p, len) == want, "len %zu: split sw differs", len);
         CHECK_EQ(iw_crc32c(p, len), want);
-        CHECK_EQ(split_crc(iw_crc32c_update, p, len), want);
-        if (hw) {
-            uint32_t h = iw_crc32c_final(iw_crc32c_update_hw(iw_crc32c_init(), p, len));
-            CHECK_MSG(h == want, "len %zu: sse4.2 %08x, reference %08x", len, h, want);
-            CHECK_MSG(split_crc(iw_crc32c_update_hw, p, len) == want, "len %zu: split hw differs", len);
+        for (size_t k = 0; k < nimpl; k++) {
+            const struct iw_crc32c_impl *im = &impls[k];
+            uint32_t u = iw_crc32c_final(im->update(iw_crc32c_init(), p, len));
+            CHECK_MSG(u == want, "len %zu: %s %08x, reference %08x", len, im->name, u, want);
+            u = copy_crc(im, p, len, (len / 8 + k) % 8);
+            CHECK_MSG(u == want, "len %zu: %s copy %08x, reference %08x", len, im->name, u, want);
+            CHECK_MSG(split_crc(p, len, 0, k) == want, "len %zu: %s in pieces differs", len, im->name);
         }
+        CHECK_MSG(split_crc(p, len, 1, 0) == want, "len %zu: mixed implementations differ", len);
     }
-    /* A non-initial state carried between the two implementations mid-stream. */
-    if (hw) {
-        for (int i = 0; i < 2000; i++) {
-            size_t len = (size_t)(rnd() % MAXLEN), cut = len ? (size_t)(rnd() % len) : 0;
-            for (size_t j = 0; j < len; j++)
-                buf[j] = (uint8_t)rnd();
-            uint32_t st = iw_crc32c_update_sw(iw_crc32c_init(), buf, cut);
-            st = iw_crc32c_update_hw(st, buf + cut, len - cut);
-            CHECK_EQ(iw_crc32c_final(st), ref_crc(buf, len));
+    free(buf);
+}
+
+/* Random lengths up to 2 MiB at random offsets, plus the lengths around every block boundary
+ * of the interleaved implementation (3 x 256 and 3 x 4096 bytes). */
+static void test_large(void)
+{
+    static const size_t edges[] = { 767, 768, 769, 775, 776, 1535, 1536, 12287, 12288, 12289, 12295,
+                                    12288 + 768, 12288 + 767, 24576 + 768 + 7, 65536, 65535, 65537,
+                                    1048576, MAXCOPY - 64, MAXCOPY };
+    const size_t nedge = sizeof edges / sizeof edges[0];
+    uint8_t *buf = malloc(MAXCOPY + 128);
+    CHECK(buf != NULL);
+    for (size_t i = 0; i < MAXCOPY + 128; i++)
+        buf[i] = (uint8_t)rnd();
+
+    for (size_t t = 0; t < nedge + 120; t++) {
+        size_t len = t < nedge ? edges[t] : (size_t)(rnd() % (MAXCOPY + 1));
+        size_t soff = (size_t)(rnd() % 64);
+        if (len > MAXCOPY + 64 - soff)
+            len = MAXCOPY + 64 - soff;
+        if (len > MAXCOPY)
+            len = MAXCOPY;
+        const uint8_t *p = buf + soff;
+        uint32_t want = ref_crc(p, len);
+        CHECK_MSG(iw_crc32c(p, len) == want, "len %zu at +%zu: iw_crc32c differs", len, soff);
+        for (size_t k = 0; k < nimpl; k++) {
+            const struct iw_crc32c_impl *im = &impls[k];
+            uint32_t u = iw_crc32c_final(im->update(iw_crc32c_init(), p, len));
+            CHECK_MSG(u == want, "len %zu at +%zu: %s %08x, reference %08x", len, soff, im->name, u, want);
+            size_t doff = (size_t)(rnd() % 64);
+            u = copy_crc(im, p, len, doff);
+            CHECK_MSG(u == want, "len %zu at +%zu -> +%zu: %s copy %08x, reference %08x", len, soff, doff,
+                      im->name, u, want);
+            if (t % 8 == 0)
+                CHECK_MSG(split_crc(p, len, 0, k) == want, "len %zu: %s in pieces differs", len, im->name);
         }
+        if (t % 4 == 0)
+            CHECK_MSG(split_crc(p, len, 1, 0) == want, "len %zu: mixed implementations differ", len);
     }
     free(buf);
 }
 
 int main(void)
 {
-    printf("crc32c implementation: %s\n", iw_crc32c_impl_name());
+    copy_buf = malloc(GUARD + MAXCOPY + 64 + GUARD);
+    CHECK(copy_buf != NULL);
+    nimpl = iw_crc32c_impls(&impls);
+    CHECK(nimpl >= 1);
+    CHECK_MSG(strcmp(impls[nimpl - 1].name, iw_crc32c_impl_name()) == 0, "iw_crc32c_update uses %s, not the last of the list",
+              iw_crc32c_impl_name());
+    printf("crc32c implementation: %s; comparing:", iw_crc32c_impl_name());
+    for (size_t i = 0; i < nimpl; i++)
+        printf(" [%s]", impls[i].name);
+    printf("\n");
     test_vectors();
-    test_random();
-    if (!iw_crc32c_hw_available())
-        printf("note: no SSE4.2 on this CPU; only the table path was compared\n");
+    test_small();
+    test_large();
+    if (nimpl == 1)
+        printf("note: no SSE4.2 on this CPU; only the table path was compared with the reference\n");
+    else if (nimpl == 2)
+        printf("note: no PCLMULQDQ on this CPU; the interleaved path was not run\n");
+    free(copy_buf);
     printf("crc32c: OK\n");
     return 0;
 }

@@ -1,7 +1,8 @@
-/* CRC-32C: a hardware path on x86 (SSE4.2 crc32 instruction) and a portable slicing-by-8 path.
- * See crc32c.h for the contract.
+/* CRC-32C: a portable slicing-by-8 path and, on x86, the SSE4.2 crc32 instruction in one stream
+ * and in three interleaved streams joined with carry-less multiplication (PCLMULQDQ). The best
+ * one this CPU runs is chosen once, at first use. See crc32c.h for the contract.
  *
- * Talks to: nothing. Called by fpdu.c and tx.c. */
+ * Talks to: nothing. Called by fpdu.c and tx.c (and bench/crc_bench). */
 #include "crc32c.h"
 
 #include <string.h>
@@ -10,6 +11,10 @@
 #include <cpuid.h>
 #include <nmmintrin.h>
 #define IW_CRC32C_X86 1
+#endif
+#if defined(__x86_64__)
+#include <wmmintrin.h>
+#define IW_CRC32C_X86_64 1
 #endif
 
 /* Slicing-by-8 tables for the reflected polynomial 0x82F63B78 (RFC 3720 B.4).
@@ -387,16 +392,22 @@ static inline uint32_t load_le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-uint32_t iw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    uint32_t c = state;
+/* One body for the plain and the copying form of each implementation: with copy == 0 the
+ * stores drop out at compile time (the bodies are always inlined into callers that pass a
+ * constant). Loads and stores go through memcpy, so any alignment is fine. */
 
+static inline __attribute__((always_inline)) uint32_t sw_body(uint32_t c, uint8_t *d, const uint8_t *p,
+                                                               size_t len, const int copy)
+{
     /* Eight bytes per step: the first four fold into the register, the next four index the
      * tables directly, and eight lookups replace 64 shift/xor rounds. */
     while (len >= 8) {
         uint32_t lo = load_le32(p) ^ c;
         uint32_t hi = load_le32(p + 4);
+        if (copy) {
+            memcpy(d, p, 8);
+            d += 8;
+        }
         c = crc32c_table[7][lo & 0xff] ^ crc32c_table[6][(lo >> 8) & 0xff] ^
             crc32c_table[5][(lo >> 16) & 0xff] ^ crc32c_table[4][lo >> 24] ^
             crc32c_table[3][hi & 0xff] ^ crc32c_table[2][(hi >> 8) & 0xff] ^
@@ -404,21 +415,36 @@ uint32_t iw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
         p += 8;
         len -= 8;
     }
-    while (len--)
+    while (len--) {
+        if (copy)
+            *d++ = *p;
         c = (c >> 8) ^ crc32c_table[0][(c ^ *p++) & 0xff];
+    }
     return c;
+}
+
+uint32_t iw_crc32c_update_sw(uint32_t state, const void *buf, size_t len)
+{
+    return sw_body(state, NULL, buf, len, 0);
+}
+
+uint32_t iw_crc32c_copy_sw(void *dst, const void *src, size_t len, uint32_t state)
+{
+    return sw_body(state, dst, src, len, 1);
 }
 
 #ifdef IW_CRC32C_X86
 
-__attribute__((target("sse4.2")))
-uint32_t iw_crc32c_update_hw(uint32_t state, const void *buf, size_t len)
+/* One stream of crc32 instructions. Each depends on the previous one's result, so this runs at
+ * one instruction per latency (3 cycles on current cores): 8 bytes per 3 cycles at best. */
+static inline __attribute__((always_inline, target("sse4.2"))) uint32_t sse42_body(uint32_t c, uint8_t *d,
+                                                                                    const uint8_t *p, size_t len,
+                                                                                    const int copy)
 {
-    const uint8_t *p = buf;
-    uint32_t c = state;
-
     /* Byte steps until 8-aligned, so the wide loads below never straddle a cache line. */
     while (len && ((uintptr_t)p & 7)) {
+        if (copy)
+            *d++ = *p;
         c = _mm_crc32_u8(c, *p++);
         len--;
     }
@@ -427,6 +453,10 @@ uint32_t iw_crc32c_update_hw(uint32_t state, const void *buf, size_t len)
     while (len >= 8) {
         uint64_t v;
         memcpy(&v, p, sizeof v);
+        if (copy) {
+            memcpy(d, &v, sizeof v);
+            d += 8;
+        }
         c64 = _mm_crc32_u64(c64, v);
         p += 8;
         len -= 8;
@@ -436,62 +466,186 @@ uint32_t iw_crc32c_update_hw(uint32_t state, const void *buf, size_t len)
     while (len >= 4) {
         uint32_t v;
         memcpy(&v, p, sizeof v);
+        if (copy) {
+            memcpy(d, &v, sizeof v);
+            d += 4;
+        }
         c = _mm_crc32_u32(c, v);
         p += 4;
         len -= 4;
     }
-    while (len--)
+    while (len--) {
+        if (copy)
+            *d++ = *p;
         c = _mm_crc32_u8(c, *p++);
+    }
     return c;
 }
 
-/* 0 = not yet probed, 1 = software, 2 = SSE4.2. The probe is idempotent, so a race between two
- * first callers only repeats it; the atomics keep the sanitizers and the memory model happy. */
-static int crc32c_impl;
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_update_sse42(uint32_t state, const void *buf, size_t len)
+{
+    return sse42_body(state, NULL, buf, len, 0);
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t crc32c_copy_sse42(void *dst, const void *src, size_t len, uint32_t state)
+{
+    return sse42_body(state, dst, src, len, 1);
+}
+
+#endif /* IW_CRC32C_X86 */
+
+#ifdef IW_CRC32C_X86_64
+
+/* Three streams. A block of 3*L bytes is cut into thirds A, B, C; three independent crc32
+ * chains run over them side by side (A starting from the incoming register, B and C from 0),
+ * which keeps the crc32 unit busy every cycle instead of every third. CRC registers are linear,
+ * so the register after A||B||C is
+ *
+ *     shift(crcA, 2L) ^ shift(crcB, L) ^ crcC,    shift(c, n) = c * x^(8n) mod P.
+ *
+ * For reflected operands, clmul(c, k) is c*k*x as a 64-bit value, and crc32_u64(0, v) is
+ * v*x^32 mod P, so crc32_u64(0, clmul(c, x^(8n-33) mod P)) = shift(c, n): one multiplication
+ * per shifted stream, and the two products are added before a single crc32 reduces them.
+ * The constants are x^(8n-33) mod P, bit-reflected, for n = L and 2L; they were computed
+ * offline by square-and-multiply over GF(2), and the test's random lengths (which cross every
+ * block size) fail if one is wrong. */
+struct crc3_block {
+    size_t len;          /* L: bytes per stream */
+    uint64_t k_l, k_2l;  /* x^(8L-33), x^(16L-33) mod P, reflected */
+};
+static const struct crc3_block crc3_blocks[] = {
+    { 4096, 0x82f89c77u, 0x54a86326u },
+    { 256, 0xb9e02b86u, 0xdd7e3b0cu },
+};
+
+static inline __attribute__((always_inline, target("sse4.2,pclmul"))) uint32_t clmul_body(uint32_t c, uint8_t *d,
+                                                                                           const uint8_t *p, size_t len,
+                                                                                           const int copy)
+{
+    while (len && ((uintptr_t)p & 7)) {
+        if (copy)
+            *d++ = *p;
+        c = _mm_crc32_u8(c, *p++);
+        len--;
+    }
+    for (size_t b = 0; b < sizeof crc3_blocks / sizeof crc3_blocks[0]; b++) {
+        const size_t l = crc3_blocks[b].len;
+        const __m128i k = _mm_set_epi64x((long long)crc3_blocks[b].k_l, (long long)crc3_blocks[b].k_2l);
+        while (len >= 3 * l) {
+            uint64_t c0 = c, c1 = 0, c2 = 0;
+            const uint8_t *end = p + l;
+            do {
+                uint64_t v0, v1, v2;
+                memcpy(&v0, p, 8);
+                memcpy(&v1, p + l, 8);
+                memcpy(&v2, p + 2 * l, 8);
+                if (copy) {
+                    memcpy(d, &v0, 8);
+                    memcpy(d + l, &v1, 8);
+                    memcpy(d + 2 * l, &v2, 8);
+                    d += 8;
+                }
+                c0 = _mm_crc32_u64(c0, v0);
+                c1 = _mm_crc32_u64(c1, v1);
+                c2 = _mm_crc32_u64(c2, v2);
+                p += 8;
+            } while (p < end);
+            /* low lane: c0 * x^(16L-33); high lane: c1 * x^(8L-33) */
+            __m128i a = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)c0), k, 0x00);
+            __m128i m = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)c1), k, 0x10);
+            uint64_t sum = (uint64_t)_mm_cvtsi128_si64(_mm_xor_si128(a, m));
+            c = (uint32_t)_mm_crc32_u64(0, sum) ^ (uint32_t)c2;
+            p += 2 * l;
+            if (copy)
+                d += 2 * l;
+            len -= 3 * l;
+        }
+    }
+    return sse42_body(c, d, p, len, copy);
+}
+
+__attribute__((target("sse4.2,pclmul")))
+static uint32_t crc32c_update_clmul(uint32_t state, const void *buf, size_t len)
+{
+    return clmul_body(state, NULL, buf, len, 0);
+}
+
+__attribute__((target("sse4.2,pclmul")))
+static uint32_t crc32c_copy_clmul(void *dst, const void *src, size_t len, uint32_t state)
+{
+    return clmul_body(state, dst, src, len, 1);
+}
+
+#endif /* IW_CRC32C_X86_64 */
+
+/* Every implementation, slowest first; each needs the CPU features of the ones before it. */
+static const struct iw_crc32c_impl crc32c_impls[] = {
+    { "slicing-by-8", iw_crc32c_update_sw, iw_crc32c_copy_sw },
+#ifdef IW_CRC32C_X86
+    { "sse4.2", crc32c_update_sse42, crc32c_copy_sse42 },
+#endif
+#ifdef IW_CRC32C_X86_64
+    { "sse4.2+pclmul 3-way", crc32c_update_clmul, crc32c_copy_clmul },
+#endif
+};
+
+/* How many entries of crc32c_impls this CPU runs (0 = not yet probed). The probe is idempotent,
+ * so a race between two first callers only repeats it; the atomics keep the sanitizers and the
+ * memory model happy. The only mutable global here, as the project allows for CPU features. */
+static int crc32c_usable;
 
 static int crc32c_probe(void)
 {
-    int impl = __atomic_load_n(&crc32c_impl, __ATOMIC_RELAXED);
-    if (impl == 0) {
+    int n = __atomic_load_n(&crc32c_usable, __ATOMIC_RELAXED);
+    if (n == 0) {
+        n = 1;
+#ifdef IW_CRC32C_X86
         unsigned a = 0, b = 0, c = 0, d = 0;
-        impl = 1;
-        if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2))
-            impl = 2;
-        __atomic_store_n(&crc32c_impl, impl, __ATOMIC_RELAXED);
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2)) {
+            n = 2;
+#ifdef IW_CRC32C_X86_64
+            if (c & bit_PCLMUL)
+                n = 3;
+#endif
+        }
+#endif
+        __atomic_store_n(&crc32c_usable, n, __ATOMIC_RELAXED);
     }
-    return impl;
+    return n;
 }
 
-int iw_crc32c_hw_available(void)
+size_t iw_crc32c_impls(const struct iw_crc32c_impl **list)
 {
-    return crc32c_probe() == 2;
+    *list = crc32c_impls;
+    return (size_t)crc32c_probe();
+}
+
+static const struct iw_crc32c_impl *crc32c_best(void)
+{
+    return &crc32c_impls[crc32c_probe() - 1];
 }
 
 uint32_t iw_crc32c_update(uint32_t state, const void *buf, size_t len)
 {
-    if (crc32c_probe() == 2)
-        return iw_crc32c_update_hw(state, buf, len);
-    return iw_crc32c_update_sw(state, buf, len);
+    return crc32c_best()->update(state, buf, len);
 }
 
-#else /* no hardware path on this architecture */
+uint32_t iw_crc32c_copy(void *dst, const void *src, size_t len, uint32_t state)
+{
+    return crc32c_best()->copy(dst, src, len, state);
+}
+
+int iw_crc32c_hw_available(void)
+{
+    return crc32c_probe() > 1;
+}
 
 uint32_t iw_crc32c_update_hw(uint32_t state, const void *buf, size_t len)
 {
-    return iw_crc32c_update_sw(state, buf, len);
+    return crc32c_best()->update(state, buf, len);
 }
-
-int iw_crc32c_hw_available(void)
-{
-    return 0;
-}
-
-uint32_t iw_crc32c_update(uint32_t state, const void *buf, size_t len)
-{
-    return iw_crc32c_update_sw(state, buf, len);
-}
-
-#endif
 
 uint32_t iw_crc32c(const void *buf, size_t len)
 {
@@ -500,5 +654,5 @@ uint32_t iw_crc32c(const void *buf, size_t len)
 
 const char *iw_crc32c_impl_name(void)
 {
-    return iw_crc32c_hw_available() ? "sse4.2" : "slicing-by-8";
+    return crc32c_best()->name;
 }
