@@ -28,6 +28,9 @@ extern "C" {
 
 typedef struct smbd_conn smbd_conn;
 
+/* SMB Direct over iWARP listens on 5445 (MS-SMBD 1.9). */
+#define SMBD_DEFAULT_PORT 5445
+
 typedef struct smbd_params {
     uint16_t send_credit_target;     /* CreditsRequested we send (255) */
     uint16_t recv_credit_max;        /* receives we post (255) */
