@@ -108,6 +108,7 @@ typedef struct smbd_stats {
     uint64_t credit_waits;           /* sends that had to wait for a grant */
     uint64_t empty_sent, empty_recv; /* credit-only and keep-alive messages */
     uint64_t remote_invalidations, local_invalidations;
+    uint64_t missed_notifications;   /* completions found by the periodic look, not notified */
     uint32_t send_credits, recv_posted;
 } smbd_stats;
 void smbd_get_stats(const smbd_conn *c, smbd_stats *out);

@@ -157,20 +157,25 @@ int smbd_progress(smbd_conn *c, int timeout_ms)
         if (c->error)
             return c->error;
         pthread_mutex_lock(&c->lock);
-        while (c->events == seen) {
+        bool woke = false;
+        while (!(woke = c->events != seen)) {
             uint64_t now = smbd_now_ns();
             if (now >= deadline)
                 break;
             uint64_t until = now + 100000000u < deadline ? now + 100000000u : deadline;
             struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
-            pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+            if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT && c->events == seen)
+                break;                /* look at the CQ once per slice even without a notification */
         }
-        bool woke = c->events != seen;
         pthread_mutex_unlock(&c->lock);
         if (!woke) {
-            if (smbd_poll(c))
+            if (smbd_poll(c)) {
+                /* A completion was there although no notification came for the arm. */
+                c->st.missed_notifications++;
                 return 0;
-            return -ETIMEDOUT;
+            }
+            if (smbd_now_ns() >= deadline)
+                return -ETIMEDOUT;
         }
     }
 }

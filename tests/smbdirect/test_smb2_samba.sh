@@ -2,9 +2,13 @@
 # The SMB2/3 client (ndksmb --tcp) against Debian's Samba smbd, run by this test in a private
 # network namespace on loopback with a temporary share, a user with a password (NTLMv2) and a
 # guest share. Files go up and down and are compared by SHA-256 with what smbd holds on disk.
-# Usage: test_smb2_samba.sh NDKSMB
+# With BRIDGE (tests/smbdirect/smbd_bridge), the same client also runs over SMB Direct on the
+# iwarp provider: the bridge takes SMB Direct, forwards SMB2 to smbd over TCP and serves the
+# RDMA channel (RDMA Write/Read of the client's registered buffers, Send-with-Invalidate).
+# Usage: test_smb2_samba.sh NDKSMB [BRIDGE]
 set -euo pipefail
 NDKSMB=$1
+BRIDGE=${2:-}
 skip() { echo "SKIP: $*"; exit 77; }
 
 if [ "${SMB2_SAMBA_INNER:-}" != 1 ]; then
@@ -134,12 +138,42 @@ echo guest-data >"$T/guest/g.txt"
   || fail "guest put"
 [ "$(sha "$T/local/f65536")" = "$(sha "$T/guest/up.bin")" ] || fail "guest put content"
 
+# Over SMB Direct through the bridge: RDMA channel READ/WRITE with remote invalidation (3.1.1,
+# 3.0.2), local invalidation only (--no-invalidate), queue depth 16, inline over SMB Direct.
+if [ -n "$BRIDGE" ]; then
+  export NDKSMB_PASSWORD="$PW"
+  "$BRIDGE" 127.0.0.1:445 >"$T/bridge.out" 2>"$T/bridge.err" &
+  BRIDGE_PID=$!
+  for i in $(seq 1 100); do grep -q '^port' "$T/bridge.out" 2>/dev/null && break; sleep 0.1; done
+  BP=$(sed -n 's/^port //p' "$T/bridge.out")
+  [ -n "$BP" ] || fail "bridge did not start: $(cat "$T/bridge.err")"
+  D=//127.0.0.1:$BP/share
+  for args in "" "--dialect 3.0.2" "--no-invalidate" "--depth 16 --io-size 256k" "--no-rdma"; do
+    for size in 0 1 1364 65536 1048576 8388609; do
+      f="$T/local/f$size"; name="rdma_$size.bin"
+      j=$("$NDKSMB" $args --timeout 20000 --json put "$f" "$D/$name" 2>&1) || { fail "smbd put $name ($args): $j"; continue; }
+      [ "$(sha "$f")" = "$(sha "$T/share/$name")" ] || fail "smbd put $name ($args): share content differs"
+      case "$args,$size" in
+        --no-rdma*|*,0|*,1|*,1364) ;;
+        *) echo "$j" | grep -q '"rdma_writes": *[1-9]' || fail "smbd put $name ($args) used no RDMA: $j" ;;
+      esac
+      j=$("$NDKSMB" $args --timeout 20000 --json get "$D/$name" "$T/local/back" 2>&1) || { fail "smbd get $name ($args): $j"; continue; }
+      [ "$(sha "$f")" = "$(sha "$T/local/back")" ] || fail "smbd get $name ($args): content differs"
+    done
+    echo "over SMB Direct ($args): done"
+  done
+  "$NDKSMB" --timeout 20000 ls "$D" | grep -q ' rdma_8388609.bin$' || fail "ls over SMB Direct"
+  echo "bench over SMB Direct: $("$NDKSMB" --json bench --size 8m --io-size 1m --depth 4 "$D/bench.bin" 2>&1)"
+  kill "$BRIDGE_PID" 2>/dev/null; wait "$BRIDGE_PID" 2>/dev/null
+fi
+
 kill "$SMBD_PID" 2>/dev/null; wait "$SMBD_PID" 2>/dev/null; SMBD_PID=
 # A server that is gone: a clean failure, not a hang.
 out=$(timeout 20 "$NDKSMB" --tcp --timeout 3000 --password-file "$T/pw" ls "$S" 2>&1 </dev/null) && fail "ls without a server"
 echo "no server: $out"
 if [ "$fails" -ne 0 ]; then
   echo "smbd log:"; tail -n 40 "$T"/log/log.* 2>/dev/null || true
+  [ -s "$T/bridge.err" ] && { echo "bridge:"; tail -n 40 "$T/bridge.err"; }
   echo "$fails failure(s)"; exit 1
 fi
 echo "samba: all passed"
