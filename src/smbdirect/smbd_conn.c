@@ -422,9 +422,13 @@ void smbd_close(smbd_conn *c)
     /* Drain the flushed requests so the MR pool sees its invalidations end. */
     if (c->cq) {
         uint64_t until = smbd_now_ns() + 200000000u;
-        while (smbd_poll(c) || smbd_now_ns() < until) {
-            if (c->send_free == c->p.send_slots && c->recv_posted == 0)
+        while (c->send_free != c->p.send_slots || c->recv_posted != 0) {
+            if (smbd_poll(c))
+                continue;
+            if (smbd_now_ns() >= until)
                 break;
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
         }
     }
     if (c->qp)
