@@ -385,19 +385,42 @@ int smb2_session_setup(smb2_client *c, const char *user, const char *domain, con
         smb2_kdf(key, "SMBSigningKey", 14, preauth, 64, c->signing_key);
     else
         smb2_kdf(key, "SMB2AESCMAC", 12, (const uint8_t *)"SmbSign", 8, c->signing_key);
-    memset(key, 0, sizeof key);
     bool signed_resp = smbd_get32(m + SMB2_HDR_FLAGS) & SMB2_FLAGS_SIGNED;
     if (have_key && signed_resp) {
         c->info.final_signature_ok = smb2_verify(c->signing_key, m, ml);
         if (!c->info.final_signature_ok) {
-            free(m);
-            return smb2_err(c, -EBADMSG, "the final SESSION_SETUP signature does not verify (wrong key derivation?)");
+            /* Say which key the server did use, to tell a server quirk from our bug. */
+            static const uint8_t zero[16];
+            uint8_t k[16];
+            const char *which = "none of: derived, zero session key, raw session key, key over body only, zero signing key";
+            if (c->info.dialect == SMB2_DIALECT_0311)
+                smb2_kdf(zero, "SMBSigningKey", 14, preauth, 64, k);
+            else
+                smb2_kdf(zero, "SMB2AESCMAC", 12, (const uint8_t *)"SmbSign", 8, k);
+            uint16_t so2 = smbd_get16(m + SMB2_HDR_SIZE + SMB2_SESSRESP_SECBUF_OFFSET);
+            uint16_t sl2 = smbd_get16(m + SMB2_HDR_SIZE + SMB2_SESSRESP_SECBUF_LENGTH);
+            size_t body = (size_t)so2 + sl2 > SMB2_HDR_SIZE + 8 ? (size_t)so2 + sl2 : SMB2_HDR_SIZE + 9;
+            if (smb2_verify(k, m, ml))
+                which = "a key derived from a zero session key";
+            else if (smb2_verify(key, m, ml))
+                which = "the session key itself";
+            else if (body < ml && smb2_verify(c->signing_key, m, body))
+                which = "our key over the body without trailing bytes";
+            else if (smb2_verify(zero, m, ml))
+                which = "an all-zero signing key";
+            smb2_err(c, -EBADMSG, "the final SESSION_SETUP signature does not verify (%zu bytes; server used %s)", ml,
+                     which);
+            if (!c->o.accept_unverified_setup) {
+                free(m);
+                return -EBADMSG;
+            }
         }
     } else if (have_key && c->info.dialect == SMB2_DIALECT_0311) {
         free(m);
         return smb2_err(c, -EBADMSG, "3.1.1 final SESSION_SETUP response not signed (MS-SMB2 3.2.5.3.1)");
     }
     free(m);
+    memset(key, 0, sizeof key);
     c->have_key = have_key;
     c->sign = have_key && (c->o.sign || (c->server_secmode & SMB2_SIGNING_REQUIRED));
     c->info.signing = c->sign;

@@ -46,6 +46,10 @@ typedef struct smb2_options {
     bool     sign;                   /* require signing (forces inline I/O) */
     bool     no_rdma;                /* inline READ/WRITE even over SMB Direct */
     int      timeout_ms;             /* per response */
+    /* Go on when the final SESSION_SETUP signature does not verify (MS-SMB2 3.2.5.3.1 says
+     * fail): ksmbd 6.1.192 signs it with a key we cannot reproduce, although it accepts and
+     * produces correct signatures on every later message (see smb2_info.final_signature_ok). */
+    bool     accept_unverified_setup;
 } smb2_options;
 
 typedef struct smb2_info {

@@ -21,7 +21,7 @@
 #define NDKSMB_WINDOW (16u << 20)
 
 typedef struct opts {
-    bool tcp, json, quiet, guest, sign, no_rdma, no_invalidate, do_read, do_write;
+    bool tcp, json, quiet, guest, sign, no_rdma, no_invalidate, do_read, do_write, accept_unverified;
     const char *user, *domain, *password_file, *auth_file, *local, *provider;
     char *password;
     uint16_t dialect;
@@ -46,7 +46,7 @@ static void usage(FILE *f)
             "options: --tcp  --user U  --domain D  --password-file F  --auth-file F  --guest\n"
             "         --dialect 3.0.2|3.1.1  --sign  --no-rdma  --no-invalidate  --io-size N  --depth N\n"
             "         --size N (bench)  --read|--write (bench)  --local ADDR  --provider NAME\n"
-            "         --timeout MS  --json  --quiet\n"
+            "         --timeout MS  --json  --quiet  --accept-unverified-setup\n"
             "credentials: NDKSMB_USER, NDKSMB_PASSWORD, NDKSMB_DOMAIN; the password is never echoed\n");
 }
 
@@ -282,7 +282,8 @@ static int session_open(session *s, opts *o, const target *t)
         smb2_transport_smbd(conn, &tr);
         snprintf(s->transport, sizeof s->transport, "smbdirect (%s)", s->ad.provider);
     }
-    smb2_options so = { .max_dialect = o->dialect, .sign = o->sign, .no_rdma = o->no_rdma, .timeout_ms = o->timeout_ms };
+    smb2_options so = { .max_dialect = o->dialect, .sign = o->sign, .no_rdma = o->no_rdma, .timeout_ms = o->timeout_ms,
+                        .accept_unverified_setup = o->accept_unverified };
     if ((rc = smb2_open(&tr, &so, &s->cli))) {
         tr.close(tr.ctx);
         return fail_smb(s, rc, "client");
@@ -294,6 +295,9 @@ static int session_open(session *s, opts *o, const target *t)
         memset(o->password, 0, strlen(o->password));
     if (rc)
         return fail_smb(s, rc, "session setup");
+    if (o->accept_unverified && !smb2_get_info(s->cli)->final_signature_ok && !smb2_get_info(s->cli)->guest &&
+        !o->quiet && !o->json)
+        ndk_tool_err("warning: %s", smb2_error_text(s->cli));
     if ((rc = smb2_tree_connect(s->cli, t->host, t->share)))
         return fail_smb(s, rc, "tree connect");
     if (o->io_size)
@@ -374,6 +378,7 @@ static void report(const opts *o, session *s, const char *op, const char *remote
         ndk_tool_json_u64(&j, "inline_writes", in->inline_writes);
         ndk_tool_json_bool(&j, "signed", in->signing);
         ndk_tool_json_bool(&j, "guest", in->guest || in->anonymous);
+        ndk_tool_json_bool(&j, "setup_signature_verified", in->final_signature_ok);
         ndk_tool_json_close(&j, '}');
         fputc('\n', stdout);
     } else if (!o->quiet) {
@@ -715,7 +720,7 @@ int main(int argc, char **argv)
     ndk_tool_set_progname("ndksmb");
     opts o = { .dialect = 0x0311, .depth = 1, .timeout_ms = 30000 };
     enum { O_TCP = 256, O_USER, O_DOMAIN, O_PWFILE, O_AUTHFILE, O_GUEST, O_DIALECT, O_SIGN, O_NORDMA, O_NOINV,
-           O_IOSIZE, O_DEPTH, O_SIZE, O_READ, O_WRITE, O_LOCAL, O_PROVIDER, O_TIMEOUT, O_JSON, O_QUIET, O_HELP };
+           O_IOSIZE, O_DEPTH, O_SIZE, O_READ, O_WRITE, O_LOCAL, O_PROVIDER, O_TIMEOUT, O_JSON, O_QUIET, O_HELP, O_ACCEPT };
     static const struct option lo[] = {
         { "tcp", no_argument, 0, O_TCP }, { "user", required_argument, 0, O_USER },
         { "domain", required_argument, 0, O_DOMAIN }, { "password-file", required_argument, 0, O_PWFILE },
@@ -726,7 +731,7 @@ int main(int argc, char **argv)
         { "size", required_argument, 0, O_SIZE }, { "read", no_argument, 0, O_READ },
         { "write", no_argument, 0, O_WRITE }, { "local", required_argument, 0, O_LOCAL },
         { "provider", required_argument, 0, O_PROVIDER }, { "timeout", required_argument, 0, O_TIMEOUT },
-        { "json", no_argument, 0, O_JSON }, { "quiet", no_argument, 0, O_QUIET }, { "help", no_argument, 0, O_HELP },
+        { "json", no_argument, 0, O_JSON }, { "accept-unverified-setup", no_argument, 0, O_ACCEPT }, { "quiet", no_argument, 0, O_QUIET }, { "help", no_argument, 0, O_HELP },
         { 0, 0, 0, 0 } };
     int ch;
     while ((ch = getopt_long(argc, argv, "U:A:qh", lo, NULL)) != -1) {
@@ -777,6 +782,7 @@ int main(int argc, char **argv)
         case O_PROVIDER: o.provider = optarg; break;
         case O_TIMEOUT: o.timeout_ms = atoi(optarg); break;
         case O_JSON: o.json = true; break;
+        case O_ACCEPT: o.accept_unverified = true; break;
         case 'q':
         case O_QUIET: o.quiet = true; break;
         case 'h':
