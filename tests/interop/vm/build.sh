@@ -11,6 +11,8 @@
 #                        constants of siw_main.c); each variant gets its own image next to the others
 #   KERNEL_PKG           kernel package (default linux-image-amd64, pinned on first use)
 #   STEP_TIMEOUT         seconds for each long command (default 900)
+#   BUILD_KSMBD          1: also ksmbd_smbdirect.ko (Debian's ksmbd rebuilt with
+#                        CONFIG_SMB_SERVER_SMBDIRECT=y) and ksmbd-tools, for the SMB Direct cells
 # Layout of the cache:
 #   base/                downloads and unpacked packages shared by every variant
 #   img/<key>/           one bootable image; <key> hashes every input (these scripts, the pinned
@@ -29,6 +31,8 @@ SIW_CRC=${SIW_MPA_CRC_REQUIRED:-0} SIW_MPA=${SIW_MPA_VERSION:-2} SIW_P2P=${SIW_P
 SIW_OPTS="crc_required=$SIW_CRC p2p=$SIW_P2P mpa=$SIW_MPA"
 USER_PKGS=(busybox-static kmod bash libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils
 	rdmacm-utils iproute2 tcpdump strace)
+BUILD_KSMBD="${BUILD_KSMBD:-0}"
+[ "$BUILD_KSMBD" = 1 ] && USER_PKGS+=(ksmbd-tools)
 APT_OPTS=(-q -o APT::Sandbox::User=root)
 
 log() { printf '[vm-build %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -136,6 +140,40 @@ if ! stamp_ok unpack-user "${USER_PKGS[*]}"; then
 	stamp_set unpack-user "${USER_PKGS[*]}"
 fi
 
+# ---------------------------------------------------------------- ksmbd with SMB Direct (shared)
+# Debian builds ksmbd without CONFIG_SMB_SERVER_SMBDIRECT. Rebuild fs/smb/server out of tree with
+# it, named ksmbd_smbdirect.ko so the stock ksmbd.ko stays (shared/interop/vm/NOTES.md §9):
+# linux-kbuild ships no asn1_compiler, so it is built from the source package and the two SPNEGO
+# parsers are generated beforehand. Independent of the siw variant, so built once per kernel.
+KSMBD_DIR="$BASE/ksmbd"
+if [ "$BUILD_KSMBD" = 1 ] && ! stamp_ok ksmbd "$KIMG_VER"; then
+	log "building ksmbd_smbdirect.ko from $SRC_PKG"
+	rm -rf "$KSMBD_DIR"; mkdir -p "$KSMBD_DIR/src" "$KSMBD_DIR/fs/smb"
+	timeout "$T" dpkg-deb --fsys-tarfile "$DEBK/${SRC_PKG}_"*.deb | tar -xO "./usr/src/$SRC_PKG.tar.xz" \
+		| timeout "$T" tar -xJ -C "$KSMBD_DIR/src" --strip-components=1 --wildcards "$SRC_PKG/fs/smb" \
+			"$SRC_PKG/fs/internal.h" "$SRC_PKG/scripts/asn1_compiler.c" "$SRC_PKG/include/linux/asn1*"
+	ksrc="$KSMBD_DIR/src"
+	cp -r "$ksrc/fs/smb/server" "$ksrc/fs/smb/common" "$KSMBD_DIR/fs/smb/"
+	cp "$ksrc/fs/internal.h" "$KSMBD_DIR/fs/"
+	gcc-12 -O2 -I"$ksrc/include" -o "$KSMBD_DIR/asn1_compiler" "$ksrc/scripts/asn1_compiler.c" \
+		>"$KSMBD_DIR/build.log" 2>&1 || { tail -20 "$KSMBD_DIR/build.log" >&2; die "asn1_compiler build failed"; }
+	sm="$KSMBD_DIR/fs/smb/server"
+	for a in ksmbd_spnego_negtokeninit ksmbd_spnego_negtokentarg; do
+		"$KSMBD_DIR/asn1_compiler" "$sm/$a.asn1" "$sm/$a.asn1.c" "$sm/$a.asn1.h"
+	done
+	sed -i -e 's#^\$(obj)/ksmbd_spnego.*##' \
+		-e 's#^obj-\$(CONFIG_SMB_SERVER) += ksmbd\.o#obj-m += ksmbd_smbdirect.o#' \
+		-e 's#^ksmbd-y :=#ksmbd_smbdirect-y :=#' \
+		-e 's#^ksmbd-\$(CONFIG_SMB_SERVER_SMBDIRECT) += transport_rdma\.o#ksmbd_smbdirect-y += transport_rdma.o#' "$sm/Makefile"
+	grep -q 'ksmbd_smbdirect-y += transport_rdma.o' "$sm/Makefile" || die "unexpected ksmbd Makefile layout"
+	timeout "$T" make -C "$HROOT/usr/src/$HDR_PKG" M="$sm" CONFIG_SMB_SERVER=m CONFIG_SMB_SERVER_SMBDIRECT=y \
+		KCFLAGS="-DCONFIG_SMB_SERVER_SMBDIRECT=1" -j"$(nproc)" modules >>"$KSMBD_DIR/build.log" 2>&1 \
+		|| { tail -30 "$KSMBD_DIR/build.log" >&2; die "ksmbd build failed (log: $KSMBD_DIR/build.log)"; }
+	strip --strip-debug "$sm/ksmbd_smbdirect.ko"
+	rm -rf "$ksrc"
+	stamp_set ksmbd "$KIMG_VER"
+fi
+
 # ---------------------------------------------------------------- per-image work area
 TMPI="$CACHE/img/$KEY.tmp"
 rm -rf "$TMPI"; mkdir -p "$TMPI"
@@ -190,7 +228,9 @@ put_elf() { # put_elf REL: an ELF file and, recursively, the libraries the stagi
 }
 put_elf lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
 ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$ROOT/usr/lib64/ld-linux-x86-64.so.2"
-for p in kmod bash ibverbs-utils rdmacm-utils iproute2 tcpdump strace; do
+ROOT_PKGS=(kmod bash ibverbs-utils rdmacm-utils iproute2 tcpdump strace)
+[ "$BUILD_KSMBD" = 1 ] && ROOT_PKGS+=(ksmbd-tools)
+for p in "${ROOT_PKGS[@]}"; do
 	deb=$(ls "$DEBU/${p}_"*.deb)
 	while read -r rel; do
 		rel=${rel#./}
@@ -206,6 +246,14 @@ for p in kmod bash ibverbs-utils rdmacm-utils iproute2 tcpdump strace; do
 		fi
 	done < <(dpkg-deb -c "$deb" | awk '{print $6}' | grep -E '^\./(usr/)?s?bin/[^/]+$')
 done
+# ksmbd-tools converts passwords and names to UTF-16LE through glib's iconv, which needs glibc's
+# gconv modules (without them ksmbd.adduser falls back to another encoding)
+if [ "$BUILD_KSMBD" = 1 ]; then
+	g=usr/lib/x86_64-linux-gnu/gconv
+	mkdir -p "$ROOT/$g"
+	cp -r "$STAGE/$g/gconv-modules" "$STAGE/$g/gconv-modules.d" "$ROOT/$g/"
+	for m in UTF-16 UTF-32 UTF-7 UNICODE; do put_elf "$g/$m.so"; done
+fi
 # verbs providers are dlopen()ed by libibverbs: all of them, with their .driver files
 for f in "$STAGE"/usr/lib/x86_64-linux-gnu/libibverbs/*.so; do put_elf "${f#"$STAGE"/}"; done
 mkdir -p "$ROOT/etc/libibverbs.d"; cp "$STAGE"/etc/libibverbs.d/*.driver "$ROOT/etc/libibverbs.d/"
@@ -236,9 +284,13 @@ log "selecting kernel modules"
 KM="$KROOT/lib/modules/$KVER"
 mkdir -p "$KM/updates"
 cp "$MB/siw.ko" "$KM/updates/siw.ko"
+[ "$BUILD_KSMBD" = 1 ] && cp "$KSMBD_DIR/fs/smb/server/ksmbd_smbdirect.ko" "$KM/updates/ksmbd_smbdirect.ko"
 timeout "$T" depmod -b "$KROOT" "$KVER"
 WANT_MODS=(siw ib_core ib_uverbs rdma_cm iw_cm rdma_ucm crypto-crc32c crc32c_generic crc32c_intel libcrc32c
 	virtio_pci 9pnet_virtio 9p virtio_rng dummy)
+# ksmbd loads its digests and ciphers by name (soft dependencies modprobe does not follow):
+# without cmac and sha512 it can neither sign nor keep the 3.1.1 preauth hash
+[ "$BUILD_KSMBD" = 1 ] && WANT_MODS+=(ksmbd_smbdirect cmac sha512_generic md4 ecb ccm gcm ctr ghash-generic nls_utf8)
 : >"$TMPI/modules.list"
 for mod in "${WANT_MODS[@]}"; do
 	timeout 60 modprobe -d "$KROOT" -S "$KVER" --show-depends "$mod" >>"$TMPI/modules.list" 2>>"$TMPI/modules.err" \
@@ -256,7 +308,7 @@ awk '$1=="insmod"{print $2}' "$TMPI/modules.list" | sort -u | while read -r path
 	esac
 done
 cp "$KM"/modules.builtin "$KM"/modules.builtin.modinfo "$KM"/modules.order "$ROOT/lib/modules/$KVER/" 2>/dev/null || true
-rm -f "$KM/updates/siw.ko"
+rm -f "$KM/updates/siw.ko" "$KM/updates/ksmbd_smbdirect.ko"
 timeout "$T" depmod -b "$ROOT" "$KVER"
 nmods=$(find "$ROOT/lib/modules" -name '*.ko' | wc -l)
 

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tests/interop/run-ksmbd.sh - SMB Direct cells against Linux ksmbd over siw in the QEMU guest:
+# the image of vm/build.sh (BUILD_KSMBD=1: ksmbd_smbdirect.ko and ksmbd-tools), ksmbd serving a
+# tmpfs share on 198.18.0.1:5445, our ndksmb over our iwarp provider as the client (the cells are
+# in guest/ksmbd.sh). The session capture is decoded here with tshark (smb2, smb_direct, iWARP).
+#
+# Usage: tests/interop/run-ksmbd.sh BUILD_DIR
+# Exit status: 0 every cell passed; 1 a cell failed; 77 the harness cannot run here.
+# Environment: INTEROP_CACHE (as run.sh), INTEROP_OUT (default BUILD_DIR/interop-ksmbd),
+#   INTEROP_VM_TIMEOUT (s, default 1500)
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+skip() { echo "SKIPPED: $*"; exit 77; }
+log() { printf '[interop-ksmbd %(%H:%M:%S)T] %s\n' -1 "$*"; }
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+BUILD="$(cd "$1" && pwd)"
+OUT="${INTEROP_OUT:-$BUILD/interop-ksmbd}"
+VM_TIMEOUT=${INTEROP_VM_TIMEOUT:-1500}
+command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "qemu-system-x86_64 is not installed"
+[ -x "$BUILD/tools/ndksmb/ndksmb" ] || skip "ndksmb is not in the build"
+echo quit | timeout 30 qemu-system-x86_64 -accel tcg -M none -nodefaults -display none -monitor stdio >/dev/null 2>&1 \
+	|| skip "qemu-system-x86_64 does not start here"
+
+set +e
+img=$(BUILD_KSMBD=1 timeout 2400 "$HERE/vm/build.sh" 2>"$BUILD/interop-ksmbd-build.log")
+brc=$?
+set -e
+[ $brc = 3 ] && skip "the guest packages cannot be fetched ($(tail -1 "$BUILD/interop-ksmbd-build.log"))"
+[ $brc = 0 ] && [ -n "$img" ] || { tail -20 "$BUILD/interop-ksmbd-build.log"; echo "FAIL: image build (rc $brc)"; exit 1; }
+
+rm -rf "$OUT"; mkdir -p "$OUT/ndk/bin" "$OUT/ndk/lib" "$OUT/ndk/providers"
+cp "$BUILD/tools/ndksmb/ndksmb" "$OUT/ndk/bin/"
+cp -L "$BUILD"/src/runtime/libndk.so* "$OUT/ndk/lib/" 2>/dev/null || true
+cp -L "$BUILD"/providers/*.so "$OUT/ndk/providers/"
+# ndksmb's libraries that the guest image does not carry (same Debian release as this host)
+for lib in $(ldd "$BUILD/tools/ndksmb/ndksmb" | awk '/=> \//{print $3}'); do
+	case "$(basename "$lib")" in libc.so*|libm.so*|ld-linux*) ;; *) cp -L "$lib" "$OUT/ndk/lib/" ;; esac
+done
+install -m 755 "$HERE/guest/ksmbd.sh" "$OUT/ksmbd.sh"
+printf '#!/bin/sh\nKSMBD_QUICK=%s exec bash /mnt/host/ksmbd.sh\n' "${KSMBD_QUICK:-0}" >"$OUT/start.sh"
+log "booting $img (timeout ${VM_TIMEOUT}s); console: $OUT/.vm/console.log"
+set +e
+"$HERE/vm/boot.sh" --image "$img" --share "$OUT" --script start.sh --timeout "$VM_TIMEOUT" >"$OUT/boot.log" 2>&1
+grc=$?
+set -e
+[ -s "$OUT/results/cells.txt" ] || { tail -30 "$OUT/.vm/console.log" 2>/dev/null; echo "FAIL: no results (guest rc $grc)"; exit 1; }
+
+fails=0
+if command -v tshark >/dev/null 2>&1 && [ -s "$OUT/pcaps/ksmbd-capture.pcap" ]; then
+	p="$OUT/pcaps/ksmbd-capture.pcap"
+	dec=(-n --disable-protocol rpcordma)
+	nsmb=$(tshark -r "$p" "${dec[@]}" -Y smb2 2>/dev/null | wc -l)
+	nsd=$(tshark -r "$p" "${dec[@]}" -Y smb_direct 2>/dev/null | wc -l)
+	nbad=$(tshark -r "$p" "${dec[@]}" -Y _ws.malformed 2>/dev/null | wc -l)
+	echo "capture: $nsmb smb2 frames, $nsd smb_direct frames, $nbad malformed" | tee "$OUT/pcap-check.txt"
+	[ "$nsmb" -gt 0 ] && [ "$nbad" = 0 ] || { echo "FAIL: the capture does not decode as SMB2 over SMB Direct cleanly"; fails=1; }
+fi
+echo "===== SMB Direct cells against ksmbd over siw (results in $OUT)"
+sed 's/|/  /g' "$OUT/results/cells.txt"
+grep -q '^FAIL' "$OUT/results/cells.txt" && fails=1
+[ "$grc" = 0 ] || [ "$grc" = 1 ] || { echo "FAIL: guest ended with $grc"; fails=1; }
+exit $fails
