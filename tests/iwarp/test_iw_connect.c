@@ -5,6 +5,7 @@
  * client, disconnect completions, implicit flush of a posted receive (§5.11.6). */
 #include "iwtest.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,9 @@ static _Atomic(NDK_CONNECTOR *) g_incoming;
 static atomic_int g_events;
 static atomic_int g_disc;
 static atomic_int g_disc_ex_reason;
+/* "v1": the initiator offers MPA v1, which carries no IRD/ORD (README, "IRD/ORD under MPA v1"):
+ * each side's effective limits are its own, capped; before Accept the adapter maxima. */
+static bool g_v1;
 
 static void on_connect(void *ctx, NDK_CONNECTOR *c)
 {
@@ -102,9 +106,17 @@ static int server(void *p)
     CHECK_STATUS(c->Dispatch->NdkGetConnectionData(c, &in, &out, pd, &len), STATUS_SUCCESS);
     CHECK_EQ(len, 252);
     CHECK(memcmp(pd, want, 252) == 0);
-    /* the initiator asked IRD 4 / ORD 8: mirrored before Accept (§8.22) */
-    CHECK_EQ(in, 8);
-    CHECK_EQ(out, 4);
+    if (g_v1) {
+        NDK_ADAPTER_INFO info;
+        ULONG isz = sizeof info;
+        CHECK_STATUS(t.ad->Dispatch->NdkQueryAdapterInfo(t.ad, &info, &isz), STATUS_SUCCESS);
+        CHECK_EQ(in, info.MaxInboundReadLimit);     /* nothing stated: the most Accept can ask */
+        CHECK_EQ(out, info.MaxOutboundReadLimit);
+    } else {
+        /* the initiator asked IRD 4 / ORD 8: mirrored before Accept (§8.22) */
+        CHECK_EQ(in, 8);
+        CHECK_EQ(out, 4);
+    }
 
     uint8_t mine[200];
     iwt_fill_pd(mine, sizeof mine, 2);
@@ -113,7 +125,7 @@ static int server(void *p)
     st = c->Dispatch->NdkAcceptEx(c, q.qp, 16, 2, mine, sizeof mine, on_disc_ex, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     CHECK_STATUS(c->Dispatch->NdkGetConnectionData(c, &in, &out, NULL, &(ULONG){ 0 }), STATUS_SUCCESS);
-    CHECK_EQ(in, 8);
+    CHECK_EQ(in, g_v1 ? 16 : 8);     /* v2: min(our IRD 16, the initiator's ORD 8); v1: ours */
     CHECK_EQ(out, 2);
 
     check_addr_getter(c->Dispatch->NdkGetLocalAddress, c, a->family, &addr);
@@ -223,8 +235,8 @@ static int client(void *p)
     iwt_fill_pd(want, 200, 2);
     memset(want + 200, 0, sizeof want - 200);
     CHECK(memcmp(pd, want, sizeof want) == 0);
-    CHECK_EQ(in, 2);       /* min(our IRD 4, the responder's ORD 2) */
-    CHECK_EQ(out, 8);      /* min(our ORD 8, the responder's IRD 16) */
+    CHECK_EQ(in, g_v1 ? 4 : 2);   /* v2: min(our IRD 4, the responder's ORD 2); v1: ours */
+    CHECK_EQ(out, 8);             /* min(our ORD 8, the responder's IRD 16); v1: ours */
 
     iwt_req_init(&rq);
     st = c->Dispatch->NdkCompleteConnect(c, on_disc, NULL, iwt_req_cb, &rq);
@@ -259,8 +271,11 @@ static void body(int family)
     iwt_chan_close(&a.ch);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    g_v1 = argc > 1 && !strcmp(argv[1], "v1");
+    if (g_v1)
+        setenv("NDK_IWARP_MPA_REV", "1", 1);
     iwt_for_each_family(body);
     printf("PASS\n");
     return 0;
