@@ -169,7 +169,9 @@ static void fuzz_fpdu(struct fz_in *in)
     h.term.ddp_hdr_len = fz_u8(in);
     fz_bytes(in, h.term.ddp_hdr, sizeof h.term.ddp_hdr);
     fz_bytes(in, h.term.rdmap_hdr, sizeof h.term.rdmap_hdr);
-    size_t plen = fz_u32(in) % 70001;
+    /* Mostly small payloads (fast); a set top bit reaches past the 65535-byte ULPDU limit. */
+    uint32_t plsel = fz_u32(in);
+    size_t plen = (plsel & 0x80000000u) ? (plsel & 0x7FFFFFFFu) % 70001 : plsel % 4097;
     uint16_t capsel = fz_u16(in);
     uint16_t emss = fz_u16(in);
     uint16_t cuts[3] = { fz_u16(in), fz_u16(in), fz_u16(in) };
