@@ -35,10 +35,21 @@ static void check_rc(int rc, unsigned allowed, const char *what)
         FZ_CHECK(rc >= 0, "%s refused valid parameters: %d", what, rc);
 }
 
+/* n bytes of src repeated (a fixed pattern when the input has no bytes left). */
 static void fill(uint8_t *out, size_t n, const uint8_t *src, size_t srclen)
 {
-    for (size_t i = 0; i < n; i++)
-        out[i] = srclen ? src[i % srclen] : (uint8_t)(i * 7);
+    static const uint8_t pattern[8] = { 0x00, 0x07, 0x0e, 0x15, 0x1c, 0x23, 0x2a, 0x31 };
+    if (!srclen) {
+        src = pattern;
+        srclen = sizeof pattern;
+    }
+    size_t have = n < srclen ? n : srclen;
+    memcpy(out, src, have);
+    while (have < n) {                  /* doubling: a few copies, not one per repetition */
+        size_t k = n - have < have ? n - have : have;
+        memcpy(out + have, out, k);
+        have += k;
+    }
 }
 
 static bool op_tagged(uint8_t op)
