@@ -1,7 +1,8 @@
 /* FPDU deframer (RFC 5044 §4, RFC 5041, RFC 5040), as a differential: the stream decoded in one
  * piece and decoded in pieces whose sizes the fuzzer picks must give the same events, payload
  * bytes, error and final state. Each run also checks the step contract of fpdu.h on every call,
- * and that the Terminate an error asks for can be built and reads back the same.
+ * and that the Terminate an error asks for can be built and reads back the same; the one-piece
+ * run also holds every FPDU to a model of the receive rules.
  *
  * Input: flags (1 byte: bit 0 CRC, bit 1 strict PAD, bit 2 stream checks, bits 3-4 MPA frame
  * first: 0 none, 1 Request, 2 Reply, 3 either), max_ulpdu (2 bytes), n (1 byte, mod 32), then n
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "fpdu.h"
 #include "fuzz.h"
 #include "mpa.h"
@@ -28,6 +30,9 @@ struct run {
     uint32_t pay_next;              /* next expected PAYLOAD offset */
     bool have_hdr;
     bool dead;
+    /* One-piece run only: the deframer's stream in memory, for the model. */
+    const uint8_t *base;
+    size_t base_len;
 };
 
 static void log_hdr(struct fz_log *l, const struct iw_fpdu_hdr *h)
@@ -81,6 +86,76 @@ static void check_error_term(const struct iw_fpdu_rx_error *e)
              "the error's Terminate has no END");
 }
 
+/* The per-FPDU receive rules (RFC 5044 §4 and §8, RFC 5041 §7, RFC 5040 §7, in the order
+ * fpdu.h documents: DV, RV, opcode, T bit, lengths, then the decoded header), written apart from
+ * fpdu.c. Given the FPDU's bytes from its start (avail of them), returns the reason the deframer
+ * must stop with, or NONE. The stream rules of check_seq are not modelled. */
+static bool m_tagged_op(unsigned op)
+{
+    return op == IW_OP_WRITE || op == IW_OP_READ_RESP;
+}
+
+static enum iw_fpdu_rx_reason model_fpdu(const uint8_t *b, size_t avail, const struct iw_fpdu_rx_cfg *cfg)
+{
+    if (avail < 4)
+        return IW_FPDU_RXERR_NONE;
+    unsigned ulpdu = iw_get_be16(b), ddp = b[2], rdmap = b[3], op = rdmap & 0x0F;
+    bool tagged = ddp & 0x80, last = ddp & 0x40;
+    bool rr = op == IW_OP_READ_REQ, term = op == IW_OP_TERMINATE;
+    unsigned maxu = cfg->max_ulpdu == 0 || cfg->max_ulpdu > 65535 ? 65535 : cfg->max_ulpdu < 70 ? 70 : cfg->max_ulpdu;
+
+    if ((ddp & 3) != 1)
+        return IW_FPDU_RXERR_DDP_VERSION;
+    if (rdmap >> 6 != 1)
+        return IW_FPDU_RXERR_RDMAP_VERSION;
+    if (op > IW_OP_TERMINATE)
+        return IW_FPDU_RXERR_OPCODE;
+    if (tagged != m_tagged_op(op))
+        return IW_FPDU_RXERR_TAGGED_MISMATCH;
+    if (ulpdu < (rr ? 46u : term ? 22u : tagged ? 14u : 18u))
+        return IW_FPDU_RXERR_ULPDU_SHORT;
+    if (ulpdu > maxu)
+        return IW_FPDU_RXERR_ULPDU_LONG;
+    if ((rr && ulpdu != 46) || (term && ulpdu > 70))
+        return IW_FPDU_RXERR_MSG_TOO_LONG;
+    size_t hlen = term ? 2 + ulpdu : rr ? 48 : tagged ? 16 : 20;
+    if (avail < hlen)
+        return IW_FPDU_RXERR_NONE;
+    uint64_t payload = 2 + ulpdu - hlen;
+    if (!tagged) {
+        uint32_t qn = iw_get_be32(b + 8), mo = iw_get_be32(b + 16);
+        if (qn != (rr ? 1u : term ? 2u : 0u))
+            return IW_FPDU_RXERR_QN;
+        if ((rr || term) && !last)
+            return IW_FPDU_RXERR_MSG_TOO_LONG;
+        if ((rr || term) && mo)
+            return IW_FPDU_RXERR_MO;
+        if (mo + payload > UINT64_C(0x100000000))
+            return IW_FPDU_RXERR_MO_WRAP;
+    } else if (payload && iw_get_be64(b + 8) + (payload - 1) < iw_get_be64(b + 8)) {
+        return IW_FPDU_RXERR_TO_WRAP;
+    }
+    size_t pad = (4 - ((ulpdu + 2) & 3)) & 3, body = 2 + ulpdu;
+    if (avail < body + pad)
+        return IW_FPDU_RXERR_NONE;
+    bool nonzero = false;
+    for (size_t i = 0; i < pad; i++)
+        nonzero |= b[body + i] != 0;
+    if (cfg->strict_pad && nonzero)
+        return IW_FPDU_RXERR_PAD;
+    if (avail < body + pad + 4)
+        return IW_FPDU_RXERR_NONE;
+    if (cfg->crc && iw_crc32c(b, body + pad) != iw_get_le32(b + body + pad))
+        return IW_FPDU_RXERR_CRC;
+    return IW_FPDU_RXERR_NONE;
+}
+
+static bool seq_reason(enum iw_fpdu_rx_reason r)
+{
+    return r == IW_FPDU_RXERR_MSN || r == IW_FPDU_RXERR_MO || r == IW_FPDU_RXERR_INTERLEAVE ||
+           r == IW_FPDU_RXERR_STAG_CHANGE || r == IW_FPDU_RXERR_TO_GAP;
+}
+
 /* Feeds one piece: first to the MPA parser while it runs, then step by step to the deframer. */
 static void feed(struct run *r, const uint8_t *data, size_t len)
 {
@@ -104,6 +179,10 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
             return;
         }
         r->in_mpa = false;
+        if (r->base) {
+            r->base += pos;
+            r->base_len -= pos;
+        }
     }
     /* Every event consumes at least one byte, so this bound is never reached by a correct
      * deframer; reaching it means a step loops without progress. */
@@ -130,6 +209,14 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
             FZ_CHECK(h->opcode <= IW_OP_RFC5040_MAX, "opcode %u passed", h->opcode);
             FZ_CHECK(!(h->opcode == IW_OP_READ_REQ || h->opcode == IW_OP_TERMINATE) || h->payload_len == 0,
                      "payload on a single-segment message");
+            if (r->base) {
+                /* The model looks at the whole FPDU: a HEADER is fine if nothing before its
+                 * payload is wrong; the trailer is checked at END. */
+                uint64_t at = r->rx.fpdu_start;
+                enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, h->hdr_len, &r->rx.cfg);
+                FZ_CHECK(m == IW_FPDU_RXERR_NONE, "HEADER at %llu, the rules say: %s", (unsigned long long)at,
+                         iw_fpdu_rx_reason_str(m));
+            }
             fz_log_put(&r->log, "H", 1);
             log_hdr(&r->log, h);
             r->pay_next = 0;
@@ -151,6 +238,12 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
                      r->pay_next, ev.hdr->payload_len);
             FZ_CHECK(!ev.crc_checked || ev.crc_calc == ev.crc_wire, "END with a bad CRC");
             FZ_CHECK(ev.crc_checked == r->rx.cfg.crc, "CRC checked without CRC, or not with it");
+            if (r->base) {
+                uint64_t at = r->rx.fpdu_start;
+                enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, (size_t)(r->rx.offset - at), &r->rx.cfg);
+                FZ_CHECK(m == IW_FPDU_RXERR_NONE, "END of the FPDU at %llu, the rules say: %s",
+                         (unsigned long long)at, iw_fpdu_rx_reason_str(m));
+            }
             fz_log_put(&r->log, "E", 1);
             fz_log_u64(&r->log, ev.crc_checked);
             fz_log_u64(&r->log, ev.crc_wire);
@@ -165,6 +258,12 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
             FZ_CHECK(e->reason != IW_FPDU_RXERR_NONE && e->reason < IW_FPDU_RXERR_COUNT, "reason %d", e->reason);
             FZ_CHECK(e->fpdu_offset <= r->rx.offset, "error offset beyond the stream");
             check_error_term(e);
+            if (r->base && !(r->rx.cfg.check_seq && seq_reason(e->reason))) {
+                enum iw_fpdu_rx_reason m = model_fpdu(r->base + e->fpdu_offset,
+                                                      r->base_len - (size_t)e->fpdu_offset, &r->rx.cfg);
+                FZ_CHECK(m == e->reason, "error at %llu: %s, the rules say: %s", (unsigned long long)e->fpdu_offset,
+                         iw_fpdu_rx_reason_str(e->reason), iw_fpdu_rx_reason_str(m));
+            }
             fz_log_put(&r->log, "X", 1);
             fz_log_u64(&r->log, (uint64_t)(int64_t)e->err);
             fz_log_u64(&r->log, e->reason);
@@ -230,6 +329,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_init(&one, &c);
     run_init(&split, &c);
 
+    one.base = s;
+    one.base_len = n;
     feed(&one, s, n);
     run_finish(&one);
 

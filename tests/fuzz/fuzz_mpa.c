@@ -70,6 +70,38 @@ static void frames_equal(const struct iw_mpa_frame *a, const struct iw_mpa_frame
     FZ_CHECK(a->ulp_pd_len == 0 || memcmp(a->ulp_pd, b->ulp_pd, a->ulp_pd_len) == 0, "private data differs");
 }
 
+/* The receiver rules of RFC 5044 §7.1 / RFC 6581 as iwarp-wire.md §2.1 states them, written
+ * independently of mpa.c: the status a decoder must report for s[0..n), and the error. */
+static enum iw_mpa_status model(const uint8_t *s, size_t n, enum iw_mpa_kind expect, uint16_t limit,
+                                enum iw_mpa_error *err)
+{
+    static const char req[] = IW_MPA_KEY_REQ, rep[] = IW_MPA_KEY_REP;
+    *err = IW_MPA_ERR_NONE;
+    for (size_t i = 0; i < IW_MPA_KEY_LEN && i < n; i++) {
+        bool ok = (expect != IW_MPA_REPLY && s[i] == (uint8_t)req[i]) ||
+                  (expect != IW_MPA_REQUEST && s[i] == (uint8_t)rep[i]);
+        if (!ok) {
+            *err = IW_MPA_ERR_KEY;
+            return IW_MPA_ERROR;
+        }
+    }
+    if (n < IW_MPA_HDR_LEN)
+        return IW_MPA_NEED_MORE;
+    uint8_t rev = s[IW_MPA_OFF_REV];
+    uint16_t pd = iw_get_be16(s + IW_MPA_OFF_PD_LEN);
+    if (rev != 1 && rev != 2)
+        *err = IW_MPA_ERR_REV;
+    else if (pd > IW_MPA_PD_MAX_RFC)
+        *err = IW_MPA_ERR_PD_RFC;
+    else if (pd > limit)
+        *err = IW_MPA_ERR_PD_LIMIT;
+    else if (rev == 2 && (s[IW_MPA_OFF_FLAGS] & IW_MPA_FLAG_ENHANCED) && pd < IW_MPA_V2_LEN)
+        *err = IW_MPA_ERR_V2_SHORT;
+    if (*err != IW_MPA_ERR_NONE)
+        return IW_MPA_ERROR;
+    return n < (size_t)IW_MPA_HDR_LEN + pd ? IW_MPA_NEED_MORE : IW_MPA_COMPLETE;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fz_in in = { data, size };
@@ -96,6 +128,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              "one piece (%d/%d/%zu) and pieces (%d/%d/%zu) differ", r1.st, r1.err, r1.consumed,
              r2.st, r2.err, r2.consumed);
     FZ_CHECK(dst == r1.st, "decode says %d, parser %d", dst, r1.st);
+    enum iw_mpa_error merr;
+    enum iw_mpa_status mst = model(s, n, expect, limit, &merr);
+    FZ_CHECK(mst == dst && (dst != IW_MPA_ERROR || merr == derr), "decode says %d/%s, the RFC rules %d/%s", dst,
+             iw_mpa_strerror(derr), mst, iw_mpa_strerror(merr));
     FZ_CHECK((iw_mpa_parser_frame(&p1) != NULL) == (r1.st == IW_MPA_COMPLETE), "parser frame availability");
     FZ_CHECK(strlen(iw_mpa_strerror(r1.err)) > 0, "empty error string");
 
