@@ -29,8 +29,10 @@ static void put_seed(const char *target, const char *what, const uint8_t *pre, s
     static uint8_t buf[SEED_MAX + 256];
     if (nbody > SEED_MAX)
         nbody = SEED_MAX;
-    memcpy(buf, pre, npre);
-    memcpy(buf + npre, body, nbody);
+    if (npre)
+        memcpy(buf, pre, npre);
+    if (nbody)
+        memcpy(buf + npre, body, nbody);
     size_t n = npre + nbody;
     char path[512];
     snprintf(path, sizeof path, "%s/%s", outdir, target);
