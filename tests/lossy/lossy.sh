@@ -70,7 +70,13 @@ for crc in 0 1; do
   in_b env NDK_IWARP_CRC=$crc timeout 200 "$ndkperf" -s 10.77.0.2:$port >"$tmp/server-$crc.log" 2>&1 &
   srv=$!
   pids+=($srv)
-  sleep 0.3
+  # Start only once it listens: a loaded machine may take seconds to get there.
+  for _ in $(seq 200); do
+    grep -q "listening on" "$tmp/server-$crc.log" 2>/dev/null && break
+    kill -0 $srv 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q "listening on" "$tmp/server-$crc.log" || { cat "$tmp/server-$crc.log"; fail "ndkperf -s did not start listening (CRC $crc)"; }
   for op in write read send; do
     for size in 65536 1048576; do
       # 10 MiB per test at 64 KiB and 16 MiB at 1 MiB: thousands of FPDUs meet losses and
