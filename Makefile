@@ -4,11 +4,12 @@
 # Both install missing Debian packages when run as root (scripts/deps.sh) and say what to
 # install otherwise.
 BUILD   ?= build/release
+FUZZ_SECONDS ?= 60
 JOBS    ?= $(shell nproc)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run demo test test-quick test-interop install bench clean
+.PHONY: all deps build run demo test test-quick test-interop install bench fuzz clean
 
 all: build
 
@@ -41,6 +42,11 @@ test-interop: build
 bench: build
 	@scripts/deps.sh bench
 	@bench/run.sh $(BUILD)
+
+# The wire-layer fuzz targets (clang + libFuzzer), FUZZ_SECONDS each: executions and crashes per target.
+fuzz:
+	@scripts/deps.sh fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 install: build
 	@cmake --install $(BUILD)

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a task needs (when root), or says exactly what to install.
-# Usage: scripts/deps.sh build|test|bench|interop
+# Usage: scripts/deps.sh build|test|fuzz|bench|interop
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config nettle-dev)
 test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev)
+fuzz_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev)
 bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2 util-linux)
 interop_pkgs=("${build_pkgs[@]}" qemu-system-x86 qemu-utils tshark cpio kmod zstd xz-utils binutils libc6-dev)
 
 case "${1:-build}" in
   build) want=("${build_pkgs[@]}") ;;
   test) want=("${test_pkgs[@]}") ;;
+  fuzz) want=("${fuzz_pkgs[@]}") ;;
   bench) want=("${bench_pkgs[@]}") ;;
   interop) want=("${interop_pkgs[@]}") ;;
-  *) echo "usage: $0 build|test|bench|interop" >&2; exit 2 ;;
+  *) echo "usage: $0 build|test|fuzz|bench|interop" >&2; exit 2 ;;
 esac
 
 missing=()
