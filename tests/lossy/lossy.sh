@@ -27,6 +27,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap "exit 1" TERM INT
 
 # Two holder processes, each alone in a fresh network namespace. The namespace dies with them;
 # every process started below is bounded in time too, so nothing outlives a killed test long.
@@ -67,7 +68,10 @@ t0=$(date +%s)
 budget=150                      # seconds for all transfers: ctest's timeout is 240
 for crc in 0 1; do
   port=$((port + 1))
-  in_b env NDK_IWARP_CRC=$crc timeout 200 "$ndkperf" -s 10.77.0.2:$port >"$tmp/server-$crc.log" 2>&1 &
+  # nsenter itself in the background (not the in_b function, whose subshell would take the
+  # kill below and leave the server running): nsenter, env and timeout exec one another, so
+  # $! is timeout, which passes the kill on to ndkperf.
+  nsenter --net=$ns_b env NDK_IWARP_CRC=$crc timeout 200 "$ndkperf" -s 10.77.0.2:$port >"$tmp/server-$crc.log" 2>&1 &
   srv=$!
   pids+=($srv)
   # Start only once it listens: a loaded machine may take seconds to get there.
