@@ -1,0 +1,62 @@
+/* mw.c - memory windows (§2.7, map §1.3): type-2 windows where the device has them (rxe, mlx5,
+ * irdma); elsewhere (siw) NdkCreateMw is STATUS_NOT_SUPPORTED and MaxMwCount is 0. */
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static UINT32 vb_mw_remote_token(NDK_MW *w)
+{
+    return atomic_load(&to_vb_mw(w)->rkey);
+}
+
+static void vb_mw_destroy(struct vb_obj *o)
+{
+    struct vb_mw *mw = ndk_container_of(o, struct vb_mw, obj);
+
+    if (mw->mw && ibv_dealloc_mw(mw->mw))
+        vb_err(o->dev, "ibv_dealloc_mw: %s", strerror(errno));
+    free(mw);
+}
+
+static const struct vb_obj_ops vb_mw_ops = { .destroy = vb_mw_destroy };
+
+static NTSTATUS vb_mw_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
+{
+    return vb_obj_close(&to_vb_mw((NDK_MW *)h)->obj, cb, ctx);
+}
+
+static const NDK_MW_DISPATCH vb_mw_dispatch = {
+    .NdkCloseMw = vb_mw_close,
+    .NdkQueryExtension = vb_obj_query_extension,
+    .NdkGetRemoteTokenFromMw = vb_mw_remote_token,
+};
+
+NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out)
+{
+    struct vb_pd *pd = to_vb_pd(p);
+    struct vb_mw *mw;
+
+    (void)cb;
+    (void)ctx;
+    if (!out)
+        return STATUS_INVALID_PARAMETER;
+    if (!pd->obj.dev->has_mw2)
+        return STATUS_NOT_SUPPORTED;
+    mw = calloc(1, sizeof(*mw));
+    if (!mw)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    mw->pd = pd;
+    vb_obj_init(&mw->obj, &vb_mw_ops, VB_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &vb_mw_dispatch);
+    vb_obj_set_ante(&mw->obj, 0, &pd->obj);
+    mw->mw = ibv_alloc_mw(pd->pd, IBV_MW_TYPE_2);
+    if (!mw->mw) {
+        int err = errno ? errno : ENOMEM;
+        vb_obj_abort_create(&mw->obj);
+        return vb_status_from_errno(err);
+    }
+    atomic_init(&mw->rkey, mw->mw->rkey);
+    *out = &mw->ndk;
+    return STATUS_SUCCESS;
+}
