@@ -68,9 +68,29 @@ static void vb_call_now(struct vb_call r)
         r.fn(r.ctx, r.status);
 }
 
+/* IB/RoCE CM messages carry private data in fixed-size fields, zero-padded (map §1.7 "RDS"): an
+ * NDK consumer must see the length its peer sent, so our side frames it as VB_PD_TAG, length,
+ * bytes. Data without the frame (a plain rdma_cm peer) is passed on as the transport gave it. */
+#define VB_PD_TAG 0x4e
+static ULONG vb_pd_frame(struct vb_connector *c, uint8_t *out, const void *pd, ULONG len)
+{
+    if (c->obj.dev->iwarp) {
+        memcpy(out, pd, len);
+        return len;
+    }
+    out[0] = VB_PD_TAG;
+    out[1] = (uint8_t)len;
+    memcpy(out + 2, pd, len);
+    return len + 2;
+}
+
 static void vb_connector_save_peer(struct vb_connector *c, const struct rdma_cm_event *ev, const uint8_t *pd,
                                    ULONG pd_len)
 {
+    if (!c->obj.dev->iwarp && pd_len >= 2 && pd[0] == VB_PD_TAG && pd[1] <= pd_len - 2) {
+        pd_len = pd[1];
+        pd += 2;
+    }
     memcpy(c->peer_pd, pd, pd_len);
     c->peer_pd_len = pd_len;
     /* In the receiver's view: responder_resources = reads the peer will issue to us. */
@@ -283,8 +303,7 @@ static NTSTATUS vb_connector_start(struct vb_connector *c, struct vb_qp *qp, con
         vb_obj_set_ante(&c->obj, 1, &sep->obj);
     c->ird = ird;
     c->ord = ord;
-    memcpy(c->my_pd, pd, pd_len);
-    c->my_pd_len = (uint8_t)pd_len;
+    c->my_pd_len = (uint8_t)vb_pd_frame(c, c->my_pd, pd, pd_len);
     memcpy(&c->dst, dst, vb_sa_len(dst));
     c->req.fn = cb;
     c->req.ctx = ctx;
@@ -423,8 +442,7 @@ static NTSTATUS vb_connector_accept_common(NDK_CONNECTOR *n, NDK_QP *q, ULONG ir
     /* Pass exactly the effective limits: siw refuses more than the MPA request offered. */
     c->ird = vb_min(ird, c->peer_ird);
     c->ord = vb_min(ord, c->peer_ord);
-    memcpy(c->my_pd, pd, pd_len);
-    c->my_pd_len = (uint8_t)pd_len;
+    c->my_pd_len = (uint8_t)vb_pd_frame(c, c->my_pd, pd, pd_len);
     vb_connector_fill_param(c, &p);
     err = vb_qp_to_rts(qp, c->id);
     if (!err && rdma_accept(c->id, &p))
@@ -471,8 +489,9 @@ static NTSTATUS vb_connector_reject(NDK_CONNECTOR *n, CONST PVOID pd, ULONG pd_l
     if (pd_len > dev->info.MaxCalleeData)
         return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&dev->lock);
+    c->my_pd_len = (uint8_t)vb_pd_frame(c, c->my_pd, pd, pd_len);
     if (c->state == VB_C_REQUEST) {
-        if (rdma_reject(c->id, pd, (uint8_t)pd_len))
+        if (rdma_reject(c->id, c->my_pd, c->my_pd_len))
             st = vb_status_from_errno(errno);
         vb_connector_set(c, VB_C_FAILED);
     } else if (c->state == VB_C_CONNECTED && !c->passive) {
@@ -480,7 +499,7 @@ static NTSTATUS vb_connector_reject(NDK_CONNECTOR *n, CONST PVOID pd, ULONG pd_l
          * close is left (map §1.7 "NdkReject"). */
         if (dev->iwarp)
             rdma_disconnect(c->id);
-        else if (rdma_reject(c->id, pd, (uint8_t)pd_len))
+        else if (rdma_reject(c->id, c->my_pd, c->my_pd_len))
             st = vb_status_from_errno(errno);
         if (c->qp)
             vb_qp_to_err(c->qp);

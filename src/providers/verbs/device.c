@@ -144,9 +144,10 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     i->MaxCqDepth = dev->max_cqe > 2 * VB_CQ_RESERVE ? dev->max_cqe - VB_CQ_RESERVE : dev->max_cqe / 2;
     i->LargeRequestThreshold = VB_LARGE_REQUEST;
     /* rdma_cm on IB/RoCE: 56 bytes in a REQ after its own header, 148 in a REJ (the smaller of
-     * REP and REJ, since one field covers both); iWARP: librdmacm's u8 length. */
-    i->MaxCallerData = dev->iwarp ? 255 : 56;
-    i->MaxCalleeData = dev->iwarp ? 255 : 148;
+     * REP and REJ, since one field covers both), less our 2-byte length frame (connector.c);
+     * iWARP: librdmacm's u8 length. */
+    i->MaxCallerData = dev->iwarp ? 255 : 54;
+    i->MaxCalleeData = dev->iwarp ? 255 : 146;
     /* Flags (map §2.1): read sinks need no remote right on IB/RoCE; resize only when probed; no
      * moderation unless cq_mod_caps says so (rxe/siw have none; we do not implement it either),
      * no in-order or read-local-invalidate claims. Loopback: the device loops to its own address. */

@@ -78,7 +78,7 @@ static NTSTATUS vb_listener_listen(NDK_LISTENER *n, CONST PSOCKADDR addr, ULONG 
         if (!err && rdma_listen(id, VB_BACKLOG))
             err = -errno;
         if (!err && k == 0)
-            port = rdma_get_src_port(id) ? htons(rdma_get_src_port(id)) : port;
+            port = rdma_get_src_port(id) ? rdma_get_src_port(id) : port;   /* both network order */
     }
     if (err) {
         for (int k = 0; k < nids; k++)

@@ -29,6 +29,8 @@ SIW_CRC=${SIW_MPA_CRC_REQUIRED:-0} SIW_MPA=${SIW_MPA_VERSION:-2} SIW_P2P=${SIW_P
 SIW_OPTS="crc_required=$SIW_CRC p2p=$SIW_P2P mpa=$SIW_MPA"
 USER_PKGS=(busybox-static kmod bash libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils
 	rdmacm-utils iproute2 tcpdump strace)
+# verbs provider (issue 16): perftest's ib_* tools for the cells against rdma-core's own tools
+USER_PKGS+=(perftest)
 APT_OPTS=(-q -o APT::Sandbox::User=root)
 
 log() { printf '[vm-build %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -206,6 +208,8 @@ for p in kmod bash ibverbs-utils rdmacm-utils iproute2 tcpdump strace; do
 		fi
 	done < <(dpkg-deb -c "$deb" | awk '{print $6}' | grep -E '^\./(usr/)?s?bin/[^/]+$')
 done
+# verbs provider (issue 16): perftest's tools (they run over rxe and siw through rdma_cm)
+for f in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do put_elf "usr/bin/$f"; done
 # verbs providers are dlopen()ed by libibverbs: all of them, with their .driver files
 for f in "$STAGE"/usr/lib/x86_64-linux-gnu/libibverbs/*.so; do put_elf "${f#"$STAGE"/}"; done
 mkdir -p "$ROOT/etc/libibverbs.d"; cp "$STAGE"/etc/libibverbs.d/*.driver "$ROOT/etc/libibverbs.d/"
@@ -239,6 +243,8 @@ cp "$MB/siw.ko" "$KM/updates/siw.ko"
 timeout "$T" depmod -b "$KROOT" "$KVER"
 WANT_MODS=(siw ib_core ib_uverbs rdma_cm iw_cm rdma_ucm crypto-crc32c crc32c_generic crc32c_intel libcrc32c
 	virtio_pci 9pnet_virtio 9p virtio_rng dummy)
+# verbs provider (issue 16): Soft-RoCE (Debian's kernel ships rdma_rxe) beside siw
+WANT_MODS+=(rdma_rxe crypto-crc32 crc32_generic)   # rxe computes its ICRC with the kernel's crc32 shash
 : >"$TMPI/modules.list"
 for mod in "${WANT_MODS[@]}"; do
 	timeout 60 modprobe -d "$KROOT" -S "$KVER" --show-depends "$mod" >>"$TMPI/modules.list" 2>>"$TMPI/modules.err" \
