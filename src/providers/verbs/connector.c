@@ -526,9 +526,10 @@ static NTSTATUS vb_connector_get_data(NDK_CONNECTOR *n, ULONG *ird, ULONG *ord, 
     if (ord)
         *ord = vb_min(c->peer_ord, dev->info.MaxOutboundReadLimit);
     if (pd_len) {
-        if (c->peer_pd_len && (!pd || *pd_len < c->peer_pd_len))
+        /* A NULL buffer asks for the length only (§2.10). */
+        if (c->peer_pd_len && pd && *pd_len < c->peer_pd_len)
             st = STATUS_BUFFER_TOO_SMALL;
-        else if (c->peer_pd_len)
+        else if (c->peer_pd_len && pd)
             memcpy(pd, c->peer_pd, c->peer_pd_len);
         *pd_len = c->peer_pd_len;
     }

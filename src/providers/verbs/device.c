@@ -129,7 +129,7 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     i->VendorId = a->vendor_id;
     i->DeviceId = a->vendor_part_id;
     i->MaxRegistrationSize = (SIZE_T)a->max_mr_size;
-    i->MaxWindowSize = dev->has_mw2 ? (SIZE_T)a->max_mr_size : 0;
+    i->MaxWindowSize = (SIZE_T)a->max_mr_size;   /* emulated without device MWs (mw.c) */
     i->FRMRPageCount = VB_FRMR_PAGE_COUNT;
     i->MaxInitiatorRequestSge = (ULONG)a->max_sge;
     i->MaxReceiveRequestSge = (ULONG)a->max_sge;
@@ -145,9 +145,9 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     i->LargeRequestThreshold = VB_LARGE_REQUEST;
     /* rdma_cm on IB/RoCE: 56 bytes in a REQ after its own header, 148 in a REJ (the smaller of
      * REP and REJ, since one field covers both), less our 2-byte length frame (connector.c);
-     * iWARP: librdmacm's u8 length. */
-    i->MaxCallerData = dev->iwarp ? 255 : 54;
-    i->MaxCalleeData = dev->iwarp ? 255 : 146;
+     * iWARP: 256 bytes of MPA private data (siw's MPA_MAX_PRIVDATA) less the MPA v2 block. */
+    i->MaxCallerData = dev->iwarp ? 252 : 54;
+    i->MaxCalleeData = dev->iwarp ? 252 : 146;
     /* Flags (map §2.1): read sinks need no remote right on IB/RoCE; resize only when probed; no
      * moderation unless cq_mod_caps says so (rxe/siw have none; we do not implement it either),
      * no in-order or read-local-invalidate claims. Loopback: the device loops to its own address. */
@@ -168,7 +168,7 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     c->MaxPdCount = (ULONG)a->max_pd;
     c->MaxInboundReadLimit = 0;
     c->MaxOutboundReadLimit = 0;
-    c->MaxMwCount = dev->has_mw2 ? (ULONG)a->max_mw : 0;
+    c->MaxMwCount = dev->has_mw2 ? (ULONG)a->max_mw : (ULONG)a->max_mr;
     c->MaxSrqCount = dev->has_srq ? (ULONG)a->max_srq : 0;
     /* Only connection counters are kept; the octet/frame counters live in the device. */
     c->MissingCounterMask = 0;

@@ -56,6 +56,8 @@ static NTSTATUS vb_post_chain(struct vb_qp *qp, struct ibv_send_wr *wr)
     return err == ENOMEM ? STATUS_INSUFFICIENT_RESOURCES : STATUS_INVALID_PARAMETER;
 }
 
+static void vb_post_soft(struct vb_qp *qp, void *ctx, NDK_OPERATION_TYPE type, ULONG flags, NTSTATUS st);
+
 /* The shared path of every initiator request. tmpl carries opcode and its fields. */
 static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST NDK_SGE *sgl, ULONG n, ULONG flags,
                            const struct ibv_send_wr *tmpl, struct vb_mw *mw)
@@ -73,9 +75,7 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
         return STATUS_CONNECTION_INVALID;
     if (n && !sgl)
         return STATUS_INVALID_PARAMETER;
-    if (!inl && n > (op == VB_SOP_READ ? (qp->max_ssge < qp->obj.dev->max_sge_rd ? qp->max_ssge
-                                                                                 : qp->obj.dev->max_sge_rd)
-                                       : qp->max_ssge))
+    if (!inl && n > (op == VB_SOP_READ ? qp->obj.dev->max_sge_rd : qp->max_ssge))
         return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&qp->sq_lock);
     if (qp->sq_head - qp->sq_tail >= qp->sq_depth) {
@@ -85,7 +85,7 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     c = qp->sq_head;
     s = &qp->sq[c & (qp->sq_n - 1)];
     wr = &qp->chain_wrs[c & (qp->sq_n - 1)];
-    sge = &qp->chain_sges[(size_t)(c & (qp->sq_n - 1)) * qp->max_ssge];
+    sge = &qp->chain_sges[(size_t)(c & (qp->sq_n - 1)) * qp->wr_sges];
     *wr = *tmpl;
     wr->sg_list = sge;
     wr->num_sge = (int)n;
@@ -185,8 +185,6 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         return STATUS_INVALID_PARAMETER;
     mr = to_vb_mr(m);
     mw = to_vb_mw(w);
-    if (!mw->mw)
-        return STATUS_NOT_SUPPORTED;
     pthread_mutex_lock(&mr->lock);
     if (!mr->mr || (uintptr_t)va < (uintptr_t)mr->mr->addr ||
         (uintptr_t)va + len > (uintptr_t)mr->mr->addr + mr->mr->length) {
@@ -197,6 +195,14 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         acc |= IBV_ACCESS_REMOTE_READ;
     if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
         acc |= IBV_ACCESS_REMOTE_WRITE;
+    if (!mw->mw) {
+        pthread_mutex_unlock(&mr->lock);
+        int err = vb_mw_emu_bind(mw, va, len, acc);
+        if (err)
+            return vb_post_fail_status(err);
+        vb_post_soft(qp, ctx, NdkOperationTypeBind, flags, STATUS_SUCCESS);
+        return STATUS_SUCCESS;
+    }
     t.bind_mw.mw = mw->mw;
     t.bind_mw.rkey = ibv_inc_rkey(atomic_load(&mw->rkey));
     t.bind_mw.bind_info.mr = mr->mr;
@@ -266,6 +272,11 @@ NTSTATUS vb_post_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *target, ULO
         return STATUS_INVALID_PARAMETER;
     if (target->ObjectType == NdkObjectTypeMw) {
         struct vb_mw *mw = to_vb_mw((NDK_MW *)target);
+        if (!mw->mw) {
+            vb_mw_emu_invalidate(mw);
+            vb_post_soft(qp, ctx, NdkOperationTypeInvalidate, flags, STATUS_SUCCESS);
+            return STATUS_SUCCESS;
+        }
         struct ibv_send_wr t = { .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = atomic_load(&mw->rkey) };
         return vb_post_sq(qp, ctx, VB_SOP_INV, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
     }

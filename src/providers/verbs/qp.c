@@ -208,6 +208,9 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
     qp->max_ssge = max_ssge ? max_ssge : 1;
     qp->max_rsge = max_rsge ? max_rsge : 1;
     qp->inline_size = inline_size;
+    /* Reads may carry up to MaxReadRequestSge SGEs whatever the QP's initiator SGE count (§2.9),
+     * and verbs counts read SGEs against the send queue's max_send_sge. */
+    qp->wr_sges = qp->max_ssge > dev->max_sge_rd ? qp->max_ssge : dev->max_sge_rd;
     qp->sq_n = vb_pow2(sq_depth);
     qp->rq_n = srq ? 1 : vb_pow2(rq_depth);
     qp->gen = atomic_fetch_add(&vb_qp_next_gen, 1) & 0x3fffffffu;
@@ -221,7 +224,7 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
     qp->sq = calloc(qp->sq_n, sizeof(*qp->sq));
     qp->rq = calloc(qp->rq_n, sizeof(*qp->rq));
     qp->chain_wrs = calloc(qp->sq_n, sizeof(*qp->chain_wrs));
-    qp->chain_sges = calloc((size_t)qp->sq_n * qp->max_ssge, sizeof(*qp->chain_sges));
+    qp->chain_sges = calloc((size_t)qp->sq_n * qp->wr_sges, sizeof(*qp->chain_sges));
     qp->inl = inline_size ? calloc(qp->sq_n, inline_size) : NULL;
     if (!qp->sq || !qp->rq || !qp->chain_wrs || !qp->chain_sges || (inline_size && !qp->inl)) {
         vb_obj_abort_create(&qp->obj);
@@ -236,7 +239,7 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
     qa.sq_sig_all = 0;
     qa.cap.max_send_wr = sq_depth;
     qa.cap.max_recv_wr = srq ? 0 : rq_depth;
-    qa.cap.max_send_sge = qp->max_ssge;
+    qa.cap.max_send_sge = qp->wr_sges;
     qa.cap.max_recv_sge = srq ? 0 : qp->max_rsge;
     qa.cap.max_inline_data = inline_size;
     qp->qp = ibv_create_qp(pd->pd, &qa);

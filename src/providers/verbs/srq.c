@@ -137,16 +137,34 @@ static NTSTATUS vb_srq_modify(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_R
 
     (void)cb;
     (void)ctx;
-    if (depth && depth != srq->depth) {
-        /* Growing needs IBV_DEVICE_SRQ_RESIZE and a bigger slot table: not offered. */
-        if (depth < srq->depth && depth >= srq->posted)
-            srq->depth = depth;
-        else
-            return depth < srq->posted ? STATUS_INVALID_PARAMETER : STATUS_NOT_SUPPORTED;
-    }
-    if (threshold > srq->depth)
-        return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&srq->lock);
+    /* The device queue was made with headroom (vb_srq_create): a depth up to it is ours to set;
+     * beyond it the device must resize (IBV_SRQ_MAX_WR) and the slot table grows with it. */
+    if (depth && depth < srq->posted) {
+        pthread_mutex_unlock(&srq->lock);
+        return STATUS_INVALID_PARAMETER;
+    }
+    if (depth > srq->nslots) {
+        struct ibv_srq_attr a = { .max_wr = depth };
+        struct vb_rslot *ns;
+        if (depth > srq->obj.dev->info.MaxSrqDepth || ibv_modify_srq(srq->srq, &a, IBV_SRQ_MAX_WR) ||
+            !(ns = realloc(srq->slots, depth * sizeof(*ns)))) {
+            pthread_mutex_unlock(&srq->lock);
+            return depth > srq->obj.dev->info.MaxSrqDepth ? STATUS_INVALID_PARAMETER : STATUS_NOT_SUPPORTED;
+        }
+        srq->slots = ns;
+        for (uint32_t k = srq->nslots; k < depth; k++) {
+            srq->slots[k].next_free = srq->free_head;
+            srq->free_head = k;
+        }
+        srq->nslots = depth;
+    }
+    if (depth)
+        srq->depth = depth;
+    if (threshold > srq->depth) {
+        pthread_mutex_unlock(&srq->lock);
+        return STATUS_INVALID_PARAMETER;
+    }
     err = vb_srq_arm_locked(srq, threshold);
     pthread_mutex_unlock(&srq->lock);
     return err ? vb_status_from_errno(err) : STATUS_SUCCESS;
@@ -210,18 +228,21 @@ NTSTATUS vb_srq_create(NDK_PD *p, ULONG depth, ULONG max_sge, ULONG threshold, N
     ndk_list_init(&srq->notify_work.link);
     vb_obj_init(&srq->obj, &vb_srq_ops, VB_OBJ_SRQ, pd->obj.adapter, &srq->ndk.Header, &vb_srq_dispatch);
     vb_obj_set_ante(&srq->obj, 0, &pd->obj);
-    srq->nslots = depth;
-    srq->slots = calloc(depth, sizeof(*srq->slots));
+    /* Headroom: NdkModifySrq may grow the queue, and not every device resizes SRQs (siw). */
+    srq->nslots = depth * 4 > 64 ? depth * 4 : 64;
+    if (srq->nslots > dev->info.MaxSrqDepth)
+        srq->nslots = dev->info.MaxSrqDepth > depth ? dev->info.MaxSrqDepth : depth;
+    srq->slots = calloc(srq->nslots, sizeof(*srq->slots));
     if (!srq->slots) {
         vb_obj_abort_create(&srq->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    for (uint32_t k = 0; k < depth; k++)
-        srq->slots[k].next_free = k + 1 < depth ? k + 1 : VB_SLOT_NONE;
+    for (uint32_t k = 0; k < srq->nslots; k++)
+        srq->slots[k].next_free = k + 1 < srq->nslots ? k + 1 : VB_SLOT_NONE;
     srq->free_head = 0;
     memset(&sa, 0, sizeof sa);
     sa.srq_context = srq;
-    sa.attr.max_wr = depth;
+    sa.attr.max_wr = srq->nslots;
     sa.attr.max_sge = srq->max_sge;
     srq->srq = ibv_create_srq(pd->pd, &sa);
     if (!srq->srq) {

@@ -340,6 +340,7 @@ struct vb_qp {
     uint32_t qpn, gen;
     struct ndk_list qpt_link;       /* in dev->qpt */
     ULONG sq_depth, rq_depth, max_ssge, max_rsge, inline_size;
+    ULONG wr_sges;                  /* SGEs per send WR slot: max(max_ssge, the device's read SGEs) */
     /* Job of sq_lock: the send ring, the DEFER chain, flushed. */
     pthread_mutex_t sq_lock;
     struct vb_sslot *sq;
@@ -406,12 +407,17 @@ struct vb_mw {
     NDK_MW ndk;
     struct vb_obj obj;
     struct vb_pd *pd;
-    struct ibv_mw *mw;
+    struct ibv_mw *mw;              /* NULL: emulated window (a device without MWs, mw.c) */
+    /* Job of lock: emu, the emulated window's registration of the bound range. */
+    pthread_mutex_t lock;
+    struct ibv_mr *emu;
     atomic_uint rkey;               /* the token of the current (or pending) binding */
     struct vb_mr *bound;            /* MR under the binding; taken as antecedent (§1.7) */
 };
 #define to_vb_mw(p) ndk_container_of((p), struct vb_mw, ndk)
 NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
+int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access);
+void vb_mw_emu_invalidate(struct vb_mw *mw);
 
 /* ---- connection management (connector.c, listener.c, endpoint.c, cm.c) ---- */
 enum vb_cstate {
