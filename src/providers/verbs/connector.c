@@ -185,6 +185,7 @@ void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *e
         /* siw's rdma_connect blocks in a kernel TCP connect and reports its errors here. */
         if (rdma_connect(c->id, &p)) {
             int err = errno;
+            vb_info(dev, "rdma_connect: %s", strerror(err));
             vb_connector_set(c, VB_C_FAILED);
             VB_COUNT(dev, connect_failure);
             done = vb_connector_take_req(c, err == EINVAL ? STATUS_INVALID_PARAMETER : vb_status_from_errno(err));
@@ -212,6 +213,8 @@ void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *e
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
         st = vb_status_from_cm(ev->event, ev->status, dev->iwarp, c->passive);
+        vb_info(dev, "connector %s: %s (status %d) -> %s", vb_cstate_name(c->state), rdma_event_str(ev->event),
+                ev->status, ndk_status_lookup_name(st) ? ndk_status_lookup_name(st) : "?");
         if (c->state == VB_C_RESOLVING || c->state == VB_C_CONNECTING || c->state == VB_C_ACCEPTING) {
             if (ev->event == RDMA_CM_EVENT_REJECTED && !c->passive)
                 vb_connector_save_peer(c, ev, pd, pd_len);
@@ -527,9 +530,10 @@ static NTSTATUS vb_connector_get_data(NDK_CONNECTOR *n, ULONG *ird, ULONG *ord, 
         *ord = vb_min(c->peer_ord, dev->info.MaxOutboundReadLimit);
     if (pd_len) {
         /* A NULL buffer asks for the length only (§2.10). */
-        if (c->peer_pd_len && pd && *pd_len < c->peer_pd_len)
+        if (c->peer_pd_len && pd && *pd_len < c->peer_pd_len) {
+            memcpy(pd, c->peer_pd, *pd_len);     /* the prefix that fits (§2.11) */
             st = STATUS_BUFFER_TOO_SMALL;
-        else if (c->peer_pd_len && pd)
+        } else if (c->peer_pd_len && pd)
             memcpy(pd, c->peer_pd, c->peer_pd_len);
         *pd_len = c->peer_pd_len;
     }
@@ -608,7 +612,9 @@ static void vb_connector_stop_work(struct vb_work *w)
     pthread_mutex_lock(&dev->lock);
     if (c->state == VB_C_ESTABLISHED || c->state == VB_C_DISCONNECTING)
         atomic_fetch_sub(&dev->counters.active_connection, c->state == VB_C_ESTABLISHED);
-    if (c->qp)
+    /* A QP whose connection attempt failed or never started stays usable for another (§2.10). */
+    if (c->qp && (c->state == VB_C_ESTABLISHED || c->state == VB_C_CONNECTED || c->state == VB_C_ACCEPTING ||
+                  c->state == VB_C_DISCONNECTING || c->state == VB_C_DISCONNECTED || c->peer_disconnected))
         vb_qp_to_err(c->qp);
     if (c->id && (c->state == VB_C_ESTABLISHED || c->state == VB_C_CONNECTED || c->state == VB_C_ACCEPTING))
         rdma_disconnect(c->id);

@@ -251,13 +251,22 @@ static NTSTATUS vb_cq_resize(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION c
     return STATUS_SUCCESS;
 }
 
+/* ibv_modify_cq where the device moderates (map §1.1); "count only" and "time only" fill the
+ * other field with the device maximum; the 16-bit verbs fields are clamped. */
 static NTSTATUS vb_cq_moderation(NDK_CQ *c, ULONG interval, ULONG count)
 {
-    /* Only with cq_mod_caps (mlx5), and the flag is not advertised: §2.4 says NOT_SUPPORTED. */
-    (void)c;
-    (void)interval;
-    (void)count;
-    return STATUS_NOT_SUPPORTED;
+    struct vb_cq *cq = to_vb_cq(c);
+    struct vb_device *dev = cq->obj.dev;
+    struct ibv_modify_cq_attr a = { .attr_mask = IBV_CQ_ATTR_MODERATE };
+
+    if (!dev->cq_mod_count || !dev->cq_mod_period)
+        return STATUS_NOT_SUPPORTED;
+    a.moderate.cq_count = (uint16_t)(count ? (count < dev->cq_mod_count ? count : dev->cq_mod_count) : dev->cq_mod_count);
+    a.moderate.cq_period = (uint16_t)(interval ? (interval < dev->cq_mod_period ? interval : dev->cq_mod_period)
+                                               : dev->cq_mod_period);
+    if (!count && !interval)
+        a.moderate.cq_count = a.moderate.cq_period = 0;
+    return ibv_modify_cq(cq->cq, &a) ? vb_status_from_errno(errno) : STATUS_SUCCESS;
 }
 
 static void vb_cq_close_start(struct vb_obj *o)

@@ -93,6 +93,8 @@ static void vb_device_probe(struct vb_device *dev, const struct ibv_device_attr_
         dev->has_mw2 = true;
         ibv_dealloc_mw(mw);
     }
+    dev->cq_mod_count = ax->cq_mod_caps.max_cq_count;
+    dev->cq_mod_period = ax->cq_mod_caps.max_cq_period;
     dev->has_srq = a->max_srq > 0 && a->max_srq_wr > 0;
     dev->max_sge_rd = a->max_sge_rd ? (uint32_t)a->max_sge_rd : (uint32_t)a->max_sge;
     dev->max_qp_wr = (uint32_t)a->max_qp_wr;
@@ -132,7 +134,8 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     i->MaxWindowSize = (SIZE_T)a->max_mr_size;   /* emulated without device MWs (mw.c) */
     i->FRMRPageCount = VB_FRMR_PAGE_COUNT;
     i->MaxInitiatorRequestSge = (ULONG)a->max_sge;
-    i->MaxReceiveRequestSge = (ULONG)a->max_sge;
+    /* One limit covers QP and SRQ receives (rxe: 32 and 27). */
+    i->MaxReceiveRequestSge = (ULONG)(dev->has_srq && a->max_srq_sge < a->max_sge ? a->max_srq_sge : a->max_sge);
     i->MaxReadRequestSge = dev->max_sge_rd;
     i->MaxTransferLength = pa->max_msg_sz > 0x7fffffffu ? 0x7fffffffu : (ULONG)pa->max_msg_sz;
     i->MaxInlineDataSize = dev->max_inline;
@@ -148,14 +151,16 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
      * iWARP: 256 bytes of MPA private data (siw's MPA_MAX_PRIVDATA) less the MPA v2 block. */
     i->MaxCallerData = dev->iwarp ? 252 : 54;
     i->MaxCalleeData = dev->iwarp ? 252 : 146;
-    /* Flags (map §2.1): read sinks need no remote right on IB/RoCE; resize only when probed; no
-     * moderation unless cq_mod_caps says so (rxe/siw have none; we do not implement it either),
-     * no in-order or read-local-invalidate claims. Loopback: the device loops to its own address. */
+    /* Flags (map §2.1): read sinks need no remote right on IB/RoCE; resize only when probed;
+     * moderation only with cq_mod_caps (mlx5; not rxe or siw); no in-order or
+     * read-local-invalidate claims. Loopback: the device loops to its own address. */
     i->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
     if (!dev->iwarp)
         i->AdapterFlags |= NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED;
     if (dev->can_resize_cq)
         i->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+    if (dev->cq_mod_count && dev->cq_mod_period)
+        i->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED;
     i->RdmaTechnology = vb_device_technology(dev, pa->gid_tbl_len);
 
     memset(c, 0, sizeof(*c));
@@ -223,11 +228,13 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     dev->transport = ctx->device->transport_type;
     dev->iwarp = dev->transport == IBV_TRANSPORT_IWARP;
     dev->link_layer = pa.link_layer;
+    dev->rxe_inv_quirk = ax.orig_attr.vendor_id == 0xffffff && !dev->iwarp && pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
     ndk_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
+    ndk_list_init(&dev->seps);
     ndk_list_init(&dev->work);
     ndk_list_init(&dev->srqs);
     for (size_t b = 0; b < sizeof dev->qpt / sizeof dev->qpt[0]; b++)

@@ -13,10 +13,35 @@ static NTSTATUS vb_sep_local(NDK_SHARED_ENDPOINT *e, PSOCKADDR out, ULONG *len)
     return vb_sa_copy_out((struct sockaddr *)&to_vb_sep(e)->addr, out, len);
 }
 
+/* The same port on an overlapping address (equal, or either one the wildcard). dev->lock held. */
+static bool vb_sep_clash(struct vb_device *dev, const SOCKADDR_INET *a)
+{
+    struct ndk_list *pos;
+
+    ndk_list_for_each(pos, &dev->seps) {
+        const SOCKADDR_INET *b = &ndk_list_entry(pos, struct vb_sep, link)->addr;
+        if (a->si_family != b->si_family)
+            continue;
+        if (a->si_family == AF_INET6 ? a->Ipv6.sin6_port == b->Ipv6.sin6_port &&
+                                           (vb_sa_is_wildcard((const struct sockaddr *)a) ||
+                                            vb_sa_is_wildcard((const struct sockaddr *)b) ||
+                                            !memcmp(&a->Ipv6.sin6_addr, &b->Ipv6.sin6_addr, 16))
+                                     : a->Ipv4.sin_port == b->Ipv4.sin_port &&
+                                           (!a->Ipv4.sin_addr.s_addr || !b->Ipv4.sin_addr.s_addr ||
+                                            a->Ipv4.sin_addr.s_addr == b->Ipv4.sin_addr.s_addr))
+            return true;
+    }
+    return false;
+}
+
 static void vb_sep_destroy(struct vb_obj *o)
 {
     struct vb_sep *sep = ndk_container_of(o, struct vb_sep, obj);
 
+    pthread_mutex_lock(&o->dev->lock);
+    if (sep->link.next)
+        ndk_list_del(&sep->link);
+    pthread_mutex_unlock(&o->dev->lock);
     vb_cm_destroy_id(sep->id);
     free(sep);
 }
@@ -70,6 +95,15 @@ NTSTATUS vb_sep_create(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_C
     }
     sa = rdma_get_local_addr(sep->id);
     memcpy(&sep->addr, sa, vb_sa_len(sa));
+    /* rdma_cm lets REUSEADDR ids share a port; NDK shared endpoints may not (§2.3). */
+    pthread_mutex_lock(&dev->lock);
+    if (vb_sep_clash(dev, &sep->addr)) {
+        pthread_mutex_unlock(&dev->lock);
+        vb_obj_abort_create(&sep->obj);
+        return STATUS_SHARING_VIOLATION;
+    }
+    ndk_list_add_tail(&dev->seps, &sep->link);
+    pthread_mutex_unlock(&dev->lock);
     *out = &sep->ndk;
     return STATUS_SUCCESS;
 }

@@ -27,6 +27,8 @@ void vb_listener_on_request(struct vb_listener *l, struct rdma_cm_id *id, const 
     pthread_mutex_lock(&dev->lock);
     vb_connector_set_request_data(c, ev, pd, pd_len);
     pthread_mutex_unlock(&dev->lock);
+    /* The port stays the listener's while a connector it produced lives (§5.11.5). */
+    vb_obj_set_ante(&c->obj, 2, &l->obj);
     l->connect_event(l->connect_ctx, &c->ndk);
 }
 
@@ -123,25 +125,8 @@ static VOID vb_listener_pause(NDK_LISTENER *n, BOOLEAN pause)
     pthread_mutex_unlock(&l->obj.dev->lock);
 }
 
-/* Progress thread: the ids go (only here, see cm.c), then the close may complete. */
-static void vb_listener_stop_work(struct vb_work *w)
-{
-    struct vb_listener *l = ndk_container_of(w, struct vb_listener, stop_work);
-    struct rdma_cm_id *ids[VB_MAX_LISTEN_IDS];
-    int n;
-
-    pthread_mutex_lock(&l->obj.dev->lock);
-    n = l->nids;
-    memcpy(ids, l->ids, sizeof(ids[0]) * (size_t)n);
-    l->nids = 0;
-    l->listening = false;
-    pthread_mutex_unlock(&l->obj.dev->lock);
-    for (int k = 0; k < n; k++)
-        rdma_destroy_id(ids[k]);
-    vb_obj_put(&l->obj);
-}
-
-/* §5.11.5: a listener stops accepting the moment its close is asked. */
+/* §5.11.5: a listener stops accepting the moment its close is asked; its ids (the port) stay
+ * until the last connector it produced has closed, since those hold it as antecedent. */
 static void vb_listener_close_start(struct vb_obj *o)
 {
     struct vb_listener *l = ndk_container_of(o, struct vb_listener, obj);
@@ -149,13 +134,16 @@ static void vb_listener_close_start(struct vb_obj *o)
     pthread_mutex_lock(&o->dev->lock);
     l->listening = false;
     pthread_mutex_unlock(&o->dev->lock);
-    vb_obj_get(o);
-    vb_work_queue(o->dev, &l->stop_work);
 }
 
+/* Progress thread (the only place ids are destroyed, see cm.c). */
 static void vb_listener_destroy(struct vb_obj *o)
 {
-    free(ndk_container_of(o, struct vb_listener, obj));
+    struct vb_listener *l = ndk_container_of(o, struct vb_listener, obj);
+
+    for (int k = 0; k < l->nids; k++)
+        rdma_destroy_id(l->ids[k]);
+    free(l);
 }
 
 static const struct vb_obj_ops vb_listener_ops = { .close_start = vb_listener_close_start,
@@ -188,8 +176,6 @@ NTSTATUS vb_listener_create(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK fn, PV
         return STATUS_INSUFFICIENT_RESOURCES;
     l->connect_event = fn;
     l->connect_ctx = fctx;
-    l->stop_work.fn = vb_listener_stop_work;
-    ndk_list_init(&l->stop_work.link);
     vb_obj_init(&l->obj, &vb_listener_ops, VB_OBJ_LISTENER, to_vb_adapter(a), &l->ndk.Header, &vb_listener_dispatch);
     *out = &l->ndk;
     return STATUS_SUCCESS;

@@ -49,6 +49,7 @@ static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
         return err == EFAULT ? STATUS_ACCESS_VIOLATION : vb_status_from_errno(err);
     }
     mr->mr = r;
+    mr->access = vb_mr_access(flags, dev->iwarp, dev->has_mw2);
     pthread_mutex_unlock(&mr->lock);
     return STATUS_SUCCESS;
 }
@@ -91,7 +92,7 @@ static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_
 }
 
 /* Posting thread: replaces the fast-register MR's registration. Returns 0 or -errno. */
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, ULONG flags)
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags)
 {
     struct vb_device *dev = mr->obj.dev;
     ULONG f = 0;
@@ -110,13 +111,15 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, ULONG flags)
         pthread_mutex_unlock(&mr->lock);
         return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
     }
-    r = ibv_reg_mr(mr->pd->pd, (void *)va, len, vb_mr_access(f, dev->iwarp, false));
+    /* The peer addresses the region by BaseVirtualAddress (a label): the registration's iova. */
+    r = ibv_reg_mr_iova2(mr->pd->pd, (void *)va, len, iova, (unsigned)vb_mr_access(f, dev->iwarp, false));
     if (!r) {
         int err = errno ? errno : ENOMEM;
         pthread_mutex_unlock(&mr->lock);
         return -err;
     }
     mr->mr = r;
+    mr->access = vb_mr_access(f, dev->iwarp, false);
     pthread_mutex_unlock(&mr->lock);
     return 0;
 }

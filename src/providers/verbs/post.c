@@ -58,6 +58,16 @@ static NTSTATUS vb_post_chain(struct vb_qp *qp, struct ibv_send_wr *wr)
 
 static void vb_post_soft(struct vb_qp *qp, void *ctx, NDK_OPERATION_TYPE type, ULONG flags, NTSTATUS st);
 
+/* A post failed inline: what DEFER queued is submitted anyway (§5.5.4). Takes sq_lock. */
+static NTSTATUS vb_post_fail(struct vb_qp *qp, NTSTATUS st)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->chain)
+        vb_post_chain(qp, NULL);
+    pthread_mutex_unlock(&qp->sq_lock);
+    return st;
+}
+
 /* The shared path of every initiator request. tmpl carries opcode and its fields. */
 static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST NDK_SGE *sgl, ULONG n, ULONG flags,
                            const struct ibv_send_wr *tmpl, struct vb_mw *mw)
@@ -74,11 +84,18 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed))
         return STATUS_CONNECTION_INVALID;
     if (n && !sgl)
-        return STATUS_INVALID_PARAMETER;
+        return vb_post_fail(qp, STATUS_INVALID_PARAMETER);
     if (!inl && n > (op == VB_SOP_READ ? qp->obj.dev->max_sge_rd : qp->max_ssge))
-        return STATUS_INVALID_PARAMETER;
+        return vb_post_fail(qp, STATUS_INVALID_PARAMETER);
+    uint64_t total = 0;
+    for (ULONG k = 0; k < n; k++)
+        total += sgl[k].Length;
+    if (total > qp->obj.dev->info.MaxTransferLength)
+        return vb_post_fail(qp, STATUS_INVALID_PARAMETER);
     pthread_mutex_lock(&qp->sq_lock);
     if (qp->sq_head - qp->sq_tail >= qp->sq_depth) {
+        if (qp->chain)
+            vb_post_chain(qp, NULL);
         pthread_mutex_unlock(&qp->sq_lock);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
@@ -91,23 +108,24 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     wr->num_sge = (int)n;
     if (inl) {
         uint8_t *buf = qp->inl + (size_t)(c & (qp->sq_n - 1)) * qp->inline_size;
-        size_t total = 0;
+        size_t used = 0;
         for (ULONG k = 0; k < n; k++) {
-            if (sgl[k].Length > qp->inline_size - total) {
-                pthread_mutex_unlock(&qp->sq_lock);
+            if (sgl[k].Length > qp->inline_size - used) {
                 /* A failed inline request still posts what DEFER queued (§5.5.4). */
                 vb_post_chain(qp, NULL);
+                pthread_mutex_unlock(&qp->sq_lock);
                 return STATUS_INVALID_PARAMETER;
             }
-            memcpy(buf + total, sgl[k].VirtualAddress, sgl[k].Length);
-            total += sgl[k].Length;
+            memcpy(buf + used, sgl[k].VirtualAddress, sgl[k].Length);
+            used += sgl[k].Length;
         }
         sge->addr = (uint64_t)(uintptr_t)buf;
-        sge->length = (uint32_t)total;
+        sge->length = (uint32_t)used;
         sge->lkey = 0;
-        wr->num_sge = total ? 1 : 0;
+        wr->num_sge = used ? 1 : 0;
         wr->send_flags |= IBV_SEND_INLINE;
     } else if ((err = vb_post_sges(qp->pd, sgl, n, sge)) != 0) {
+        vb_post_chain(qp, NULL);
         pthread_mutex_unlock(&qp->sq_lock);
         return vb_post_fail_status(err);
     }
@@ -115,7 +133,10 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     s->type = (uint8_t)op;
     s->mw = mw;
     s->silent = silent;
-    s->signaled = !silent || ++qp->silent_run >= (qp->sq_depth + 1) / 2;
+    s->forced = silent && ++qp->silent_run >= (qp->sq_depth + 1) / 2 && !qp->forced_inflight;
+    s->signaled = !silent || s->forced;
+    if (s->forced)
+        qp->forced_inflight = true;
     if (s->signaled)
         qp->silent_run = 0;
     if (s->signaled)
@@ -186,10 +207,13 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     mr = to_vb_mr(m);
     mw = to_vb_mw(w);
     pthread_mutex_lock(&mr->lock);
+    /* §2.9 NdkBind: in range, and a remote-write window needs an MR with local write. */
     if (!mr->mr || (uintptr_t)va < (uintptr_t)mr->mr->addr ||
-        (uintptr_t)va + len > (uintptr_t)mr->mr->addr + mr->mr->length) {
+        (uintptr_t)va + len > (uintptr_t)mr->mr->addr + mr->mr->length ||
+        ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE &&
+         !(mr->access & IBV_ACCESS_LOCAL_WRITE))) {
         pthread_mutex_unlock(&mr->lock);
-        return STATUS_ACCESS_VIOLATION;
+        return vb_post_fail(qp, STATUS_ACCESS_VIOLATION);
     }
     if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
         acc |= IBV_ACCESS_REMOTE_READ;
@@ -250,14 +274,13 @@ NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CO
         if ((uint64_t)pages[k].QuadPart != (uint64_t)pages[0].QuadPart + (uint64_t)k * PAGE_SIZE)
             return STATUS_NOT_SUPPORTED;   /* scattered pages need a real FRWR */
     va = (uintptr_t)pages[0].QuadPart + fbo;
-    if (base != (PVOID)va && qp->obj.dev->iwarp)
-        return STATUS_NOT_SUPPORTED;
     if ((flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE)) && !mr->remote)
-        return STATUS_INVALID_PARAMETER;
-    err = vb_mr_fast_register(mr, va, len, flags);
+        return vb_post_fail(qp, STATUS_ACCESS_VIOLATION);
+    if (base != (PVOID)va && qp->obj.dev->iwarp)
+        return vb_post_fail(qp, STATUS_NOT_SUPPORTED);
+    err = vb_mr_fast_register(mr, va, len, (uint64_t)(uintptr_t)base, flags);
     if (err)
-        return vb_post_fail_status(err);
-    (void)base;
+        return vb_post_fail(qp, vb_post_fail_status(err));
     vb_post_soft(qp, ctx, NdkOperationTypeFastRegister, flags, STATUS_SUCCESS);
     return STATUS_SUCCESS;
 }
@@ -321,6 +344,11 @@ NTSTATUS vb_post_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     wr.wr_id = VB_WR_RING | VB_WR_RECV | ((uint64_t)qp->gen << 32) | (uint32_t)c;
     wr.sg_list = sge;
     wr.num_sge = (int)n;
+    if (!n && qp->obj.dev->iwarp) {
+        /* libsiw refuses a receive without SGEs; one empty SGE places nothing, as none would. */
+        memset(sge, 0, sizeof sge[0]);
+        wr.num_sge = 1;
+    }
     err = ibv_post_recv(qp->qp, &wr, &bad);
     if (!err)
         qp->rq_head++;

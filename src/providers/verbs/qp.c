@@ -57,7 +57,8 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
         r->Type = NdkOperationTypeReceive;
         if (ok) {
             r->BytesTransferred = wc->byte_len;
-            if (wc->wc_flags & IBV_WC_WITH_INV) {
+            if ((wc->wc_flags & IBV_WC_WITH_INV) ||
+                (qp->obj.dev->rxe_inv_quirk && (wc->wc_flags & IBV_WC_IP_CSUM_OK))) {
                 r->Type = NdkOperationTypeReceiveAndInvalidate;
                 r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
             }
@@ -70,6 +71,8 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
     s = qp->sq[c & (qp->sq_n - 1)];
     /* Verbs retires every unsignaled WR before a completed one (RC completes in order). */
     qp->sq_tail += (uint32_t)(c - (uint32_t)qp->sq_tail) + 1;
+    if (s.forced)
+        qp->forced_inflight = false;
     pthread_mutex_unlock(&qp->sq_lock);
     if (ok && s.silent)
         return false;      /* a hidden signal on a silent-success request (map §1.4) */

@@ -47,7 +47,7 @@
 #define VB_VERSION_1_MINOR_MAX 2
 #define VB_VERSION_2_MINOR_MAX 1
 
-#define VB_CQ_RESERVE      16u     /* device CQEs kept for hidden (forced-signal) completions */
+#define VB_CQ_RESERVE      0u      /* extra device CQEs: none, so an overrun shows at the NDK depth */
 #define VB_FRMR_PAGE_COUNT 256u    /* advertised FRMR size; the emulation has no hard limit */
 #define VB_MAX_FRMR_PAGES  65536u
 #define VB_LARGE_REQUEST   16384u
@@ -115,7 +115,11 @@ struct vb_device {
     bool iwarp;                   /* iWARP CM: no CONNECT_RESPONSE, the kernel moves the QP */
     bool has_mw2;                 /* type-2 memory windows usable */
     bool has_srq;
+    /* rxe passes the kernel's IB_WC_WITH_INVALIDATE (bit 2) through to user space, where bit 2
+     * is IBV_WC_IP_CSUM_OK, never set on an RC receive: read it as the invalidate flag. */
+    bool rxe_inv_quirk;
     bool can_resize_cq;
+    uint16_t cq_mod_count, cq_mod_period;   /* ibv_query_device_ex cq_mod_caps (0: none) */
     uint32_t max_sge_rd;
     uint32_t max_inline;
     uint32_t max_qp_wr, max_cqe, max_srq_wr;
@@ -150,6 +154,7 @@ struct vb_device {
     pthread_mutex_t lock;
     struct ndk_list adapters;
     struct ndk_list connectors;
+    struct ndk_list seps;
 };
 
 NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
@@ -327,6 +332,7 @@ struct vb_sslot {                   /* a send-queue request's shadow (map D3) */
     void *ctx;
     uint8_t type;                   /* NDK_OPERATION_TYPE low byte via vb_sop */
     bool signaled, silent;
+    bool forced;                    /* a silent request signaled in secret (map §1.4) */
     struct vb_mw *mw;               /* bind / invalidate target, made valid on completion */
 };
 struct vb_qp {
@@ -347,6 +353,7 @@ struct vb_qp {
     uint32_t sq_n;                  /* ring size (depth + hidden reserve) */
     uint64_t sq_head, sq_tail;
     uint32_t silent_run;
+    bool forced_inflight;           /* at most one hidden completion per QP in a CQ */
     uint8_t *inl;                   /* sq_n * inline_size staging bytes */
     struct ibv_send_wr *chain, *chain_tail;
     struct ibv_sge *chain_sges;     /* sq_n * max_ssge */
@@ -396,10 +403,11 @@ struct vb_mr {
     pthread_mutex_t lock;
     struct ibv_mr *mr;
     int nmw;                        /* windows bound over mr */
+    int access;                     /* mr's verbs access bits */
 };
 #define to_vb_mr(p) ndk_container_of((p), struct vb_mr, ndk)
 NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, ULONG flags);
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags);
 int vb_mr_invalidate(struct vb_mr *mr);
 int vb_mr_access(ULONG ndk_flags, bool iwarp, bool mw);
 
@@ -481,7 +489,6 @@ struct vb_listener {
     int nids;
     bool paused, listening;
     SOCKADDR_INET addr;
-    struct vb_work stop_work;
 };
 #define to_vb_listener(p) ndk_container_of((p), struct vb_listener, ndk)
 NTSTATUS vb_listener_create(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK fn, PVOID fctx, NDK_FN_CREATE_COMPLETION cb,
@@ -494,6 +501,7 @@ struct vb_sep {
     struct vb_obj obj;
     struct rdma_cm_id *id;          /* placeholder REUSEADDR id holding address:port */
     SOCKADDR_INET addr;
+    struct ndk_list link;           /* dev->seps (dev->lock) */
 };
 #define to_vb_sep(p) ndk_container_of((p), struct vb_sep, ndk)
 NTSTATUS vb_sep_create(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,

@@ -59,7 +59,7 @@ cell_conform() {
 	local dev=$1 ip=$2 log=$RES/conform-$1.log args=() c
 	if [ "$CONFORM_CASES" = all ]; then
 		args=(--all)
-		timeout -k 5 "${CONFORM_TIMEOUT:-900}" ndkconform --provider verbs --addr "$ip" --exclude "exclude/verbs-$dev.txt" \
+		NDK_LOG_LEVEL=2 timeout -k 5 "${CONFORM_TIMEOUT:-900}" ndkconform --provider verbs --addr "$ip" --exclude "exclude/verbs-$dev.txt" \
 			"${args[@]}" >"$log" 2>&1
 	else
 		: >"$log"
@@ -153,7 +153,7 @@ cell_cross() {
 cell_tools() {
 	local dev=$1 ip=$2 log=$RES/tools-$1.log bad=""
 	: >"$log"
-	pair "$log" 120 "rping -s -a $ip -p 7321 -C 20 -v" "ndkping --rping -c -a $ip -p 7321 -C 20 -S 4096 --provider verbs"
+	pair "$log" 120 "rping -s -a $ip -p 7321 -C 20 -S 4096 -v" "ndkping --rping -c -a $ip -p 7321 -C 20 -S 4096 --provider verbs"
 	[ "$PAIR_CRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.server)" -ge 20 ] || bad="$bad rping2verbs"
 	pair "$log" 120 "ndkping --rping -s -a $ip -p 7322 --provider verbs" "rping -c -a $ip -p 7322 -C 20 -S 4096 -v"
 	[ "$PAIR_SRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.client)" -ge 20 ] || bad="$bad verbs2rping"
