@@ -93,9 +93,16 @@ static void vb_connector_save_peer(struct vb_connector *c, const struct rdma_cm_
     }
     memcpy(c->peer_pd, pd, pd_len);
     c->peer_pd_len = pd_len;
-    /* In the receiver's view: responder_resources = reads the peer will issue to us. */
-    c->peer_ird = ev->param.conn.responder_resources;
-    c->peer_ord = ev->param.conn.initiator_depth;
+    /* In the receiver's view (rdma_get_cm_event(3)): responder_resources = reads the peer will
+     * issue to us. The iWARP CM hands the two over the other way round (map §7 question 5;
+     * confirmed by cm-connect on siw: IB's reading gave inbound and outbound swapped). */
+    if (c->obj.dev->iwarp) {
+        c->peer_ird = ev->param.conn.initiator_depth;
+        c->peer_ord = ev->param.conn.responder_resources;
+    } else {
+        c->peer_ird = ev->param.conn.responder_resources;
+        c->peer_ord = ev->param.conn.initiator_depth;
+    }
     c->have_peer_data = true;
 }
 
@@ -129,8 +136,7 @@ static void vb_connector_peer_gone(struct vb_connector *c, int reason)
         return;
     c->peer_disconnected = true;
     c->disc_reason = (uint32_t)reason;
-    if (c->qp)
-        vb_qp_to_err(c->qp);
+    /* No flush merely for the event: the consumer's NdkDisconnect or close flushes (§5.11.6). */
     if (c->state == VB_C_ESTABLISHED)
         VB_COUNT(c->obj.dev, connection_error);
     if (c->disc_ex || c->disc) {

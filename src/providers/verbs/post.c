@@ -223,7 +223,8 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         pthread_mutex_unlock(&mr->lock);
         int err = vb_mw_emu_bind(mw, va, len, acc);
         if (err)
-            return vb_post_fail_status(err);
+            return vb_post_fail(qp, vb_post_fail_status(err));
+        vb_obj_set_ante(&mw->obj, 1, &mr->obj);
         vb_post_soft(qp, ctx, NdkOperationTypeBind, flags, STATUS_SUCCESS);
         return STATUS_SUCCESS;
     }
@@ -234,6 +235,8 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     t.bind_mw.bind_info.length = len;
     t.bind_mw.bind_info.mw_access_flags = (unsigned)acc;
     pthread_mutex_unlock(&mr->lock);
+    /* The MR is the bound window's antecedent (§1.7): its close pends while the window lives. */
+    vb_obj_set_ante(&mw->obj, 1, &mr->obj);
     NTSTATUS st = vb_post_sq(qp, ctx, VB_SOP_BIND, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
     if (st == STATUS_SUCCESS)
         atomic_store(&mw->rkey, t.bind_mw.rkey);

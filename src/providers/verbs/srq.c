@@ -120,6 +120,11 @@ NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     wr.wr_id = ((uint64_t)idx << 48) | (uint64_t)(uintptr_t)srq;
     wr.sg_list = sge;
     wr.num_sge = (int)n;
+    if (!n && srq->obj.dev->iwarp) {
+        /* libsiw refuses a receive without SGEs; one empty SGE places nothing, as none would. */
+        memset(sge, 0, sizeof sge[0]);
+        wr.num_sge = 1;
+    }
     err = ibv_post_srq_recv(srq->srq, &wr, &bad);
     if (err) {
         srq->slots[idx].next_free = srq->free_head;

@@ -55,7 +55,9 @@ NTSTATUS vb_status_from_cm(enum rdma_cm_event_type ev, int status, bool iwarp, b
             return STATUS_IO_TIMEOUT;
         if (status == -ECONNRESET)
             return STATUS_CONNECTION_RESET;
-        if (status == -ECONNREFUSED)
+        /* siw reports both an MPA reject and a TCP connect to a port nobody listens on as
+         * CONNECT_ERROR -EINVAL (observed in the guest): for an initiator that is a refusal. */
+        if (status == -ECONNREFUSED || (iwarp && !passive))
             return STATUS_CONNECTION_REFUSED;
         return STATUS_CONNECTION_ABORTED;
     case RDMA_CM_EVENT_DISCONNECTED:
