@@ -94,9 +94,10 @@ static void vb_connector_save_peer(struct vb_connector *c, const struct rdma_cm_
     memcpy(c->peer_pd, pd, pd_len);
     c->peer_pd_len = pd_len;
     /* In the receiver's view (rdma_get_cm_event(3)): responder_resources = reads the peer will
-     * issue to us. The iWARP CM hands the two over the other way round (map §7 question 5;
-     * confirmed by cm-connect on siw: IB's reading gave inbound and outbound swapped). */
-    if (c->obj.dev->iwarp) {
+     * issue to us. The iWARP CM hands the two over the other way round in the initiator's
+     * ESTABLISHED event only (map §7 question 5; cm-connect on siw: the passive side's reading
+     * is IB's, the active side's is swapped). */
+    if (c->obj.dev->iwarp && !c->passive) {
         c->peer_ird = ev->param.conn.initiator_depth;
         c->peer_ord = ev->param.conn.responder_resources;
     } else {
@@ -136,7 +137,10 @@ static void vb_connector_peer_gone(struct vb_connector *c, int reason)
         return;
     c->peer_disconnected = true;
     c->disc_reason = (uint32_t)reason;
-    /* No flush merely for the event: the consumer's NdkDisconnect or close flushes (§5.11.6). */
+    /* No flush merely for the event: the consumer's NdkDisconnect or close flushes (§5.11.6);
+     * requests posted from now on fail inline instead of waiting out the transport's retries. */
+    if (c->qp)
+        atomic_store(&c->qp->peer_gone, true);
     if (c->state == VB_C_ESTABLISHED)
         VB_COUNT(c->obj.dev, connection_error);
     if (c->disc_ex || c->disc) {

@@ -102,6 +102,7 @@ void vb_cq_push_soft(struct vb_cq *cq, const NDK_RESULT_EX *r)
     s->r = *r;
     pthread_mutex_lock(&cq->lock);
     ndk_list_add_tail(&cq->swc, &s->link);
+    atomic_fetch_add(&cq->nswc, 1);
     if (cq->armed == NDK_CQ_NOTIFY_ANY || (cq->armed == NDK_CQ_NOTIFY_SOLICITED && r->Status != STATUS_SUCCESS))
         vb_cq_queue_notify_locked(cq, STATUS_SUCCESS);
     pthread_mutex_unlock(&cq->lock);
@@ -176,11 +177,12 @@ static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
 
     if (!n)
         return 0;
-    if (!ndk_list_empty(&cq->swc)) {
+    if (atomic_load(&cq->nswc)) {
         pthread_mutex_lock(&cq->lock);
         while (got < n && !ndk_list_empty(&cq->swc)) {
             struct vb_swc *s = ndk_list_entry(cq->swc.next, struct vb_swc, link);
             ndk_list_del(&s->link);
+            atomic_fetch_sub(&cq->nswc, 1);
             out[got++] = s->r;
             free(s);
         }

@@ -81,7 +81,7 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     NTSTATUS st;
     int err;
 
-    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed))
+    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed) || atomic_load(&qp->peer_gone))
         return STATUS_CONNECTION_INVALID;
     if (n && !sgl)
         return vb_post_fail(qp, STATUS_INVALID_PARAMETER);
@@ -200,7 +200,7 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     struct ibv_send_wr t = { .opcode = IBV_WR_BIND_MW };
     int acc = 0;
 
-    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed))
+    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed) || atomic_load(&qp->peer_gone))
         return STATUS_CONNECTION_INVALID;
     if (!m || !w)
         return STATUS_INVALID_PARAMETER;
@@ -265,7 +265,7 @@ NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CO
     uintptr_t va;
     int err;
 
-    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed))
+    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed) || atomic_load(&qp->peer_gone))
         return STATUS_CONNECTION_INVALID;
     if (!m || !pages || !npages || !len)
         return STATUS_INVALID_PARAMETER;
@@ -292,7 +292,7 @@ NTSTATUS vb_post_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *target, ULO
 {
     struct vb_qp *qp = to_vb_qp(q);
 
-    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed))
+    if (!atomic_load(&qp->connected) || atomic_load(&qp->flushed) || atomic_load(&qp->peer_gone))
         return STATUS_CONNECTION_INVALID;
     if (!target)
         return STATUS_INVALID_PARAMETER;

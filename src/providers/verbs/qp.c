@@ -74,6 +74,8 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
     if (s.forced)
         qp->forced_inflight = false;
     pthread_mutex_unlock(&qp->sq_lock);
+    if (!ok)
+        atomic_store(&qp->peer_gone, true);   /* the QP is in error: later posts fail inline */
     if (ok && s.silent)
         return false;      /* a hidden signal on a silent-success request (map §1.4) */
     r->RequestContext = s.ctx;
@@ -219,6 +221,7 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
     qp->gen = atomic_fetch_add(&vb_qp_next_gen, 1) & 0x3fffffffu;
     atomic_init(&qp->flushed, false);
     atomic_init(&qp->connected, false);
+    atomic_init(&qp->peer_gone, false);
     vb_obj_set_ante(&qp->obj, 0, &pd->obj);
     vb_obj_set_ante(&qp->obj, 1, &qp->rcq->obj);
     vb_obj_set_ante(&qp->obj, 2, &qp->scq->obj);

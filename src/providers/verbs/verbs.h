@@ -275,6 +275,7 @@ struct vb_cq {
     int armed;                      /* -1 unarmed, else NDK_CQ_NOTIFY_* in effect */
     NTSTATUS latched;               /* CQ error seen while unarmed (§8.32) */
     struct ndk_list swc;
+    atomic_uint nswc;               /* entries in swc, read by the poll without the lock */
     struct vb_work notify_work;
     bool notify_queued;
     NTSTATUS notify_status;
@@ -365,6 +366,7 @@ struct vb_qp {
     uint64_t rq_head, rq_tail;
     atomic_bool flushed;
     atomic_bool connected;
+    atomic_bool peer_gone;          /* the peer disconnected: new initiator requests fail inline */
     struct vb_connector *conn;      /* set under dev->lock while a connector uses the QP */
 };
 #define to_vb_qp(p) ndk_container_of((p), struct vb_qp, ndk)
