@@ -9,7 +9,7 @@
 # Usage: tests/interop/verbs.sh BUILD_DIR
 # Exit status: 0 every cell passed; 1 a cell failed; 77 the harness cannot run here (one
 # "SKIPPED: reason" line). Environment: INTEROP_CACHE, INTEROP_OUT (default BUILD_DIR/interop-verbs),
-# INTEROP_VM_TIMEOUT (s, default 900), VERBS_CELLS (cell groups, default all),
+# INTEROP_VM_TIMEOUT (s, default 1500), VERBS_CELLS (cell groups, default all),
 # VERBS_CONFORM_CASES ("all" or case names; default all).
 set -euo pipefail
 
@@ -26,7 +26,7 @@ CACHE="$(cd "$CACHE" && pwd)"
 case "$CACHE/" in "$SRC_ROOT"/*) echo "INTEROP_CACHE ($CACHE) must be outside the source tree" >&2; exit 2 ;; esac
 export INTEROP_CACHE="$CACHE"
 OUT="${INTEROP_OUT:-$BUILD/interop-verbs}"
-VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-900}"
+VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-1500}"
 CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw}"
 CONFORM_CASES="${VERBS_CONFORM_CASES:-all}"
 
