@@ -316,6 +316,7 @@ static NTSTATUS vb_connector_start(struct vb_connector *c, struct vb_qp *qp, con
         vb_obj_set_ante(&c->obj, 1, &sep->obj);
     c->ird = ird;
     c->ord = ord;
+    c->asked = true;
     c->my_pd_len = (uint8_t)vb_pd_frame(c, c->my_pd, pd, pd_len);
     memcpy(&c->dst, dst, vb_sa_len(dst));
     c->req.fn = cb;
@@ -455,6 +456,7 @@ static NTSTATUS vb_connector_accept_common(NDK_CONNECTOR *n, NDK_QP *q, ULONG ir
     /* Pass exactly the effective limits: siw refuses more than the MPA request offered. */
     c->ird = vb_min(ird, c->peer_ird);
     c->ord = vb_min(ord, c->peer_ord);
+    c->asked = true;
     c->my_pd_len = (uint8_t)vb_pd_frame(c, c->my_pd, pd, pd_len);
     vb_connector_fill_param(c, &p);
     err = vb_qp_to_rts(qp, c->id);
@@ -534,10 +536,13 @@ static NTSTATUS vb_connector_get_data(NDK_CONNECTOR *n, ULONG *ird, ULONG *ord, 
         pthread_mutex_unlock(&dev->lock);
         return STATUS_INVALID_DEVICE_REQUEST;
     }
+    /* Effective limits (§5.11.3, map §1.7): the peer's offer capped by the device, and once we
+     * made our own request (NdkConnect, NdkAccept) by that too; before NdkAccept the passive
+     * side sees the initiator's request mirrored (§8.22). */
     if (ird)
-        *ird = vb_min(c->peer_ird, dev->info.MaxInboundReadLimit);
+        *ird = vb_min(vb_min(c->peer_ird, dev->info.MaxInboundReadLimit), c->asked ? c->ird : ~0u);
     if (ord)
-        *ord = vb_min(c->peer_ord, dev->info.MaxOutboundReadLimit);
+        *ord = vb_min(vb_min(c->peer_ord, dev->info.MaxOutboundReadLimit), c->asked ? c->ord : ~0u);
     if (pd_len) {
         /* A NULL buffer asks for the length only (§2.10). */
         if (c->peer_pd_len && pd && *pd_len < c->peer_pd_len) {

@@ -464,6 +464,7 @@ struct vb_connector {
     bool peer_disconnected;
     /* What NdkConnect/NdkAccept asked for, and what the peer sent (map §1.7). */
     ULONG ird, ord;
+    bool asked;                     /* ird/ord hold our own NdkConnect / NdkAccept request */
     uint8_t my_pd[VB_MAX_PD_LEN];
     uint8_t my_pd_len;
     uint8_t peer_pd[VB_MAX_PD_LEN];
