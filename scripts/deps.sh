@@ -3,7 +3,8 @@
 # Usage: scripts/deps.sh build|test|fuzz|bench|interop
 set -euo pipefail
 
-build_pkgs=(gcc make cmake pkg-config nettle-dev)
+# rdma-core: the verbs provider builds against libibverbs/librdmacm (issue 16).
+build_pkgs=(gcc make cmake pkg-config nettle-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers)
 test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev)
 fuzz_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev)
 bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2 util-linux)

@@ -260,6 +260,11 @@ static NTSTATUS find_adapter(ndk_rt *rt, enum find_by by, const void *key, const
         return STATUS_INVALID_PARAMETER;
     *out = 0;
     struct ndk_list *it;
+    /* Several providers may serve one interface (the software iwarp RNIC and verbs on an RDMA
+     * device): without a provider named, a device-backed adapter wins over the software one,
+     * unless NDK_PREFER_SOFTWARE=1 (issue 16). */
+    const char *pref = getenv("NDK_PREFER_SOFTWARE");
+    int want_soft = pref && pref[0] == '1', best = -1;
     pthread_mutex_lock(&rt->lock);
     ndk_list_for_each(it, &rt->adapters) {
         struct rt_adapter *a = ndk_list_entry(it, struct rt_adapter, link);
@@ -274,8 +279,13 @@ static NTSTATUS find_adapter(ndk_rt *rt, enum find_by by, const void *key, const
             for (size_t i = 0; i < a->netif.naddrs && !match; i++)
                 match = ndk_netif_addr_equal((const struct sockaddr *)&a->netif.addrs[i].addr, key);
         if (match) {
-            *out = a->id;
-            break;
+            int rank = (strcmp(a->prov->info.name, "iwarp") == 0) == want_soft;
+            if (rank > best) {
+                best = rank;
+                *out = a->id;
+            }
+            if (provider || rank)
+                break;
         }
     }
     pthread_mutex_unlock(&rt->lock);

@@ -40,6 +40,8 @@ cat "$RES/setup.log"
 # our side: binaries from the host build, found through the share
 NDK=/mnt/host/ndk
 export LD_LIBRARY_PATH=$NDK/lib NDK_PROVIDER_PATH=$NDK/providers
+# the siw matrix is about our iwarp provider; the verbs provider has its own cells (verbs.sh)
+export NDK_PROVIDERS=iwarp
 export PATH=$NDK/bin:$PATH
 # our provider's MPA settings for this variant (NDK_IWARP_CRC / _P2P / _MPA_REV, from params.env)
 read -r -a OURENV <<<"$OUR_ENV"

@@ -33,6 +33,8 @@ USER_PKGS=(busybox-static kmod bash libibverbs1 ibverbs-providers librdmacm1 ibv
 	rdmacm-utils iproute2 tcpdump strace)
 BUILD_KSMBD="${BUILD_KSMBD:-0}"
 [ "$BUILD_KSMBD" = 1 ] && USER_PKGS+=(ksmbd-tools)
+# verbs provider (issue 16): perftest's ib_* tools for the cells against rdma-core's own tools
+USER_PKGS+=(perftest)
 APT_OPTS=(-q -o APT::Sandbox::User=root)
 
 log() { printf '[vm-build %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -254,6 +256,8 @@ if [ "$BUILD_KSMBD" = 1 ]; then
 	cp -r "$STAGE/$g/gconv-modules" "$STAGE/$g/gconv-modules.d" "$ROOT/$g/"
 	for m in UTF-16 UTF-32 UTF-7 UNICODE; do put_elf "$g/$m.so"; done
 fi
+# verbs provider (issue 16): perftest's tools (they run over rxe and siw through rdma_cm)
+for f in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_send_lat; do put_elf "usr/bin/$f"; done
 # verbs providers are dlopen()ed by libibverbs: all of them, with their .driver files
 for f in "$STAGE"/usr/lib/x86_64-linux-gnu/libibverbs/*.so; do put_elf "${f#"$STAGE"/}"; done
 mkdir -p "$ROOT/etc/libibverbs.d"; cp "$STAGE"/etc/libibverbs.d/*.driver "$ROOT/etc/libibverbs.d/"
@@ -291,6 +295,8 @@ WANT_MODS=(siw ib_core ib_uverbs rdma_cm iw_cm rdma_ucm crypto-crc32c crc32c_gen
 # ksmbd loads its digests and ciphers by name (soft dependencies modprobe does not follow):
 # without cmac and sha512 it can neither sign nor keep the 3.1.1 preauth hash
 [ "$BUILD_KSMBD" = 1 ] && WANT_MODS+=(ksmbd_smbdirect cmac sha512_generic md4 ecb ccm gcm ctr ghash-generic nls_utf8)
+# verbs provider (issue 16): Soft-RoCE (Debian's kernel ships rdma_rxe) beside siw
+WANT_MODS+=(rdma_rxe crypto-crc32 crc32_generic)   # rxe computes its ICRC with the kernel's crc32 shash
 : >"$TMPI/modules.list"
 for mod in "${WANT_MODS[@]}"; do
 	timeout 60 modprobe -d "$KROOT" -S "$KVER" --show-depends "$mod" >>"$TMPI/modules.list" 2>>"$TMPI/modules.err" \

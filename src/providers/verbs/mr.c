@@ -1,0 +1,208 @@
+/* mr.c - memory regions (§2.6, map §1.3): NdkRegisterMr is ibv_reg_mr over the MDL chain's
+ * contiguous span; a fast-register MR holds no registration until NdkFastRegister makes one
+ * (user-space verbs has no FRWR: option B of the mapping) and an invalidate drops it. */
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NDK rights to verbs access bits: remote write needs local write in verbs; an iWARP read sink
+ * needs remote write (Read Responses are tagged writes); MW_BIND where windows exist. */
+int vb_mr_access(ULONG f, bool iwarp, bool mw)
+{
+    int a = 0;
+
+    if (f & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
+        a |= IBV_ACCESS_LOCAL_WRITE;
+    if (f & NDK_MR_FLAG_ALLOW_REMOTE_READ)
+        a |= IBV_ACCESS_REMOTE_READ;
+    if ((f & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
+        a |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    if (f & NDK_MR_FLAG_RDMA_READ_SINK)
+        a |= IBV_ACCESS_LOCAL_WRITE | (iwarp ? IBV_ACCESS_REMOTE_WRITE : 0);
+    if (mw)
+        a |= IBV_ACCESS_MW_BIND;
+    return a;
+}
+
+static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+{
+    struct vb_mr *mr = to_vb_mr(m);
+    struct vb_device *dev = mr->obj.dev;
+    struct ibv_mr *r;
+
+    (void)cb;
+    (void)ctx;
+    if (mr->fast || !mdl || !len || len > NdkMdlChainByteCount(mdl) || !NdkMdlChainIsContiguous(mdl, len) ||
+        len > dev->info.MaxRegistrationSize)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&mr->lock);
+    if (mr->mr) {
+        pthread_mutex_unlock(&mr->lock);
+        return STATUS_INVALID_DEVICE_REQUEST;
+    }
+    r = ibv_reg_mr(mr->pd->pd, MmGetMdlVirtualAddress(mdl), len, vb_mr_access(flags, dev->iwarp, dev->has_mw2));
+    if (!r) {
+        int err = errno ? errno : ENOMEM;
+        pthread_mutex_unlock(&mr->lock);
+        return err == EFAULT ? STATUS_ACCESS_VIOLATION : vb_status_from_errno(err);
+    }
+    mr->mr = r;
+    mr->access = vb_mr_access(flags, dev->iwarp, dev->has_mw2);
+    pthread_mutex_unlock(&mr->lock);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS vb_mr_deregister(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+{
+    struct vb_mr *mr = to_vb_mr(m);
+    NTSTATUS st = STATUS_SUCCESS;
+
+    (void)cb;
+    (void)ctx;
+    pthread_mutex_lock(&mr->lock);
+    if (!mr->mr || mr->fast)
+        st = STATUS_INVALID_DEVICE_REQUEST;
+    else if (mr->nmw)
+        st = STATUS_INVALID_DEVICE_REQUEST;        /* windows still bound over it (§1.7) */
+    else if (ibv_dereg_mr(mr->mr))
+        st = vb_status_from_errno(errno);
+    else
+        mr->mr = NULL;
+    pthread_mutex_unlock(&mr->lock);
+    return st;
+}
+
+static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
+{
+    struct vb_mr *mr = to_vb_mr(m);
+
+    (void)cb;
+    (void)ctx;
+    if (!mr->fast || !npages)
+        return STATUS_INVALID_PARAMETER;
+    if (npages > VB_MAX_FRMR_PAGES)
+        return STATUS_IMPLEMENTATION_LIMIT;
+    pthread_mutex_lock(&mr->lock);
+    mr->max_pages = npages;
+    mr->remote = remote != FALSE;
+    pthread_mutex_unlock(&mr->lock);
+    return STATUS_SUCCESS;
+}
+
+/* Posting thread: replaces the fast-register MR's registration. Returns 0 or -errno. */
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags)
+{
+    struct vb_device *dev = mr->obj.dev;
+    ULONG f = 0;
+    struct ibv_mr *r;
+
+    if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
+        f |= NDK_MR_FLAG_ALLOW_LOCAL_WRITE;
+    if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+        f |= NDK_MR_FLAG_ALLOW_REMOTE_READ;
+    if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+        f |= NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+    if (flags & NDK_OP_FLAG_RDMA_READ_SINK)
+        f |= NDK_MR_FLAG_RDMA_READ_SINK;
+    pthread_mutex_lock(&mr->lock);
+    if (mr->mr) {
+        pthread_mutex_unlock(&mr->lock);
+        return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
+    }
+    /* The peer addresses the region by BaseVirtualAddress (a label): the registration's iova. */
+    r = ibv_reg_mr_iova2(mr->pd->pd, (void *)va, len, iova, (unsigned)vb_mr_access(f, dev->iwarp, false));
+    if (!r) {
+        int err = errno ? errno : ENOMEM;
+        pthread_mutex_unlock(&mr->lock);
+        return -err;
+    }
+    mr->mr = r;
+    mr->access = vb_mr_access(f, dev->iwarp, false);
+    pthread_mutex_unlock(&mr->lock);
+    return 0;
+}
+
+int vb_mr_invalidate(struct vb_mr *mr)
+{
+    int err = 0;
+
+    pthread_mutex_lock(&mr->lock);
+    if (mr->mr && ibv_dereg_mr(mr->mr))
+        err = -errno;
+    else
+        mr->mr = NULL;
+    pthread_mutex_unlock(&mr->lock);
+    return err;
+}
+
+static UINT32 vb_mr_remote_token(NDK_MR *m)
+{
+    struct vb_mr *mr = to_vb_mr(m);
+    UINT32 t;
+
+    pthread_mutex_lock(&mr->lock);
+    t = mr->mr ? mr->mr->rkey : 0;
+    pthread_mutex_unlock(&mr->lock);
+    return t;
+}
+
+static UINT32 vb_mr_local_token(NDK_MR *m)
+{
+    struct vb_mr *mr = to_vb_mr(m);
+    UINT32 t;
+
+    pthread_mutex_lock(&mr->lock);
+    t = mr->mr ? mr->mr->lkey : 0;
+    pthread_mutex_unlock(&mr->lock);
+    return t;
+}
+
+static void vb_mr_destroy(struct vb_obj *o)
+{
+    struct vb_mr *mr = ndk_container_of(o, struct vb_mr, obj);
+
+    if (mr->mr && ibv_dereg_mr(mr->mr))
+        vb_err(o->dev, "ibv_dereg_mr: %s", strerror(errno));
+    pthread_mutex_destroy(&mr->lock);
+    free(mr);
+}
+
+static const struct vb_obj_ops vb_mr_ops = { .destroy = vb_mr_destroy };
+
+static NTSTATUS vb_mr_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
+{
+    return vb_obj_close(&to_vb_mr((NDK_MR *)h)->obj, cb, ctx);
+}
+
+static const NDK_MR_DISPATCH vb_mr_dispatch = {
+    .NdkCloseMr = vb_mr_close,
+    .NdkQueryExtension = vb_obj_query_extension,
+    .NdkRegisterMr = vb_mr_register,
+    .NdkDeregisterMr = vb_mr_deregister,
+    .NdkInitializeFastRegisterMr = vb_mr_init_fast,
+    .NdkGetRemoteTokenFromMr = vb_mr_remote_token,
+    .NdkGetLocalTokenFromMr = vb_mr_local_token,
+};
+
+NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out)
+{
+    struct vb_pd *pd = to_vb_pd(p);
+    struct vb_mr *mr;
+
+    (void)cb;
+    (void)ctx;
+    if (!out)
+        return STATUS_INVALID_PARAMETER;
+    mr = calloc(1, sizeof(*mr));
+    if (!mr)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    pthread_mutex_init(&mr->lock, NULL);
+    mr->pd = pd;
+    mr->fast = fast != FALSE;
+    vb_obj_init(&mr->obj, &vb_mr_ops, VB_OBJ_MR, pd->obj.adapter, &mr->ndk.Header, &vb_mr_dispatch);
+    vb_obj_set_ante(&mr->obj, 0, &pd->obj);
+    *out = &mr->ndk;
+    return STATUS_SUCCESS;
+}

@@ -1,0 +1,102 @@
+/* mw.c - memory windows (§2.7, map §1.3): type-2 windows where the device has them (rxe, mlx5,
+ * irdma). Elsewhere (siw: no MWs at all) a window is emulated: NdkBind registers the bound range
+ * as its own MR with the window's rights, whose rkey is the window token, and NdkInvalidate
+ * deregisters it. The device then enforces bounds and rights as for a real window; the costs are
+ * a registration per bind and that a peer's Send-with-Invalidate cannot end it (libsiw does not
+ * report remote invalidation anyway, map §1.6). */
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static UINT32 vb_mw_remote_token(NDK_MW *w)
+{
+    return atomic_load(&to_vb_mw(w)->rkey);
+}
+
+/* Posting thread: (re)binds an emulated window. Returns 0 or -errno. */
+int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access)
+{
+    struct ibv_mr *mr = ibv_reg_mr(mw->pd->pd, va, len, access | (access ? IBV_ACCESS_LOCAL_WRITE : 0));
+    struct ibv_mr *old;
+
+    if (!mr)
+        return -(errno ? errno : ENOMEM);
+    pthread_mutex_lock(&mw->lock);
+    old = mw->emu;
+    mw->emu = mr;
+    atomic_store(&mw->rkey, mr->rkey);
+    pthread_mutex_unlock(&mw->lock);
+    if (old)
+        ibv_dereg_mr(old);
+    return 0;
+}
+
+void vb_mw_emu_invalidate(struct vb_mw *mw)
+{
+    struct ibv_mr *old;
+
+    pthread_mutex_lock(&mw->lock);
+    old = mw->emu;
+    mw->emu = NULL;
+    pthread_mutex_unlock(&mw->lock);
+    if (old)
+        ibv_dereg_mr(old);
+}
+
+static void vb_mw_destroy(struct vb_obj *o)
+{
+    struct vb_mw *mw = ndk_container_of(o, struct vb_mw, obj);
+
+    if (mw->mw && ibv_dealloc_mw(mw->mw))
+        vb_err(o->dev, "ibv_dealloc_mw: %s", strerror(errno));
+    vb_mw_emu_invalidate(mw);
+    pthread_mutex_destroy(&mw->lock);
+    free(mw);
+}
+
+static const struct vb_obj_ops vb_mw_ops = { .destroy = vb_mw_destroy };
+
+static NTSTATUS vb_mw_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
+{
+    return vb_obj_close(&to_vb_mw((NDK_MW *)h)->obj, cb, ctx);
+}
+
+static const NDK_MW_DISPATCH vb_mw_dispatch = {
+    .NdkCloseMw = vb_mw_close,
+    .NdkQueryExtension = vb_obj_query_extension,
+    .NdkGetRemoteTokenFromMw = vb_mw_remote_token,
+};
+
+NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out)
+{
+    struct vb_pd *pd = to_vb_pd(p);
+    struct vb_mw *mw;
+
+    (void)cb;
+    (void)ctx;
+    if (!out)
+        return STATUS_INVALID_PARAMETER;
+    mw = calloc(1, sizeof(*mw));
+    if (!mw)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    mw->pd = pd;
+    pthread_mutex_init(&mw->lock, NULL);
+    vb_obj_init(&mw->obj, &vb_mw_ops, VB_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &vb_mw_dispatch);
+    vb_obj_set_ante(&mw->obj, 0, &pd->obj);
+    if (!pd->obj.dev->has_mw2) {
+        atomic_init(&mw->rkey, 0);
+        *out = &mw->ndk;
+        return STATUS_SUCCESS;
+    }
+    mw->mw = ibv_alloc_mw(pd->pd, IBV_MW_TYPE_2);
+    if (!mw->mw) {
+        int err = errno ? errno : ENOMEM;
+        vb_obj_abort_create(&mw->obj);
+        return vb_status_from_errno(err);
+    }
+    atomic_init(&mw->rkey, mw->mw->rkey);
+    *out = &mw->ndk;
+    return STATUS_SUCCESS;
+}

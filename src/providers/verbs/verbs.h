@@ -1,0 +1,526 @@
+/*
+ * verbs.h - the verbs provider's internal object model: NDKPI 2.1 over rdma-core (libibverbs +
+ * librdmacm), so that real RNICs (mlx5, irdma, cxgb4) and Linux's rxe and siw sit under the NDK
+ * tables. Nothing of the data path is done by hand: posting is ibv_post_send/recv/srq_recv,
+ * completions come from ibv_poll_cq and one completion channel, connections from rdma_cm.
+ * Mapping decisions: ../shared/spec/ndk-verbs-mapping.md (cited "map §x"); NDK rules: ndkpi
+ * reference (cited "§x").
+ *
+ *   struct vb_provider   driver context: services, why no device was found, bound devices
+ *   struct vb_device     one bound (interface, RDMA device, port) = MiniportAdapterContext:
+ *                        limits probed from the device, the rdma_cm event channel, the completion
+ *                        channel and the progress thread that owns both (progress.c)
+ *   struct vb_adapter    one NDK_ADAPTER instance (negotiated version, object count)
+ *   struct vb_obj        base of every object below the adapter: refcount, antecedents, close
+ *   vb_pd vb_cq vb_srq vb_qp vb_mr vb_mw vb_connector vb_listener vb_sep
+ *
+ * Threads and callbacks (map D5, §4): every consumer callback runs on the device's progress
+ * thread with no provider lock held. Every verbs object is destroyed on that thread too, and the
+ * thread is the only reader of the rdma_cm, completion-channel and async event queues, so an
+ * event's context pointer is always alive while it is handled (no destroy can race it).
+ * Lock order (outermost first): dev->lock -> dev->qpt_lock (a poll's QP lookup) ->
+ * qp->sq_lock / qp->rq_lock -> srq->lock -> mr->lock -> pd->lock -> cq->lock -> dev->wq_lock.
+ * adapter->lock is a leaf.
+ */
+#ifndef VB_VERBS_H
+#define VB_VERBS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <ndkpi.h>
+#include <ndisndk.h>
+#include <ndk/provider.h>
+
+#include "ndk_list.h"
+#include "ndk_status.h"
+
+#define VB_EXPORT __attribute__((visibility("default")))
+
+#define VB_VERSION_1_MINOR_MAX 2
+#define VB_VERSION_2_MINOR_MAX 1
+
+#define VB_CQ_RESERVE      0u      /* extra device CQEs: none, so an overrun shows at the NDK depth */
+#define VB_FRMR_PAGE_COUNT 256u    /* advertised FRMR size; the emulation has no hard limit */
+#define VB_MAX_FRMR_PAGES  65536u
+#define VB_LARGE_REQUEST   16384u
+#define VB_BACKLOG         128
+#define VB_CM_TIMEOUT_MS   5000
+#define VB_MAX_LISTEN_IDS  8       /* a wildcard listen: one rdma_cm id per adapter address */
+#define VB_MAX_PD_LEN      256     /* librdmacm's private-data ceiling (RDMA_MAX_PRIVATE_DATA) */
+#define VB_PRIV_TOKEN      0u      /* privileged token: never an lkey on the devices we run on */
+
+struct vb_device;
+struct vb_adapter;
+
+/* ---- log ---- */
+void vb_log(const struct vb_device *dev, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define vb_err(d, ...)   vb_log((d), NDK_LOG_ERROR, __VA_ARGS__)
+#define vb_warn(d, ...)  vb_log((d), NDK_LOG_WARNING, __VA_ARGS__)
+#define vb_info(d, ...)  vb_log((d), NDK_LOG_INFO, __VA_ARGS__)
+#define vb_dbg(d, ...)   vb_log((d), NDK_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- provider (provider.c) ---- */
+struct vb_provider {
+    const NDK_RUNTIME_SERVICES *services;
+    NDIS_HANDLE driver_handle;
+    /* Job of lock: the device list. */
+    pthread_mutex_t lock;
+    struct ndk_list devices;
+    int ndevices;                 /* RDMA devices rdma-core saw at load */
+    char why[96];                 /* one line: why no adapter can be offered, or the device names */
+};
+
+/* ---- progress thread work (progress.c) ---- */
+struct vb_work {
+    void (*fn)(struct vb_work *w);
+    struct ndk_list link;
+};
+
+/* A queued consumer request completion (NDK_FN_REQUEST_COMPLETION) holding a reference. */
+struct vb_call {
+    struct vb_work work;
+    NDK_FN_REQUEST_COMPLETION fn;
+    void *ctx;
+    NTSTATUS status;
+    struct vb_obj *hold;
+};
+
+/* ---- device (device.c) ---- */
+struct vb_counters {
+    atomic_ulong connect, accept, connect_failure, connection_error, active_connection, cq_error;
+};
+#define VB_COUNT(dev, f) atomic_fetch_add_explicit(&(dev)->counters.f, 1, memory_order_relaxed)
+
+struct vb_device {
+    struct vb_provider *prov;
+    NDIS_HANDLE miniport_handle;
+    struct ndk_list link;
+    ULONG ifindex;
+    char ifname[NDK_PROVIDER_IFNAME_MAX];
+
+    /* The RDMA device port serving the interface, found by binding its address (map §2.2). */
+    struct ibv_context *ctx;      /* librdmacm's context (map D2): cm_id->verbs == ctx */
+    uint8_t port;
+    char devname[IBV_SYSFS_NAME_MAX];
+    enum ibv_transport_type transport;
+    uint8_t link_layer;
+    bool iwarp;                   /* iWARP CM: no CONNECT_RESPONSE, the kernel moves the QP */
+    bool has_mw2;                 /* type-2 memory windows usable */
+    bool has_srq;
+    /* rxe passes the kernel's IB_WC_WITH_INVALIDATE (bit 2) through to user space, where bit 2
+     * is IBV_WC_IP_CSUM_OK, never set on an RC receive: read it as the invalidate flag. */
+    bool rxe_inv_quirk;
+    bool can_resize_cq;
+    uint16_t cq_mod_count, cq_mod_period;   /* ibv_query_device_ex cq_mod_caps (0: none) */
+    uint32_t max_sge_rd;
+    uint32_t max_inline;
+    uint32_t max_qp_wr, max_cqe, max_srq_wr;
+    struct ibv_pd *probe_pd;
+    NDK_ADAPTER_INFO info;
+    NDIS_NDK_CAPABILITIES caps;
+    atomic_bool enabled;
+    atomic_int pnp_pending_event;
+    struct vb_work pnp_work;
+    struct vb_counters counters;
+
+    /* Addresses of the interface (from the runtime), for wildcard listens. Job of lock. */
+    SOCKADDR_INET addrs[VB_MAX_LISTEN_IDS];
+    ULONG naddrs;
+
+    struct rdma_event_channel *ech;
+    struct ibv_comp_channel *cc;
+    /* progress.c. Job of wq_lock: the work list. */
+    pthread_t thread;
+    int epfd, evfd;
+    pthread_mutex_t wq_lock;
+    struct ndk_list work;
+    bool stop;
+
+    /* QP lookup by qp_num for completions (error CQEs carry only wr_id/status/qp_num).
+     * Job of qpt_lock: the buckets. */
+    pthread_mutex_t qpt_lock;
+    struct ndk_list qpt[64];
+    struct ndk_list srqs;           /* live SRQs, to validate an SRQ receive's wr_id */
+
+    /* Job of lock: adapters, connectors, listeners, addrs. */
+    pthread_mutex_t lock;
+    struct ndk_list adapters;
+    struct ndk_list connectors;
+    struct ndk_list seps;
+};
+
+NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
+                             struct vb_device **out);
+void vb_device_update(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
+void vb_device_destroy(struct vb_device *dev);
+NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req);
+bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa);
+int vb_device_scan(struct vb_provider *prov);
+
+/* ---- progress (progress.c) ---- */
+int vb_progress_start(struct vb_device *dev);
+void vb_progress_stop(struct vb_device *dev);
+bool vb_progress_on_thread(const struct vb_device *dev);
+void vb_work_queue(struct vb_device *dev, struct vb_work *w);
+void vb_call_queue(struct vb_device *dev, struct vb_call *c, NDK_FN_REQUEST_COMPLETION fn, void *ctx, NTSTATUS st,
+                   struct vb_obj *hold);
+
+/* ---- adapter (adapter.c) ---- */
+struct vb_adapter {
+    NDK_ADAPTER ndk;
+    struct vb_device *dev;
+    NDK_VERSION version;
+    struct ndk_list link;
+    /* Job of lock/cond: nobj and the LAM list. */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    ULONG nobj;
+    struct ndk_list lams;
+};
+#define to_vb_adapter(p) ndk_container_of((p), struct vb_adapter, ndk)
+NDIS_STATUS vb_adapter_open(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
+void vb_adapter_close(NDIS_HANDLE ctx, NDK_ADAPTER *a);
+
+/* ---- object base (obj.c) ---- */
+enum vb_obj_type {
+    VB_OBJ_QP = NdkObjectTypeQp, VB_OBJ_CQ = NdkObjectTypeCq, VB_OBJ_MR = NdkObjectTypeMr,
+    VB_OBJ_MW = NdkObjectTypeMw, VB_OBJ_PD = NdkObjectTypePd, VB_OBJ_SEP = NdkObjectTypeSharedEndpoint,
+    VB_OBJ_CONNECTOR = NdkObjectTypeConnector, VB_OBJ_LISTENER = NdkObjectTypeListener,
+    VB_OBJ_SRQ = NdkObjectTypeSrq,
+};
+struct vb_obj;
+struct vb_obj_ops {
+    void (*close_start)(struct vb_obj *o);   /* consumer thread, no lock: start flushing */
+    void (*destroy)(struct vb_obj *o);       /* progress thread: free the verbs objects and o */
+};
+#define VB_OBJ_MAX_ANTE 4
+struct vb_obj {
+    const struct vb_obj_ops *ops;
+    enum vb_obj_type type;
+    struct vb_adapter *adapter;
+    struct vb_device *dev;
+    NDK_OBJECT_HEADER *hdr;
+    atomic_int refs;
+    atomic_bool closing;
+    struct vb_obj *ante[VB_OBJ_MAX_ANTE];
+    NDK_FN_CLOSE_COMPLETION close_cb;
+    void *close_ctx;
+    struct vb_work close_work;
+};
+void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
+                 NDK_OBJECT_HEADER *hdr, const void *dispatch);
+static inline void vb_obj_get(struct vb_obj *o) { atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); }
+void vb_obj_put(struct vb_obj *o);
+void vb_obj_set_ante(struct vb_obj *o, int slot, struct vb_obj *ante);
+NTSTATUS vb_obj_close(struct vb_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
+void vb_obj_abort_create(struct vb_obj *o);
+static inline bool vb_obj_closing(const struct vb_obj *o) { return atomic_load(&o->closing); }
+NTSTATUS vb_obj_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out);
+bool vb_obj_check(const NDK_OBJECT_HEADER *hdr, enum vb_obj_type type);
+
+/* ---- status (status.c): the one table (map §3) ---- */
+NTSTATUS vb_status_from_wc(enum ibv_wc_status st, bool receive);
+NTSTATUS vb_status_from_cm(enum rdma_cm_event_type ev, int status, bool iwarp, bool passive);
+NTSTATUS vb_status_from_bind(int err, bool port_zero);
+NTSTATUS vb_status_from_errno(int err);
+
+/* ---- PD (pd.c) ---- */
+struct vb_lam_mr;
+struct vb_pd {
+    NDK_PD ndk;
+    struct vb_obj obj;
+    struct ibv_pd *pd;
+    /* Job of lock: lam_mrs (per-PD registrations backing LAMs for privileged tokens). */
+    pthread_mutex_t lock;
+    struct ndk_list lam_mrs;
+};
+#define to_vb_pd(p) ndk_container_of((p), struct vb_pd, ndk)
+NTSTATUS vb_pd_create(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+int vb_pd_priv_lkey(struct vb_pd *pd, uintptr_t va, size_t len, uint32_t *lkey);
+
+/* ---- LAM (lam.c) ---- */
+struct vb_lam {
+    struct ndk_list link;          /* in adapter->lams */
+    NDK_LOGICAL_ADDRESS_MAPPING *lam;
+    uintptr_t va;
+    size_t len;
+};
+NTSTATUS vb_lam_build(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx,
+                      NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG *lam_size, ULONG *fbo);
+void vb_lam_release(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam);
+bool vb_lam_find(struct vb_adapter *ad, uintptr_t va, size_t len, uintptr_t *span_va, size_t *span_len);
+
+/* ---- CQ (cq.c) ---- */
+struct vb_swc {                     /* a provider-made completion (fast register, invalidate) */
+    struct ndk_list link;
+    NDK_RESULT_EX r;
+};
+struct vb_cq {
+    NDK_CQ ndk;
+    struct vb_obj obj;
+    struct ibv_cq *cq;
+    ULONG depth;
+    NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
+    void *notify_ctx;
+    /* Job of lock: arm state, the software completion list, the error latch. */
+    pthread_mutex_t lock;
+    int armed;                      /* -1 unarmed, else NDK_CQ_NOTIFY_* in effect */
+    NTSTATUS latched;               /* CQ error seen while unarmed (§8.32) */
+    struct ndk_list swc;
+    atomic_uint nswc;               /* entries in swc, read by the poll without the lock */
+    struct vb_work notify_work;
+    bool notify_queued;
+    NTSTATUS notify_status;
+    /* Poll-side state; the consumer serializes poll and arm (§5.4). */
+    bool have_ahead;
+    struct ibv_wc ahead;
+};
+#define to_vb_cq(p) ndk_container_of((p), struct vb_cq, ndk)
+NTSTATUS vb_cq_create(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK fn, PVOID fctx, GROUP_AFFINITY *aff,
+                      NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_CQ **out);
+void vb_cq_push_soft(struct vb_cq *cq, const NDK_RESULT_EX *r);
+void vb_cq_on_event(struct vb_device *dev, struct ibv_cq *cq);
+void vb_cq_on_error(struct vb_cq *cq, NTSTATUS st);
+
+/* ---- SRQ (srq.c) ---- */
+struct vb_rslot {                   /* an SRQ receive's shadow (map D3) */
+    void *ctx;
+    uint32_t next_free;
+};
+/* wr_id of an SRQ receive: bit 63 clear, bits 62..48 the slot, bits 47..0 the vb_srq. */
+#define VB_SRQ_MAX_DEPTH 32767u
+struct vb_srq {
+    NDK_SRQ ndk;
+    struct vb_obj obj;
+    struct ibv_srq *srq;
+    struct ndk_list link;           /* dev->srqs (dev->qpt_lock) */
+    ULONG depth, max_sge;
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
+    void *notify_ctx;
+    /* Job of lock: slots' free list, posted count, threshold. */
+    pthread_mutex_t lock;
+    struct vb_rslot *slots;
+    uint32_t nslots, free_head, posted;
+    ULONG threshold;
+    bool limit_armed;
+    struct vb_work notify_work;
+    NTSTATUS notify_status;
+    bool notify_queued;
+};
+#define to_vb_srq(p) ndk_container_of((p), struct vb_srq, ndk)
+NTSTATUS vb_srq_create(NDK_PD *p, ULONG depth, ULONG max_sge, ULONG threshold, NDK_FN_SRQ_NOTIFICATION_CALLBACK fn,
+                       PVOID fctx, GROUP_AFFINITY *aff, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_SRQ **out);
+void *vb_srq_complete(struct vb_srq *srq, uint32_t idx);
+struct vb_srq *vb_srq_lookup(struct vb_device *dev, uint64_t wr_id, uint32_t *idx);
+void vb_srq_on_event(struct vb_srq *srq, NTSTATUS st);
+
+/* ---- QP (qp.c: objects and states; post.c: work requests) ----
+ * wr_id of a QP's own ring entry: bit 63 set, bit 62 receive, bits 61..32 the QP's generation
+ * (a qp_num may be reused after destroy), bits 31..0 the ring counter. Rings are powers of two. */
+#define VB_WR_RING  (1ull << 63)
+#define VB_WR_RECV  (1ull << 62)
+#define VB_WR_GEN(id) ((uint32_t)(((id) >> 32) & 0x3fffffffu))
+enum vb_sop { VB_SOP_SEND, VB_SOP_WRITE, VB_SOP_READ, VB_SOP_BIND, VB_SOP_INV, VB_SOP_HIDDEN };
+struct vb_sslot {                   /* a send-queue request's shadow (map D3) */
+    void *ctx;
+    uint8_t type;                   /* NDK_OPERATION_TYPE low byte via vb_sop */
+    bool signaled, silent;
+    bool forced;                    /* a silent request signaled in secret (map §1.4) */
+    struct vb_mw *mw;               /* bind / invalidate target, made valid on completion */
+};
+struct vb_qp {
+    NDK_QP ndk;
+    struct vb_obj obj;
+    struct ibv_qp *qp;
+    struct vb_pd *pd;
+    struct vb_cq *rcq, *scq;
+    struct vb_srq *srq;
+    void *qp_ctx;
+    uint32_t qpn, gen;
+    struct ndk_list qpt_link;       /* in dev->qpt */
+    ULONG sq_depth, rq_depth, max_ssge, max_rsge, inline_size;
+    ULONG wr_sges;                  /* SGEs per send WR slot: max(max_ssge, the device's read SGEs) */
+    /* Job of sq_lock: the send ring, the DEFER chain, flushed. */
+    pthread_mutex_t sq_lock;
+    struct vb_sslot *sq;
+    uint32_t sq_n;                  /* ring size (depth + hidden reserve) */
+    uint64_t sq_head, sq_tail;
+    uint32_t silent_run;
+    bool forced_inflight;           /* at most one hidden completion per QP in a CQ */
+    uint8_t *inl;                   /* sq_n * inline_size staging bytes */
+    struct ibv_send_wr *chain, *chain_tail;
+    struct ibv_sge *chain_sges;     /* sq_n * max_ssge */
+    struct ibv_send_wr *chain_wrs;  /* sq_n */
+    /* Job of rq_lock: the receive ring. */
+    pthread_mutex_t rq_lock;
+    void **rq;
+    uint32_t rq_n;
+    uint64_t rq_head, rq_tail;
+    atomic_bool flushed;
+    atomic_bool connected;
+    atomic_bool peer_gone;          /* the peer disconnected: new initiator requests fail inline */
+    struct vb_connector *conn;      /* set under dev->lock while a connector uses the QP */
+};
+#define to_vb_qp(p) ndk_container_of((p), struct vb_qp, ndk)
+NTSTATUS vb_qp_create(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, PVOID qpctx, ULONG rq_depth, ULONG sq_depth, ULONG max_rsge,
+                      ULONG max_ssge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_QP **out);
+NTSTATUS vb_qp_create_with_srq(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ *srq, PVOID qpctx, ULONG sq_depth,
+                               ULONG max_ssge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_QP **out);
+struct vb_qp *vb_qp_lookup(struct vb_device *dev, uint32_t qpn);
+int vb_qp_to_rts(struct vb_qp *qp, struct rdma_cm_id *id);
+void vb_qp_to_err(struct vb_qp *qp);
+void vb_qp_flush(NDK_QP *q);
+/* The CQ's translation of one ibv_wc of this QP; returns false for hidden entries. */
+bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r);
+
+NTSTATUS vb_post_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags);
+NTSTATUS vb_post_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags, UINT32 token);
+NTSTATUS vb_post_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n);
+NTSTATUS vb_post_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 ra, UINT32 token, ULONG flags);
+NTSTATUS vb_post_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 ra, UINT32 token, ULONG flags);
+NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags);
+NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
+                               ULONG fbo, SIZE_T len, PVOID base, ULONG flags);
+NTSTATUS vb_post_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *target, ULONG flags);
+NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n);
+int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *out);
+
+/* ---- MR / MW (mr.c, mw.c) ---- */
+struct vb_mr {
+    NDK_MR ndk;
+    struct vb_obj obj;
+    struct vb_pd *pd;
+    bool fast;                      /* fast-register MR (map §1.3 option C) */
+    ULONG max_pages;
+    bool remote;
+    /* Job of lock: mr (the registration; replaced by fast registers) and nmw. */
+    pthread_mutex_t lock;
+    struct ibv_mr *mr;
+    int nmw;                        /* windows bound over mr */
+    int access;                     /* mr's verbs access bits */
+};
+#define to_vb_mr(p) ndk_container_of((p), struct vb_mr, ndk)
+NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags);
+int vb_mr_invalidate(struct vb_mr *mr);
+int vb_mr_access(ULONG ndk_flags, bool iwarp, bool mw);
+
+struct vb_mw {
+    NDK_MW ndk;
+    struct vb_obj obj;
+    struct vb_pd *pd;
+    struct ibv_mw *mw;              /* NULL: emulated window (a device without MWs, mw.c) */
+    /* Job of lock: emu, the emulated window's registration of the bound range. */
+    pthread_mutex_t lock;
+    struct ibv_mr *emu;
+    atomic_uint rkey;               /* the token of the current (or pending) binding */
+    struct vb_mr *bound;            /* MR under the binding; taken as antecedent (§1.7) */
+};
+#define to_vb_mw(p) ndk_container_of((p), struct vb_mw, ndk)
+NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
+int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access);
+void vb_mw_emu_invalidate(struct vb_mw *mw);
+
+/* ---- connection management (connector.c, listener.c, endpoint.c, cm.c) ---- */
+enum vb_cstate {
+    VB_C_IDLE,          /* created, nothing asked */
+    VB_C_RESOLVING,     /* NdkConnect: address and route resolution */
+    VB_C_CONNECTING,    /* rdma_connect sent */
+    VB_C_CONNECTED,     /* NdkConnect done, NdkCompleteConnect due */
+    VB_C_REQUEST,       /* passive: a CONNECT_REQUEST handed to the consumer */
+    VB_C_ACCEPTING,     /* rdma_accept sent */
+    VB_C_ESTABLISHED,
+    VB_C_DISCONNECTING, /* our rdma_disconnect sent, waiting for DISCONNECTED */
+    VB_C_DISCONNECTED,
+    VB_C_FAILED,
+    VB_C_NSTATES
+};
+struct vb_listener;
+struct vb_sep;
+struct vb_connector {
+    NDK_CONNECTOR ndk;
+    struct vb_obj obj;
+    struct ndk_list link;           /* dev->connectors (dev->lock) */
+    /* Job of dev->lock: state, id, qp, the pending request and the disconnect callback. */
+    enum vb_cstate state;
+    struct rdma_cm_id *id;
+    struct vb_qp *qp;
+    bool passive;
+    struct vb_call req;             /* the one pending Connect/CompleteConnect/Accept/Disconnect */
+    bool req_pending;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_ex;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK disc;
+    void *disc_ctx;
+    struct vb_work disc_work;
+    uint32_t disc_reason;
+    bool peer_disconnected;
+    /* What NdkConnect/NdkAccept asked for, and what the peer sent (map §1.7). */
+    ULONG ird, ord;
+    bool asked;                     /* ird/ord hold our own NdkConnect / NdkAccept request */
+    uint8_t my_pd[VB_MAX_PD_LEN];
+    uint8_t my_pd_len;
+    uint8_t peer_pd[VB_MAX_PD_LEN];
+    ULONG peer_pd_len;
+    ULONG peer_ird, peer_ord;       /* peer's responder resources / initiator depth */
+    bool have_peer_data;
+    SOCKADDR_INET dst;
+    struct vb_work start_work;
+};
+#define to_vb_connector(p) ndk_container_of((p), struct vb_connector, ndk)
+NTSTATUS vb_connector_create(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_CONNECTOR **out);
+struct vb_connector *vb_connector_new_passive(struct vb_adapter *ad, struct rdma_cm_id *id, const struct rdma_cm_event *ev);
+void vb_connector_set_request_data(struct vb_connector *c, const struct rdma_cm_event *ev, const uint8_t *pd,
+                                   ULONG pd_len);
+void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *ev, const uint8_t *pd, ULONG pd_len);
+const char *vb_cstate_name(enum vb_cstate s);
+
+struct vb_listener {
+    NDK_LISTENER ndk;
+    struct vb_obj obj;
+    NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
+    void *connect_ctx;
+    /* Job of dev->lock: ids, paused, listening. */
+    struct rdma_cm_id *ids[VB_MAX_LISTEN_IDS];
+    int nids;
+    bool paused, listening;
+    SOCKADDR_INET addr;
+};
+#define to_vb_listener(p) ndk_container_of((p), struct vb_listener, ndk)
+NTSTATUS vb_listener_create(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK fn, PVOID fctx, NDK_FN_CREATE_COMPLETION cb,
+                            PVOID ctx, NDK_LISTENER **out);
+void vb_listener_on_request(struct vb_listener *l, struct rdma_cm_id *id, const struct rdma_cm_event *ev,
+                            const uint8_t *pd, ULONG pd_len);
+
+struct vb_sep {
+    NDK_SHARED_ENDPOINT ndk;
+    struct vb_obj obj;
+    struct rdma_cm_id *id;          /* placeholder REUSEADDR id holding address:port */
+    SOCKADDR_INET addr;
+    struct ndk_list link;           /* dev->seps (dev->lock) */
+};
+#define to_vb_sep(p) ndk_container_of((p), struct vb_sep, ndk)
+NTSTATUS vb_sep_create(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
+                       NDK_SHARED_ENDPOINT **out);
+
+/* cm.c: the rdma_cm side shared by connectors, listeners and shared endpoints. */
+/* Drains the device's event channel (progress thread). */
+void vb_cm_on_events(struct vb_device *dev);
+int vb_cm_create_id(struct vb_device *dev, void *context, struct rdma_cm_id **out);
+/* Destroys an id on the progress thread (the only reader of its events). */
+void vb_cm_destroy_id(struct rdma_cm_id *id);
+int vb_cm_bind(struct rdma_cm_id *id, const struct sockaddr *sa);
+ULONG vb_sa_len(const struct sockaddr *sa);
+int vb_sa_check(const struct sockaddr *sa, ULONG len);
+bool vb_sa_is_wildcard(const struct sockaddr *sa);
+NTSTATUS vb_sa_copy_out(const struct sockaddr *sa, PSOCKADDR out, ULONG *len);
+/* Every rdma_cm id's context is the vb_obj of its owner (connector, listener, shared endpoint). */
+
+#endif /* VB_VERBS_H */

@@ -1,0 +1,182 @@
+#!/bin/bash
+# tests/interop/guest/verbs.sh - the guest half of the verbs-provider cells (issue 16; runs INSIDE
+# the VM, cwd = the 9p share /mnt/host). Devices: siw0 on the dummy siwd0 (198.18.0.1, as the siw
+# matrix) and Soft-RoCE rxe0 on the dummy rxed0 (198.18.1.1). Each device loops to its own
+# address, so both ends of every cell run in this guest and nothing leaves it.
+#
+# Inputs: params.env (CELLS: which cell groups run; CONFORM_CASES: the conformance cases, "all"
+#         or a list), ndk/{bin,lib,providers}, exclude/verbs-{rxe,siw}.txt
+# Outputs: results/cells.txt (RESULT|verbs|cell|-|detail), results/<cell>.log
+set -uo pipefail
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+cd /mnt/host
+# shellcheck disable=SC1091
+. ./params.env
+RES=/mnt/host/results
+mkdir -p "$RES"
+CELLS_OUT=$RES/cells.txt
+: >"$CELLS_OUT"
+SIW_IP=198.18.0.1 RXE_IP=198.18.1.1
+say() { echo "[guest $(cut -d' ' -f1 /proc/uptime)] $*"; }
+record() { printf '%s|verbs|%s|-|%s\n' "$1" "$2" "$3" >>"$CELLS_OUT"; say "CELL verbs/$2: $1 ($3)"; }
+
+say "setting up siw0 ($SIW_IP) and rxe0 ($RXE_IP)"
+{
+	ndkvm-setup || exit 1
+	modprobe -a crc32_generic rdma_rxe || exit 1
+	if ! ip link show rxed0 >/dev/null 2>&1; then
+		ip link add rxed0 type dummy && echo 1 >/proc/sys/net/ipv6/conf/rxed0/disable_ipv6 &&
+			ip link set rxed0 up && ip addr add "$RXE_IP/32" dev rxed0 || exit 1
+	fi
+	rdma link show | grep -q '^link rxe0/' || rdma link add rxe0 type rxe netdev rxed0 || exit 1
+	rdma link show; ibv_devices
+} >"$RES/setup.log" 2>&1
+src=$?
+cat "$RES/setup.log"
+[ $src = 0 ] || { record FAIL setup "device set-up failed (results/setup.log)"; exit 1; }
+ulimit -l unlimited 2>/dev/null
+
+NDK=/mnt/host/ndk
+export LD_LIBRARY_PATH=$NDK/lib NDK_PROVIDER_PATH=$NDK/providers PATH=$NDK/bin:$PATH
+export NDK_CONFORM_TIMEOUT_SCALE=${NDK_CONFORM_TIMEOUT_SCALE:-2}
+# the suite's largest transfers (up to 1 GiB) take minutes under TCG; 8 MiB keeps every path
+export NDK_CONFORM_MAX_TRANSFER=${NDK_CONFORM_MAX_TRANSFER:-8388608}
+
+# ---- ndkinfo: the verbs provider binds siwd0 (siw0, iWARP) and rxed0 (rxe0, RoCE v2)
+cell_ndkinfo() {
+	local log=$RES/ndkinfo.log
+	NDK_PROVIDERS=verbs ndkinfo >"$log" 2>&1
+	if grep -q "verbs on siwd0" "$log" && grep -q "verbs on rxed0" "$log" && grep -q "RdmaTechnology *iWARP" "$log" &&
+		grep -q "RdmaTechnology *RoCEv2" "$log"; then
+		record PASS ndkinfo "verbs adapters on siwd0 (iWARP) and rxed0 (RoCE v2)"
+	else
+		record FAIL ndkinfo "verbs adapters missing or wrong technology (results/ndkinfo.log)"
+	fi
+}
+
+# ---- ndkconform on the verbs provider over one device
+cell_conform() {
+	local dev=$1 ip=$2 log=$RES/conform-$1.log args=() c
+	if [ "$CONFORM_CASES" = all ]; then
+		args=(--all)
+		NDK_LOG_LEVEL=2 timeout -k 5 "${CONFORM_TIMEOUT:-900}" ndkconform --provider verbs --addr "$ip" --exclude "exclude/verbs-$dev.txt" \
+			"${args[@]}" >"$log" 2>&1
+	else
+		: >"$log"
+		for c in $CONFORM_CASES; do
+			timeout -k 5 200 ndkconform --provider verbs --addr "$ip" --exclude "exclude/verbs-$dev.txt" --case "$c" >"$RES/c.tmp" 2>&1
+			echo "rc=$? $c" >>"$log"
+			cat "$RES/c.tmp" >>"$log"
+		done
+	fi
+	local pass fail notrun
+	pass=$(grep -cE '^(pass  |PASS )' "$log"); fail=$(grep -cE '^FAIL  |^rc=(1|2|124|137) ' "$log")
+	notrun=$(grep -cE '^notrun|^rc=77 ' "$log")
+	if [ "$fail" = 0 ] && [ "$pass" -gt 0 ]; then
+		record PASS "conform-$dev" "$pass passed, $notrun not run (exclude/verbs-$dev.txt)"
+	else
+		record FAIL "conform-$dev" "$pass passed, $fail failed, $notrun not run (results/conform-$dev.log)"
+	fi
+}
+
+# ---- two processes: a server and a client, each with a timeout.
+#   pair LOG TMO "server cmd" "client cmd"; sets PAIR_SRC and PAIR_CRC (124 = timeout)
+pair() {
+	local log=$1 tmo=$2 scmd=$3 ccmd=$4 sp until u _
+	{ echo "## server: $scmd"; } >>"$log"
+	timeout -k 5 "$tmo" sh -c "$scmd" >/tmp/pair.server 2>&1 &
+	sp=$!
+	# the server is ready when it says so (rxe has no TCP listener to look for); TCG is slow
+	read -r u _ </proc/uptime; until=$(( ${u%.*} + 20 ))
+	while ! grep -qiE 'listen|waiting|server' /tmp/pair.server 2>/dev/null; do
+		kill -0 $sp 2>/dev/null || break
+		read -r u _ </proc/uptime; [ "${u%.*}" -ge "$until" ] && break
+		sleep 0.3
+	done
+	sleep 0.5
+	echo "## client: $ccmd" >>"$log"
+	timeout -k 5 "$tmo" sh -c "$ccmd" >/tmp/pair.client 2>&1
+	PAIR_CRC=$?
+	wait $sp
+	PAIR_SRC=$?
+	{ echo "## server output (rc $PAIR_SRC)"; cat /tmp/pair.server; echo "## client output (rc $PAIR_CRC)"; cat /tmp/pair.client; } >>"$log"
+}
+
+# ---- ndkperf --verify Write/Read/Send and ndkping, both ends on the verbs provider
+cell_perf() {
+	local dev=$1 ip=$2 log=$RES/perf-$1.log op bad="" port=18600
+	if [ "$dev" = rxe ]; then
+		# ndkperf states its test in 72 bytes of connect private data; an IB/RoCE CM REQ carries 56
+		record SKIP "perf-$dev" "ndkperf's 72-byte connect private data exceeds RoCE's REQ (MaxCallerData 54)"
+		return
+	fi
+	: >"$log"
+	for op in write read send; do
+		port=$((port + 1))
+		pair "$log" 120 "ndkperf -s $ip:$port --once --provider verbs" \
+			"ndkperf -c $ip:$port -t $op -z 65536 -n 200 -d 16 --verify --provider verbs"
+		[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad $op(server $PAIR_SRC, client $PAIR_CRC)"
+	done
+	if [ -z "$bad" ]; then record PASS "perf-$dev" "ndkperf --verify write, read, send: 200 x 64 KiB each"
+	else record FAIL "perf-$dev" "failed:$bad (results/perf-$dev.log)"; fi
+}
+
+cell_ping() {
+	local dev=$1 ip=$2 log=$RES/ping-$1.log
+	: >"$log"
+	pair "$log" 60 "ndkping -s $ip:7301 --once --provider verbs" "ndkping -c $ip:7301 -C 5 -i 0.2 --provider verbs"
+	if [ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] && grep -q '5 received' "$log"; then
+		record PASS "ping-$dev" "ndkping: 5 pings between two processes"
+	else record FAIL "ping-$dev" "server $PAIR_SRC, client $PAIR_CRC (results/ping-$dev.log)"; fi
+}
+
+# ---- verbs over siw (the kernel's iWARP) against our iwarp provider, both directions
+cell_cross() {
+	local log=$RES/cross-siw.log ip=$SIW_IP bad=""
+	local ienv="NDK_IWARP_CRC=0 NDK_IWARP_P2P=0"
+	: >"$log"
+	pair "$log" 60 "ndkping -s $ip:7311 --once --provider verbs" "env $ienv ndkping -c $ip:7311 -C 5 -i 0.2 --provider iwarp"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad ping-iwarp2verbs"
+	pair "$log" 60 "env $ienv ndkping -s $ip:7312 --once --provider iwarp" "ndkping -c $ip:7312 -C 5 -i 0.2 --provider verbs"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad ping-verbs2iwarp"
+	pair "$log" 120 "ndkperf -s $ip:7313 --once --provider verbs" \
+		"env $ienv ndkperf -c $ip:7313 -t write -z 65536 -n 200 -d 16 --verify --provider iwarp"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad write-iwarp2verbs"
+	pair "$log" 120 "env $ienv ndkperf -s $ip:7314 --once --provider iwarp" \
+		"ndkperf -c $ip:7314 -t read -z 65536 -n 200 -d 16 --verify --provider verbs"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad read-verbs2iwarp"
+	if [ -z "$bad" ]; then record PASS cross-siw "verbs/siw <-> iwarp: ndkping both ways, Write iwarp->verbs, Read verbs->iwarp, verified"
+	else record FAIL cross-siw "failed:$bad (results/cross-siw.log)"; fi
+}
+
+# ---- rdma-core's own tools against the verbs provider on the same device
+cell_tools() {
+	local dev=$1 ip=$2 log=$RES/tools-$1.log bad=""
+	: >"$log"
+	pair "$log" 120 "rping -s -a $ip -p 7321 -C 20 -S 4096 -v" "ndkping --rping -c -a $ip -p 7321 -C 20 -S 4096 --provider verbs"
+	[ "$PAIR_CRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.server)" -ge 20 ] || bad="$bad rping2verbs"
+	pair "$log" 120 "ndkping --rping -s -a $ip -p 7322 --provider verbs" "rping -c -a $ip -p 7322 -C 20 -S 4096 -v"
+	[ "$PAIR_SRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.client)" -ge 20 ] || bad="$bad verbs2rping"
+	pair "$log" 120 "ucmatose -b $ip -p 7323 -C 20 -S 1024" "ndkping --cmatose -s $ip -p 7323 -C 20 -S 1024 --provider verbs"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad ucmatose2verbs"
+	pair "$log" 120 "ndkping --cmatose -b $ip -p 7324 -C 20 -S 1024 --provider verbs" "ucmatose -s $ip -p 7324 -C 20 -S 1024"
+	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad verbs2ucmatose"
+	if [ -z "$bad" ]; then record PASS "tools-$dev" "rping both ways (20 x 4 KiB), ucmatose both ways (20 x 1 KiB)"
+	else record FAIL "tools-$dev" "failed:$bad (results/tools-$dev.log)"; fi
+}
+
+for g in $CELLS; do
+	case $g in
+	ndkinfo) cell_ndkinfo ;;
+	conform-rxe) cell_conform rxe "$RXE_IP" ;;
+	conform-siw) cell_conform siw "$SIW_IP" ;;
+	perf-rxe) cell_perf rxe "$RXE_IP" ;;
+	perf-siw) cell_perf siw "$SIW_IP" ;;
+	ping-rxe) cell_ping rxe "$RXE_IP" ;;
+	ping-siw) cell_ping siw "$SIW_IP" ;;
+	cross-siw) cell_cross ;;
+	tools-rxe) cell_tools rxe "$RXE_IP" ;;
+	tools-siw) cell_tools siw "$SIW_IP" ;;
+	esac
+done
+say "done"
