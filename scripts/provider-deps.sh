@@ -10,14 +10,20 @@ set -eu
 verbose=0
 if [ "${1:-}" = "--edges" ]; then verbose=1; shift; fi
 build=${1:-build/dev}
-objdir="$build/src/providers/iwarp/CMakeFiles"
-objs=$(find "$objdir" -name '*.c.o' 2>/dev/null | sort)
-[ -n "$objs" ] || { echo "provider-deps: no object files under $objdir (build first)" >&2; exit 2; }
+dir="$build/src/providers/iwarp"
+link="$dir/CMakeFiles/ndk-iwarp.dir/link.txt"
+[ -f "$link" ] || { echo "provider-deps: no $link (configure and build first)" >&2; exit 2; }
+# The module's inputs as its link line names them (so stale objects of removed files do not
+# count): its object files and the provider's own static archives (the wire layer).
+inputs=$(tr ' ' '\n' < "$link" | tr -d '"' | grep -E '\.(o|a)$' | grep -v '^/' | sort -u)
+[ -n "$inputs" ] || { echo "provider-deps: no objects on the link line of $link" >&2; exit 2; }
 
-for o in $objs; do
-    f=$(basename "$o" .c.o)
-    nm "$o" | awk -v f="$f" '$1 ~ /^[0-9a-f]+$/ && $2 ~ /^[TDBRC]$/ { print "D", f, $3 } $1 == "U" { print "U", f, $2 }'
-done | awk -v verbose="$verbose" '
+for i in $inputs; do
+    case $i in *common*) continue ;; esac      # src/common is not the provider's
+    (cd "$dir" && nm -A "$i")
+done | sed -E 's/^([^ ]*[:/])?([^/: ]+)\.c\.o:/\2 /' | awk '
+    NF == 4 && $3 ~ /^[TDBRC]$/ { print "D", $1, $4 } NF == 3 && $2 == "U" { print "U", $1, $3 }' |
+awk -v verbose="$verbose" '
 $1 == "D" { def[$3] = $2; files[$2] = 1; next }
 $1 == "U" { use[++n] = $2 " " $3; files[$2] = 1 }
 END {

@@ -3,7 +3,7 @@
  * resize.
  *
  * Talks to: poll.c (a busy poll runs the QPs' engines), progress.c (notifications), obj.c, log.c.
- * Called by qp.c, rx.c, wq.c (iw_cq_push). */
+ * Called by qp.c and rx.c (iw_cq_push). */
 #include "iwarp.h"
 
 #include <errno.h>

@@ -538,8 +538,6 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
 int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
 /* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
-/* Pops every entry and completes it on cq with STATUS_CANCELLED (§2.9 NdkFlush). */
-void iw_wq_flush(struct iw_wq *q, struct iw_cq *cq, void *qp_context);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
 /* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */

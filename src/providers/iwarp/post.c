@@ -1,6 +1,7 @@
 /*
  * post.c - the QP work-request entry points (NDKPI reference §2.9, §5.5), named by qp.c's
- * dispatch table. Talks to: wq.c (the rings), tx.c (kicks the engine), access.c, mem.c.
+ * dispatch table. Talks to: wq.c (the rings), tx.c (kicks the engine), qp.c (a Receive on a
+ * QP in ERROR is flushed at once), access.c, mem.c.
  *
  * Contract (§5.5.2): STATUS_SUCCESS = queued, exactly one completion later (none for a
  * successful SILENT_SUCCESS request); any failure = nothing queued, no completion ever. Every
@@ -411,9 +412,7 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
     if (iw_wq_push(&qp->rq, &w) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
     } else if (qp->state == IW_QP_ERROR) {
-        /* What iw_qp_flush_locked does to a QP already in ERROR (no SRQ here). */
-        iw_wq_flush(&qp->sq, qp->icq, qp->qp_context);
-        iw_wq_flush(&qp->rq, qp->rcq, qp->qp_context);
+        iw_qp_flush_locked(qp);
     }
     pthread_mutex_unlock(&qp->lock);
     return st;

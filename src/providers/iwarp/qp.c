@@ -64,13 +64,31 @@ void iw_qp_set_error_locked(struct iw_qp *qp, int err)
         qp->first_error = err;
 }
 
+/* Pops every entry of q and completes it on cq with STATUS_CANCELLED. qp->lock held. */
+static void iw_qp_flush_wq_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_cq *cq)
+{
+    struct iw_wqe w;
+
+    while (iw_wq_pop(q, &w) == 0) {
+        NDK_RESULT_EX r = {
+            .Status = STATUS_CANCELLED,
+            .QPContext = qp->qp_context,
+            .RequestContext = w.request_context,
+            .Type = iw_wr_type(w.op),
+        };
+        /* A flushed request failed, so it is reported even with SILENT_SUCCESS (§5.5.2). */
+        iw_cq_push(cq, &r, false);
+        iw_wq_entry_release(&w);
+    }
+}
+
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
     if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0)
         qp->state = IW_QP_ERROR;   /* flush always wins; the transition was logged */
-    iw_wq_flush(&qp->sq, qp->icq, qp->qp_context);
+    iw_qp_flush_wq_locked(qp, &qp->sq, qp->icq);
     if (!qp->srq)
-        iw_wq_flush(&qp->rq, qp->rcq, qp->qp_context);
+        iw_qp_flush_wq_locked(qp, &qp->rq, qp->rcq);
 }
 
 /* ---- completion of SQ entries and the one TERMINATE (the engines report here) ---- */

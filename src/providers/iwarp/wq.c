@@ -2,8 +2,7 @@
  * WQEs with push (posting) and pop (the engines, retire, flush), so no other file indexes the
  * ring by hand.
  *
- * Talks to: cq.c (a flush completes every entry with STATUS_CANCELLED), obj.c (a WQE's memory
- * references). Locking: the owner's lock (qp->lock or srq->lock) is held around every call. */
+ * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or srq->lock) is held around every call. */
 #include "iwarp.h"
 
 #include <errno.h>
@@ -81,21 +80,4 @@ int iw_wq_resize(struct iw_wq *q, uint32_t depth)
     q->head = 0;
     q->depth = depth;
     return 0;
-}
-
-void iw_wq_flush(struct iw_wq *q, struct iw_cq *cq, void *qp_context)
-{
-    struct iw_wqe w;
-
-    while (iw_wq_pop(q, &w) == 0) {
-        NDK_RESULT_EX r = {
-            .Status = STATUS_CANCELLED,
-            .QPContext = qp_context,
-            .RequestContext = w.request_context,
-            .Type = iw_wr_type(w.op),
-        };
-        /* A flushed request failed, so it is reported even with SILENT_SUCCESS (§5.5.2). */
-        iw_cq_push(cq, &r, false);
-        iw_wq_entry_release(&w);
-    }
 }
