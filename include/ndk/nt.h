@@ -169,7 +169,10 @@ typedef union _SOCKADDR_INET {
 #define STATUS_NDIS_NOT_SUPPORTED      ((NTSTATUS)0xC02300BBL)
 
 /* ndis.h's names. SUCCESS, PENDING, FAILURE, RESOURCES and INVALID_PARAMETER are the generic
- * NTSTATUS codes (ntstatus.h has no STATUS_NDIS_ twin for them); the others are STATUS_NDIS_xxx. */
+ * NTSTATUS codes (ntstatus.h has no STATUS_NDIS_ twin for them); the others take the values the
+ * reference gives (§0.3), their STATUS_NDIS_xxx twins. Public ndis.h copies instead keep NDIS 5's
+ * 0xC001xxxx numbers and make NDIS_STATUS_NOT_SUPPORTED the generic STATUS_NOT_SUPPORTED, so code
+ * that may see either accepts both (as the runtime's registry does for NOT_SUPPORTED). */
 #define NDIS_STATUS_SUCCESS            ((NDIS_STATUS)STATUS_SUCCESS)
 #define NDIS_STATUS_PENDING            ((NDIS_STATUS)STATUS_PENDING)
 #define NDIS_STATUS_FAILURE            ((NDIS_STATUS)STATUS_UNSUCCESSFUL)
