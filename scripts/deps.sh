@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config)
-test_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base)
+test_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base mandoc)
 bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2)
 interop_pkgs=("${build_pkgs[@]}" qemu-system-x86 qemu-utils tshark cpio kmod zstd xz-utils binutils libc6-dev)
 
