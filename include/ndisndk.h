@@ -236,11 +236,15 @@ typedef struct _NDIS_NDK_PARAMETERS {
 
 #define NDIS_NIC_SWITCH_VPORT_PARAMS_NDK_PARAMS_CHANGED 0x00200000
 
-/* GUIDs (§6.13) as initializers: {7969ba4d-dd80-4bc7-b3e6-68043997e519} and {530c69c9-...}. */
+/* WMI GUIDs (§6.10, §6.13), where Windows has them (ntddndis.h): GUID_NDIS_NDK_CAPABILITIES
+ * {7969ba4d-dd80-4bc7-b3e6-68043997e519} and GUID_NDIS_NDK_STATE {530c69c9-2f51-49de-a1af-088d54ffa474}.
+ * The _INIT forms are constant initializers for code that needs its own copy. */
 #define GUID_NDIS_NDK_CAPABILITIES_INIT \
     { 0x7969ba4d, 0xdd80, 0x4bc7, { 0xb3, 0xe6, 0x68, 0x04, 0x39, 0x97, 0xe5, 0x19 } }
 #define GUID_NDIS_NDK_STATE_INIT \
     { 0x530c69c9, 0x2f51, 0x49de, { 0xa1, 0xaf, 0x08, 0x8d, 0x54, 0xff, 0xa4, 0x74 } }
+DEFINE_GUID(GUID_NDIS_NDK_CAPABILITIES, 0x7969ba4d, 0xdd80, 0x4bc7, 0xb3, 0xe6, 0x68, 0x04, 0x39, 0x97, 0xe5, 0x19);
+DEFINE_GUID(GUID_NDIS_NDK_STATE, 0x530c69c9, 0x2f51, 0x49de, 0xa1, 0xaf, 0x08, 0x8d, 0x54, 0xff, 0xa4, 0x74);
 
 /* INF keywords (§6.9). */
 #define NETWORK_DIRECT_KEYWORD_NAME             "*NetworkDirect"

@@ -77,6 +77,22 @@ typedef struct _GUID {
     uint8_t  Data4[8];
 } GUID, *PGUID;
 
+/* guiddef.h's DEFINE_GUID: a declaration, or the definition in the one file that defines
+ * INITGUID before it includes the first OpenNDK header. */
+#ifndef DEFINE_GUID
+#ifdef INITGUID
+#ifdef __cplusplus
+#define DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) \
+    extern const GUID name = { l, w1, w2, { b1, b2, b3, b4, b5, b6, b7, b8 } }
+#else
+#define DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) \
+    const GUID name = { l, w1, w2, { b1, b2, b3, b4, b5, b6, b7, b8 } }
+#endif
+#else
+#define DEFINE_GUID(name, l, w1, w2, b1, b2, b3, b4, b5, b6, b7, b8) extern const GUID name
+#endif
+#endif
+
 typedef struct _GROUP_AFFINITY {
     KAFFINITY Mask;
     USHORT    Group;
@@ -143,17 +159,31 @@ typedef union _SOCKADDR_INET {
 #define STATUS_CONNECTION_ABORTED      ((NTSTATUS)0xC0000241L)
 #define STATUS_IMPLEMENTATION_LIMIT    ((NTSTATUS)0xC000042BL)
 
+/* The NDIS facility (0x23) of ntstatus.h: NDIS 6 gives its NDIS_STATUS_xxx codes these values
+ * (NDIS 5 used 0xC001xxxx for the same names). */
+#define STATUS_NDIS_BAD_VERSION        ((NTSTATUS)0xC0230004L)
+#define STATUS_NDIS_ADAPTER_NOT_READY  ((NTSTATUS)0xC0230011L)
+#define STATUS_NDIS_INVALID_LENGTH     ((NTSTATUS)0xC0230014L)
+#define STATUS_NDIS_BUFFER_TOO_SHORT   ((NTSTATUS)0xC0230016L)
+#define STATUS_NDIS_INVALID_OID        ((NTSTATUS)0xC0230017L)
+#define STATUS_NDIS_NOT_SUPPORTED      ((NTSTATUS)0xC02300BBL)
+
+/* ndis.h's names. SUCCESS, PENDING, FAILURE, RESOURCES and INVALID_PARAMETER are the generic
+ * NTSTATUS codes (ntstatus.h has no STATUS_NDIS_ twin for them); the others take the values the
+ * reference gives (§0.3), their STATUS_NDIS_xxx twins. Public ndis.h copies instead keep NDIS 5's
+ * 0xC001xxxx numbers and make NDIS_STATUS_NOT_SUPPORTED the generic STATUS_NOT_SUPPORTED, so code
+ * that may see either accepts both (as the runtime's registry does for NOT_SUPPORTED). */
 #define NDIS_STATUS_SUCCESS            ((NDIS_STATUS)STATUS_SUCCESS)
 #define NDIS_STATUS_PENDING            ((NDIS_STATUS)STATUS_PENDING)
 #define NDIS_STATUS_FAILURE            ((NDIS_STATUS)STATUS_UNSUCCESSFUL)
 #define NDIS_STATUS_RESOURCES          ((NDIS_STATUS)STATUS_INSUFFICIENT_RESOURCES)
 #define NDIS_STATUS_INVALID_PARAMETER  ((NDIS_STATUS)STATUS_INVALID_PARAMETER)
-#define NDIS_STATUS_BAD_VERSION        ((NDIS_STATUS)0xC0230004L)
-#define NDIS_STATUS_ADAPTER_NOT_READY  ((NDIS_STATUS)0xC0230011L)
-#define NDIS_STATUS_INVALID_LENGTH     ((NDIS_STATUS)0xC0230014L)
-#define NDIS_STATUS_BUFFER_TOO_SHORT   ((NDIS_STATUS)0xC0230016L)
-#define NDIS_STATUS_INVALID_OID        ((NDIS_STATUS)0xC0230017L)
-#define NDIS_STATUS_NOT_SUPPORTED      ((NDIS_STATUS)0xC02300BBL)
+#define NDIS_STATUS_BAD_VERSION        ((NDIS_STATUS)STATUS_NDIS_BAD_VERSION)
+#define NDIS_STATUS_ADAPTER_NOT_READY  ((NDIS_STATUS)STATUS_NDIS_ADAPTER_NOT_READY)
+#define NDIS_STATUS_INVALID_LENGTH     ((NDIS_STATUS)STATUS_NDIS_INVALID_LENGTH)
+#define NDIS_STATUS_BUFFER_TOO_SHORT   ((NDIS_STATUS)STATUS_NDIS_BUFFER_TOO_SHORT)
+#define NDIS_STATUS_INVALID_OID        ((NDIS_STATUS)STATUS_NDIS_INVALID_OID)
+#define NDIS_STATUS_NOT_SUPPORTED      ((NDIS_STATUS)STATUS_NDIS_NOT_SUPPORTED)
 
 /* ---- MDL: a chain of descriptors, each for one virtually contiguous buffer ----
  * As on Windows, StartVa is the page-aligned base and ByteOffset the offset of the first byte

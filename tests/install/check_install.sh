@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make install end to end: install the build tree into a fresh prefix, check that headers,
 # libndk, the iwarp provider, the tools and openndk.pc are there, build a consumer of the runtime
-# with `pkg-config openndk` alone, and run it and ndkinfo from the installed tree.
+# with `pkg-config openndk` alone, and run it and ndkinfo from the installed tree; the man pages
+# are installed where man(1) finds them, with this build's paths filled in.
 set -euo pipefail
 build=$1
 src=$2
@@ -16,6 +17,19 @@ for f in include/ndkpi.h include/ndkinfo.h include/ndisndk.h include/ndk/nt.h in
   [ -e "$p/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 [ -n "$pc" ] || { echo "FAIL: openndk.pc not installed"; exit 1; }
+for f in man1/ndkinfo.1 man1/ndkping.1 man1/ndkperf.1 man1/ndkconform.1 man3/libndk.3 man5/openndk.conf.5 \
+         man7/ndk-iwarp.7; do
+  [ -s "$p/share/man/$f" ] || { echo "FAIL: man page $f not installed in share/man"; exit 1; }
+  if grep -q '@[A-Z_]*@' "$p/share/man/$f"; then
+    echo "FAIL: $f has an unconfigured @VARIABLE@"; exit 1
+  fi
+done
+if command -v man >/dev/null; then
+  MANPATH=$p/share/man man -w ndk-iwarp >/dev/null || { echo "FAIL: man does not find ndk-iwarp(7) in the prefix"; exit 1; }
+  # The page names the compiled-in path (set at configure time), as the runtime uses it.
+  MANPATH=$p/share/man man 5 openndk.conf | grep -q '/etc/openndk\.conf' ||
+    { echo "FAIL: openndk.conf(5) does not name the config file"; exit 1; }
+fi
 export PKG_CONFIG_PATH=$(dirname "$pc")
 provdir=$(pkg-config --variable=providerdir openndk)
 [ -e "$provdir/ndk-iwarp.so" ] || { echo "FAIL: no provider in $provdir"; exit 1; }
@@ -51,4 +65,4 @@ cc -std=c11 -Wall -Wextra -Werror $(pkg-config --cflags openndk) "$tmp/consumer.
 export LD_LIBRARY_PATH=$libdir NDK_PROVIDER_PATH=$provdir NDK_CONFIG=/nonexistent
 "$tmp/consumer"
 "$p/bin/ndkinfo" --adapter lo | grep -q 'iwarp on lo' || { echo "FAIL: installed ndkinfo does not show iwarp on lo"; exit 1; }
-echo "install: headers, libndk, provider, tools and openndk.pc installed and usable"
+echo "install: headers, libndk, provider, tools, openndk.pc and man pages installed and usable"

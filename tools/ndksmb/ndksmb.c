@@ -43,10 +43,10 @@ static void usage(FILE *f)
             "       ndksmb [options] put LOCALFILE //SERVER[:PORT]/SHARE/PATH\n"
             "       ndksmb [options] ls //SERVER[:PORT]/SHARE[/DIR]\n"
             "       ndksmb [options] bench //SERVER[:PORT]/SHARE/PATH\n"
-            "options: --tcp  --user U  --domain D  --password-file F  --auth-file F  --guest\n"
+            "options: --tcp  -U|--user U  --domain D  --password-file F  -A|--auth-file F  --guest\n"
             "         --dialect 3.0.2|3.1.1  --sign  --no-rdma  --no-invalidate  --io-size N  --depth N\n"
             "         --size N (bench)  --read|--write (bench)  --local ADDR  --provider NAME\n"
-            "         --timeout MS  --json  --quiet  --accept-unverified-setup\n"
+            "         --timeout MS  --json  -q|--quiet  --accept-unverified-setup\n"
             "credentials: NDKSMB_USER, NDKSMB_PASSWORD, NDKSMB_DOMAIN; the password is never echoed\n");
 }
 
