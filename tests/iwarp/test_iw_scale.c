@@ -121,6 +121,10 @@ static struct {
     atomic_int next;        /* connect events seen */
     atomic_int accepted;
     atomic_int failed;
+    /* churn: cycles whose slot the main thread freed. The client's next connect follows the
+     * free only through the other process and the socket, which TSan cannot see: this
+     * release / acquire pair states the order the protocol already guarantees. */
+    atomic_int released;
 } S;
 
 /* Accepts from the connect-event callback (§5.2 allows it). In churn mode the slot is reused,
@@ -130,7 +134,7 @@ static void on_connect(void *ctx, NDK_CONNECTOR *c)
     (void)ctx;
     int i = atomic_fetch_add(&S.next, 1);
     struct conn *k = &S.conns[S.churn ? 0 : i];
-    if (i >= S.n || (S.churn && k->c)) {
+    if (i >= S.n || (S.churn && (atomic_load_explicit(&S.released, memory_order_acquire) < i || k->c))) {
         atomic_fetch_add(&S.failed, 1);
         c->Dispatch->NdkReject(c, NULL, 0);
         return;
@@ -184,6 +188,7 @@ static int server(void *p)
             st = req_wait(&rq, st, "NdkDisconnect", i);
             CHECK_MSG(st == STATUS_SUCCESS, "cycle %d: server NdkDisconnect 0x%08x", i, (unsigned)st);
             conn_free(k, i);
+            atomic_store_explicit(&S.released, i + 1, memory_order_release);
             CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 1);
             iwt_send(iwt_srv_tx(&a->ch), 2);
         }

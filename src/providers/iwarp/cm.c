@@ -1,9 +1,9 @@
 /* cm.c - the connection manager's engine (§2.10-§2.12, §3.5-§3.7, §5.11): the connector state
  * machine, the MPA start-up exchange (iwarp-wire.md §2, §9), the CM deadlines, establishment
  * (the QP takes the socket over) and teardown. Until ESTABLISHED the connector owns its socket;
- * from then on it watches only for the hang-up and the QP (qp.c) reads and writes.
+ * from then on the QP (qp.c) owns it: reads, writes, watches for the hang-up and closes it.
  *
- * Talks to: qp.c (establish, lose, flush, the hang-up read, the first-FPDU grace), endpoint.c,
+ * Talks to: qp.c (establish, lose, flush, the first-FPDU grace), endpoint.c,
  * mpa.c and fpdu.c (frames), progress.c (the pollable, work, the deadline timer), obj.c, log.c.
  * connector.c (through cm.h) and listener.c start connections here; qp.c, tx.c and poll.c report
  * a broken connection (iw_cm_connection_failed).
@@ -293,11 +293,10 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
         if (qp->conn == c) {
             bool flushed_live = iw_qp_flushed_live_locked(qp);
             if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE ||
-                flushed_live) {
-                qp->fd = -1;
-                if (!flushed_live)
+                flushed_live || c->sock_handed) {
+                if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE)
                     iw_qp_modify_locked(qp, IW_QP_ERROR);
-                out->lost = qp;
+                out->lost = qp;          /* the QP closes the socket it took over */
                 out->lost_err = err;
             } else if (qp->state == IW_QP_CONNECTING) {
                 /* never established: the QP may serve another connector */
@@ -322,7 +321,10 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
             struct linger lg = { .l_onoff = 1, .l_linger = 0 };
             setsockopt(c->poll.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
         }
-        close(c->poll.fd);
+        /* After establishment the QP owns the socket: it closes it once its engines stopped
+         * (out->lost), so no engine ever races a close and no second descriptor is needed. */
+        if (!c->sock_handed)
+            close(c->poll.fd);
         c->poll.fd = -1;
     }
     c->tx_len = c->tx_off = 0;
@@ -393,6 +395,16 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     c->established_once = true;
     iw_cm_timer_clear_locked(c);
     getsockopt(c->poll.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len);
+    /* The QP takes the socket over (one descriptor and one epoll registration per connection:
+     * epoll cannot hold one fd twice). Its pollable sees data, room and the hang-up, and reports
+     * the end of the connection here (iw_cm_connection_failed). The connector keeps the number
+     * only for shutdown() and SO_LINGER until its close, which comes before the QP's. */
+    if (c->polled) {
+        iw_progress_del(dev, &c->poll);
+        c->polled = false;
+        out->puts++;                     /* the epoll registration's reference */
+    }
+    c->sock_handed = true;
     pthread_mutex_lock(&qp->lock);
     qp->fd = c->poll.fd;
     qp->params.crc = c->crc;
@@ -975,27 +987,8 @@ void iw_cm_poll(struct iw_pollable *p, uint32_t events)
     out.conn = c;
     iw_obj_get(&c->obj);
     pthread_mutex_lock(&dev->lock);
-    if (c->state == IW_CM_ESTABLISHED || c->state == IW_CM_DISCONNECTING) {
-        struct iw_qp *qp = c->qp;
-        int r = 0;
-
-        pthread_mutex_unlock(&dev->lock);
-        /* The data phase: the peer went away or the socket failed. The QP reads what is left,
-         * without the CM lock (only this thread closes the socket, so it stays valid). */
-        if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            r = iw_qp_on_hangup(qp);
-        pthread_mutex_lock(&dev->lock);
-        if (r && c->state != IW_CM_CLOSED) {
-            /* The first error wins: the QP may have reported one already (its own watch saw the
-             * reset that this read now only sees as the end of the stream). */
-            if (!c->fail_err)
-                c->fail_err = r;
-            r = c->fail_err;
-            if (r == -ESHUTDOWN && c->state == IW_CM_ESTABLISHED)
-                iw_ddbg(c->obj.dev, "CONN[%u] peer disconnected", c->obj.id);
-            /* FIN: close our side too (no half-closed connections, §5.11.6). */
-            iw_conn_close_locked(c, &out, r, r != -ESHUTDOWN);
-        }
+    if (!c->polled || c->sock_handed) {
+        /* A stale event of this batch: the socket went to the QP or was closed. */
     } else if (c->state != IW_CM_CLOSED) {
         iw_conn_step_locked(c, events, 0, &out);
     }

@@ -103,9 +103,11 @@ static void iw_conn_detach_qp(struct iw_connector *c)
     pthread_mutex_unlock(&qp->lock);
 }
 
-/* Common tail of NdkConnect / NdkConnectWithSharedEndpoint: fd is bound; start connect(). */
-static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INET *dst, ULONG ird, ULONG ord,
-                              const void *pd, ULONG pdlen, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+/* Common tail of NdkConnect / NdkConnectWithSharedEndpoint: fd is bound; start connect().
+ * chosen: connect() chooses the port (iw_ep_connect_bind) and c->ep is recorded here;
+ * STATUS_TOO_MANY_ADDRESSES when it found none. dev->lock held. */
+static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INET *dst, bool chosen, ULONG ird,
+                              ULONG ord, const void *pd, ULONG pdlen, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
     struct iw_device *dev = c->obj.dev;
     int err;
@@ -121,7 +123,18 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
     if (connect(fd, (const struct sockaddr *)dst, iw_sa_len((const struct sockaddr *)dst)) < 0 &&
         errno != EINPROGRESS) {
         err = -errno;
-        return ndk_status_from_errno(err == -EADDRNOTAVAIL ? -EEXIST : err);
+        if (err == -EADDRNOTAVAIL)
+            err = chosen ? -ERANGE : -EEXIST;
+        return ndk_status_from_errno(err);
+    }
+    if (chosen) {
+        SOCKADDR_INET local;
+        memset(&local, 0, sizeof local);
+        iw_ep_sockname(fd, &local, false);
+        err = iw_sa_port(&local) ? iw_ep_acquire_chosen(dev, &local, &c->ep) : -EIO;
+        if (err)
+            return ndk_status_from_errno(err);
+        c->local = local;
     }
     c->poll.fd = fd;
     c->poll.handler = iw_cm_poll;
@@ -199,6 +212,33 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
         st = ndk_status_from_errno(err);
         goto fail;
     }
+    /* Port 0: connect() chooses, from 49152-65535 first; only when no port of that range is free
+     * toward this peer (more than 16,384 connections to one listener) from the kernel's own
+     * range, rather than failing a connect the kernel can make. */
+    for (int wide = 0; !iw_sa_port(&s) && wide < 2; wide++) {
+        err = iw_ep_connect_bind(fd, &s, wide);
+        if (err == -ENOPROTOOPT)
+            break;                       /* an older kernel: probe ports ourselves, below */
+        st = err ? ndk_status_from_errno(err) : iw_conn_start(c, fd, &d, true, ird, ord, pd, pdlen, cb, ctx);
+        if (st == STATUS_PENDING) {
+            pthread_mutex_unlock(&dev->lock);
+            return STATUS_PENDING;
+        }
+        if (c->ep) {
+            iw_ep_put(dev, c->ep);
+            c->ep = NULL;
+        }
+        if (st != STATUS_TOO_MANY_ADDRESSES || wide)
+            goto fail_qp;
+        close(fd);
+        fd = iw_ep_socket(s.si_family, IW_SOCK_CONNECT);
+        if (fd < 0) {
+            st = ndk_status_from_errno(fd);
+            iw_conn_detach_qp(c);
+            pthread_mutex_unlock(&dev->lock);
+            return st;
+        }
+    }
     for (int attempt = 0;; attempt++) {
         err = iw_ep_acquire(dev, &s, IW_EP_CONNECT, fd, &c->ep);
         if (err) {
@@ -206,7 +246,7 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
             goto fail_qp;
         }
         c->local = c->ep->addr;
-        st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
+        st = iw_conn_start(c, fd, &d, false, ird, ord, pd, pdlen, cb, ctx);
         if (st == STATUS_PENDING)
             break;
         iw_ep_put(dev, c->ep);
@@ -273,7 +313,7 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
         goto fail;
     }
     c->local = sep->local;
-    st = iw_conn_start(c, fd, &d, ird, ord, pd, pdlen, cb, ctx);
+    st = iw_conn_start(c, fd, &d, false, ird, ord, pd, pdlen, cb, ctx);
     if (st != STATUS_PENDING) {
         iw_conn_detach_qp(c);
         goto fail;

@@ -255,7 +255,7 @@ struct iw_dp {
     atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
     atomic_bool poll_failed;  /* a poller reported the connection's failure to the CM (once) */
     struct dp_cq_ref cqref[2];/* receive CQ, initiator CQ (unused when it is the same CQ) */
-    int fd;                   /* the connection's socket (dup of qp->fd; ours to close) */
+    int fd;                   /* the connection's socket (qp->fd, taken over from the CM) */
     bool crc;
     /* below: protected by qp->lock */
     bool stopped;             /* iw_qp_stop ran: engines never run again */

@@ -18,6 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef IP_LOCAL_PORT_RANGE
+#define IP_LOCAL_PORT_RANGE 51   /* Linux 6.3 (linux/in.h); older kernels refuse it (probed ports) */
+#endif
+
 socklen_t iw_sa_len(const struct sockaddr *sa)
 {
     return sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6) : (socklen_t)sizeof(struct sockaddr_in);
@@ -209,10 +213,28 @@ static uint16_t iw_eph_next(void)
     return port;
 }
 
+/* Adds the endpoint table's entry for a (port held in iw_eph already; released here on
+ * failure). dev->lock held. */
+static int iw_ep_new(struct iw_device *dev, const SOCKADDR_INET *a, enum iw_ep_kind kind, struct iw_endpoint **out)
+{
+    struct iw_endpoint *ep = calloc(1, sizeof(*ep));
+
+    if (!ep) {
+        iw_eph_hold(iw_sa_port(a), -1);
+        return -ENOMEM;
+    }
+    ep->kind = kind;
+    ep->addr = *a;
+    ep->refs = 1;
+    ndk_list_init(&ep->conns);
+    ndk_list_add_tail(&dev->endpoints, &ep->link);
+    *out = ep;
+    return 0;
+}
+
 int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_kind kind, int fd,
                   struct iw_endpoint **out)
 {
-    struct iw_endpoint *ep;
     SOCKADDR_INET a = *addr;
     int err;
 
@@ -245,18 +267,28 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
         if (err)
             return -ERANGE;
     }
-    ep = calloc(1, sizeof(*ep));
-    if (!ep) {
-        iw_eph_hold(iw_sa_port(&a), -1);
-        return -ENOMEM;
-    }
-    ep->kind = kind;
-    ep->addr = a;
-    ep->refs = 1;
-    ndk_list_init(&ep->conns);
-    ndk_list_add_tail(&dev->endpoints, &ep->link);
-    *out = ep;
-    return 0;
+    return iw_ep_new(dev, &a, kind, out);
+}
+
+int iw_ep_acquire_chosen(struct iw_device *dev, const SOCKADDR_INET *addr, struct iw_endpoint **out)
+{
+    iw_eph_hold(iw_sa_port(addr), +1);
+    return iw_ep_new(dev, addr, IW_EP_CONNECT, out);
+}
+
+int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src, bool wide)
+{
+    SOCKADDR_INET a = *src;
+    int one = 1;
+    /* IP_LOCAL_PORT_RANGE packs the lowest port in the low half, the highest in the high half. */
+    uint32_t range = (uint32_t)NDK_EPHEMERAL_PORT_FIRST | (uint32_t)NDK_EPHEMERAL_PORT_LAST << 16;
+
+    if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) < 0)
+        return -ENOPROTOOPT;
+    if (!wide && setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &range, sizeof range) < 0)
+        return -ENOPROTOOPT;
+    iw_sa_set_port(&a, 0);
+    return iw_ep_bind(fd, &a);
 }
 
 void iw_ep_get(struct iw_endpoint *ep)

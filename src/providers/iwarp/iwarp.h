@@ -679,7 +679,8 @@ struct iw_qp {
     uint32_t max_read_sge;
     uint32_t inline_size;             /* InlineDataSize */
     struct iw_connector *conn;        /* current connector (it holds a ref on us), or NULL */
-    int fd;                           /* the connection's TCP socket while RTS/CLOSING, else -1 */
+    int fd;                           /* the socket, taken over from the CM at ESTABLISHED until
+                                       * the loss (qp.c closes it; qp->lock), else -1 */
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
     struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
@@ -728,16 +729,12 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err);
 /* A non-P2P responder's first-FPDU grace period is over (RFC 5044 §7.1.2 hold-back): transmit.
  * Progress thread, no lock held. */
 void iw_qp_release_first_fpdu(struct iw_qp *qp);
-/* The peer hung up or the socket failed (the connector's hang-up watch, cm.c): the QP reads
- * what is left. Progress thread, no lock held. Returns 0 while data remains, else why the
- * connection ended (-ESHUTDOWN for the peer's FIN). */
-int iw_qp_on_hangup(struct iw_qp *qp);
 /* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket)
  * or withdraws it. Any thread; no lock held except dp->tx_mutex (takes qp->lock). */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
 /* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLOUT as
  * the TX engine asks) and a polling consumer (on = true: the progress thread watches only for
- * the peer going away, through the connector). Only while the QP is connected and not
+ * the peer going away, EPOLLRDHUP). Only while the QP is connected and not
  * CLOSING; a QP nobody polled for dev->poll_idle_ms goes back by itself. Any thread except
  * inside the engines; no lock held except cq->qps_lock (takes qp->lock). */
 void iw_qp_set_polled(struct iw_qp *qp, bool on);
@@ -767,6 +764,16 @@ struct iw_endpoint {
  * free. Caller holds dev->lock. Never blocks. */
 int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_kind kind, int fd,
                   struct iw_endpoint **out);
+/* NdkConnect with port 0 (issue 14 item 4): connect() itself chooses the port, as the kernel
+ * does for its own ephemeral ports, so a port may serve several connections to different peers
+ * and its old connections in TIME_WAIT to another 4-tuple do not hold it. fd gets
+ * IP_BIND_ADDRESS_NO_PORT, the range 49152-65535 (§5.11.5) unless wide, and is bound to src's
+ * address. -ENOPROTOOPT when the kernel lacks either option (then iw_ep_acquire probes). Any
+ * thread. Once connect() chose, iw_ep_acquire_chosen records the endpoint at the chosen
+ * address: no conflict check, as connect() never picks a port that bind() holds (a listener,
+ * a shared endpoint) and the 4-tuple is unique by construction. dev->lock held. */
+int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src, bool wide);
+int iw_ep_acquire_chosen(struct iw_device *dev, const SOCKADDR_INET *addr, struct iw_endpoint **out);
 void iw_ep_get(struct iw_endpoint *ep);                          /* dev->lock held */
 void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock held */
 
@@ -884,6 +891,7 @@ struct iw_connector {
     bool establish_after_tx;          /* go ESTABLISHED once txbuf is out (Accept v1, Write RTR) */
     bool internal_ref;                /* passive, not yet delivered: the CM holds the creation ref */
     bool established_once;            /* reached ESTABLISHED (its QP is spent afterwards) */
+    bool sock_handed;                 /* the QP owns the socket (and its epoll registration) */
     unsigned actions;                 /* IW_CM_ACT_*: work for the progress thread */
     int fail_err;                     /* with IW_CM_ACT_FAIL */
     struct iw_work work;              /* runs the actions on the progress thread */

@@ -7,12 +7,11 @@
  *
  * Talks to: tx.c and rx.c (runs and stops the engines), wq.c, cq.c, poll.c (the CQs' lists of
  * QPs), cm.c (a broken connection), progress.c (pollable, timer), access.c, obj.c, log.c; its
- * dispatch names post.c. Called by cm.c (establish, lose, hang-up), the engines, poll.c. */
+ * dispatch names post.c. Called by cm.c (establish, lose), the engines, poll.c. */
 #include "iwarp.h"
 #include "datapath.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -141,14 +140,22 @@ void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int 
 
 /* ---- the connection's socket with the progress engine ---- */
 
-/* What the progress thread watches the socket for: data and, when the TX engine waits, room;
- * nothing while a consumer polls (the connector still watches for the hang-up). qp->lock held. */
+/* What the progress thread watches the socket for: the hang-up always (the socket's only
+ * registration), data and, when the TX engine waits, room unless a consumer polls. */
+static uint32_t iw_qp_events_locked(const struct iw_qp *qp)
+{
+    const struct iw_dp *dp = qp->dp;
+
+    return EPOLLRDHUP | (qp->poll_on ? 0 : EPOLLIN | (dp->want_out ? EPOLLOUT : 0));
+}
+
+/* qp->lock held. */
 static void iw_qp_update_events_locked(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
     if (dp && dp->watching)
-        iw_progress_mod(qp->obj.dev, &dp->poll, qp->poll_on ? 0 : EPOLLIN | (dp->want_out ? EPOLLOUT : 0));
+        iw_progress_mod(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp));
 }
 
 /* Ends consumer polling (the socket goes back to the progress thread). qp->lock held. */
@@ -182,9 +189,11 @@ static void iw_qp_unwatch(struct iw_qp *qp)
         iw_obj_put(&qp->obj);            /* the registration's reference */
 }
 
-/* The pollable's handler: the socket is readable or writable. Progress thread, no lock held.
- * An event of a batch can come after the connection was lost in the same batch: then the QP
- * no longer watches and the event is stale. */
+/* The pollable's handler: the socket is readable or writable, or the peer hung up (then the
+ * RX engine reads what is left and reports the end). The data phase goes to the engines, the
+ * end of the connection to the CM. Progress thread, no lock held. An event of a batch can
+ * come after the connection was lost in the same batch: then the QP no longer watches and the
+ * event is stale. */
 static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
 {
     struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
@@ -197,7 +206,7 @@ static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
     pthread_mutex_unlock(&qp->lock);
     if (!watching)
         return;
-    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
         r = iw_rx_run(qp);
     if (!r && (events & EPOLLOUT))
         r = iw_tx_run(qp);
@@ -207,11 +216,6 @@ static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
         iw_qp_unwatch(qp);
         iw_cm_connection_failed(qp, r);
     }
-}
-
-int iw_qp_on_hangup(struct iw_qp *qp)
-{
-    return iw_rx_run(qp);
 }
 
 void iw_qp_want_writable(struct iw_qp *qp, bool on)
@@ -304,12 +308,10 @@ void iw_qp_connection_established(struct iw_qp *qp)
     iw_rx_init(qp, dp);
     pthread_mutex_unlock(&qp->lock);
 
-    /* Our own reference to the socket, so the engines never race a close of qp->fd: the CM may
-     * detach and close its descriptor; ours goes in iw_qp_connection_lost (engines stopped). */
-    int nfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    if (nfd < 0 || !dp->sq) {
-        if (nfd >= 0)
-            close(nfd);
+    /* The socket is ours now (the CM handed it over): closed in iw_qp_connection_lost once the
+     * engines stopped, so no engine races its close. No new descriptor is needed here, so a
+     * process out of descriptors never loses a connection at establishment. */
+    if (fd < 0 || !dp->sq) {
         free(dp->sq);
         dp->sq = NULL;
         qp->dp = dp;
@@ -319,12 +321,12 @@ void iw_qp_connection_established(struct iw_qp *qp)
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
     }
-    dp->fd = nfd;
-    dp->poll.fd = nfd;
+    dp->fd = fd;
+    dp->poll.fd = fd;
     qp->dp = dp;
     pthread_mutex_lock(&qp->lock);
     iw_obj_get(&qp->obj);                /* the registration's reference */
-    dp->watching = iw_progress_add(qp->obj.dev, &dp->poll, EPOLLIN) == 0;
+    dp->watching = iw_progress_add(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp)) == 0;
     pthread_mutex_unlock(&qp->lock);
     if (!dp->watching) {
         iw_obj_put(&qp->obj);
@@ -407,23 +409,41 @@ bool iw_qp_flushed_live_locked(struct iw_qp *qp)
     return qp->state == IW_QP_ERROR && qp->dp && qp->dp->discard;
 }
 
+/* Closes the socket the QP took over (engines stopped, pollable unregistered). Progress
+ * thread (sockets are closed only there); no lock held. */
+static void iw_qp_sock_close(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    int fd;
+
+    if (dp)
+        pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    fd = qp->fd;
+    qp->fd = -1;
+    if (dp) {
+        dp->fd = -1;
+        dp->poll.fd = -1;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (dp)
+        pthread_mutex_unlock(&dp->rx_mutex);
+    if (fd >= 0)
+        close(fd);
+}
+
 void iw_qp_connection_lost(struct iw_qp *qp, int err)
 {
     struct iw_dp *dp = qp->dp;
 
-    if (!dp)
-        return;
-    iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
-    (void)iw_rx_drain(qp);
-    iw_qp_stop(qp);
-    iw_tx_disarm(qp);
-    iw_qp_unwatch(qp);
-    pthread_mutex_lock(&dp->rx_mutex);
-    if (dp->fd >= 0) {
-        close(dp->fd);
-        dp->fd = -1;
+    if (dp) {
+        iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
+        (void)iw_rx_drain(qp);
+        iw_qp_stop(qp);
+        iw_tx_disarm(qp);
+        iw_qp_unwatch(qp);
     }
-    pthread_mutex_unlock(&dp->rx_mutex);
+    iw_qp_sock_close(qp);
 }
 
 /* Frees the engines' state (QP destroy; nothing runs them any more). */
@@ -434,8 +454,6 @@ static void iw_qp_engines_free(struct iw_qp *qp)
     if (!dp)
         return;
     iw_qp_stop(qp);
-    if (dp->fd >= 0)
-        close(dp->fd);
     free(dp->sq);
     pthread_mutex_destroy(&dp->rx_mutex);
     pthread_mutex_destroy(&dp->tx_mutex);
@@ -491,6 +509,10 @@ static void iw_qp_destroy(struct iw_obj *o)
 {
     struct iw_qp *qp = ndk_container_of(o, struct iw_qp, obj);
 
+    if (qp->fd >= 0) {                   /* never registered: its connector never saw the end */
+        close(qp->fd);
+        qp->fd = -1;
+    }
     iw_qp_engines_free(qp);
     iw_progress_timer_fini(o->dev, &qp->poll_timer);   /* idle: an armed timer holds a reference */
     iw_wq_free(&qp->sq);
