@@ -133,6 +133,17 @@ static void on_connect(void *ctx, NDK_CONNECTOR *c)
 {
     (void)ctx;
     int i = atomic_fetch_add(&S.next, 1);
+    if (!S.churn) {
+        /* The client's index rides in the private data: with two listeners the connect events
+         * need not come in the client's order. */
+        uint8_t pd[256];
+        ULONG pdlen = sizeof pd;
+        uint32_t idx;
+        CHECK_STATUS(c->Dispatch->NdkGetConnectionData(c, NULL, NULL, pd, &pdlen), STATUS_SUCCESS);
+        memcpy(&idx, pd, sizeof idx);
+        CHECK_MSG(idx < (uint32_t)S.n && !S.conns[idx].c, "connect event with index %u", idx);
+        i = (int)idx;
+    }
     struct conn *k = &S.conns[S.churn ? 0 : i];
     if (i >= S.n || (S.churn && (atomic_load_explicit(&S.released, memory_order_acquire) < i || k->c))) {
         atomic_fetch_add(&S.failed, 1);
@@ -158,8 +169,8 @@ static void on_connect(void *ctx, NDK_CONNECTOR *c)
 static int server(void *p)
 {
     struct arg *a = p;
-    NDK_LISTENER *l;
-    SOCKADDR_INET la;
+    NDK_LISTENER *l, *l2;
+    SOCKADDR_INET la, la2;
     ULONG len = sizeof la;
 
     S.n = a->n;
@@ -173,7 +184,15 @@ static int server(void *p)
     CHECK_STATUS(S.t.ad->Dispatch->NdkCreateListener(S.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
+    /* A second listener: one peer address and port offers 16,384 source ports (49152-65535,
+     * §5.11.5), and the same source port serves connections to two listeners. */
+    la2 = iwt_addr(&S.t, 0);
+    CHECK_STATUS(S.t.ad->Dispatch->NdkCreateListener(S.t.ad, on_connect, NULL, NULL, NULL, &l2), STATUS_SUCCESS);
+    CHECK_STATUS(l2->Dispatch->NdkListen(l2, (PSOCKADDR)&la2, iwt_addr_len(&la2), iwt_req_cb, NULL), STATUS_SUCCESS);
+    len = sizeof la2;
+    CHECK_STATUS(l2->Dispatch->NdkGetLocalAddress(l2, (PSOCKADDR)&la2, &len), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la));
+    iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la2));
     if (S.churn) {
         /* Each cycle: the client connects and disconnects; we answer its disconnect, close,
          * and release it to the next cycle once its side is closed too. */
@@ -221,6 +240,7 @@ static int server(void *p)
     }
     CHECK_EQ(atomic_load(&S.failed), 0);
     close_fast(l, "listener", 0);
+    close_fast(l2, "listener", 1);
     iwt_close(&S.t);
     free(S.conns);
     return 0;
@@ -234,8 +254,9 @@ static void connect_start(struct iwt *t, struct conn *k, uint16_t port, int i)
     NTSTATUS st = t->ad->Dispatch->NdkCreateConnector(t->ad, NULL, NULL, &k->c);
     CHECK_MSG(st == STATUS_SUCCESS, "connector %d: 0x%08x", i, (unsigned)st);
     iwt_req_init(&k->rq);
+    uint32_t idx = (uint32_t)i;
     st = k->c->Dispatch->NdkConnect(k->c, k->qp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&dst,
-                                    iwt_addr_len(&dst), 1, 1, NULL, 0, iwt_req_cb, &k->rq);
+                                    iwt_addr_len(&dst), 1, 1, &idx, sizeof idx, iwt_req_cb, &k->rq);
     if (st != STATUS_PENDING) {
         atomic_store(&k->rq.status, st);
         atomic_store(&k->rq.done, 1);
@@ -266,6 +287,7 @@ static int client(void *p)
     struct iwt t;
     unsigned long lim = iwt_raise_nofile(~0ul);
     uint16_t port = (uint16_t)iwt_recv(iwt_cli_rx(&a->ch), TMO);
+    uint16_t port2 = (uint16_t)iwt_recv(iwt_cli_rx(&a->ch), TMO);
 
     iwt_open(&t, a->family);
     uint64_t t0 = ndk_test_now_ms();
@@ -293,7 +315,7 @@ static int client(void *p)
         uint64_t t1 = ndk_test_now_ms();
         while (done < a->n) {
             while (started < a->n && started - done < WINDOW)
-                connect_start(&t, &ks[started], port, started), started++;
+                connect_start(&t, &ks[started], started & 1 ? port2 : port, started), started++;
             connect_finish(&ks[done], done);
             done++;
             if (done % 5000 == 0) {

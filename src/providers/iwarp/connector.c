@@ -212,31 +212,23 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
         st = ndk_status_from_errno(err);
         goto fail;
     }
-    /* Port 0: connect() chooses, from 49152-65535 first; only when no port of that range is free
-     * toward this peer (more than 16,384 connections to one listener) from the kernel's own
-     * range, rather than failing a connect the kernel can make. */
-    for (int wide = 0; !iw_sa_port(&s) && wide < 2; wide++) {
-        err = iw_ep_connect_bind(fd, &s, wide);
-        if (err == -ENOPROTOOPT)
-            break;                       /* an older kernel: probe ports ourselves, below */
-        st = err ? ndk_status_from_errno(err) : iw_conn_start(c, fd, &d, true, ird, ord, pd, pdlen, cb, ctx);
-        if (st == STATUS_PENDING) {
-            pthread_mutex_unlock(&dev->lock);
-            return STATUS_PENDING;
-        }
-        if (c->ep) {
-            iw_ep_put(dev, c->ep);
-            c->ep = NULL;
-        }
-        if (st != STATUS_TOO_MANY_ADDRESSES || wide)
+    /* Port 0: connect() chooses from 49152-65535 (§5.11.5). A port already used toward another
+     * peer, or sitting in TIME_WAIT toward one, serves again: only the 4-tuple must be new. When
+     * no port of the range is free toward this peer the connect fails with
+     * STATUS_TOO_MANY_ADDRESSES, as the reference says. */
+    if (!iw_sa_port(&s)) {
+        err = iw_ep_connect_bind(fd, &s);
+        if (err != -ENOPROTOOPT) {       /* else an older kernel: probe ports ourselves, below */
+            st = err ? ndk_status_from_errno(err) : iw_conn_start(c, fd, &d, true, ird, ord, pd, pdlen, cb, ctx);
+            if (st == STATUS_PENDING) {
+                pthread_mutex_unlock(&dev->lock);
+                return STATUS_PENDING;
+            }
+            if (c->ep) {
+                iw_ep_put(dev, c->ep);
+                c->ep = NULL;
+            }
             goto fail_qp;
-        close(fd);
-        fd = iw_ep_socket(s.si_family, IW_SOCK_CONNECT);
-        if (fd < 0) {
-            st = ndk_status_from_errno(fd);
-            iw_conn_detach_qp(c);
-            pthread_mutex_unlock(&dev->lock);
-            return st;
         }
     }
     for (int attempt = 0;; attempt++) {

@@ -276,7 +276,7 @@ int iw_ep_acquire_chosen(struct iw_device *dev, const SOCKADDR_INET *addr, struc
     return iw_ep_new(dev, addr, IW_EP_CONNECT, out);
 }
 
-int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src, bool wide)
+int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src)
 {
     SOCKADDR_INET a = *src;
     int one = 1;
@@ -285,7 +285,7 @@ int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src, bool wide)
 
     if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) < 0)
         return -ENOPROTOOPT;
-    if (!wide && setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &range, sizeof range) < 0)
+    if (setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &range, sizeof range) < 0)
         return -ENOPROTOOPT;
     iw_sa_set_port(&a, 0);
     return iw_ep_bind(fd, &a);

@@ -767,12 +767,12 @@ int iw_ep_acquire(struct iw_device *dev, const SOCKADDR_INET *addr, enum iw_ep_k
 /* NdkConnect with port 0 (issue 14 item 4): connect() itself chooses the port, as the kernel
  * does for its own ephemeral ports, so a port may serve several connections to different peers
  * and its old connections in TIME_WAIT to another 4-tuple do not hold it. fd gets
- * IP_BIND_ADDRESS_NO_PORT, the range 49152-65535 (§5.11.5) unless wide, and is bound to src's
+ * IP_BIND_ADDRESS_NO_PORT, the range 49152-65535 (§5.11.5), and is bound to src's
  * address. -ENOPROTOOPT when the kernel lacks either option (then iw_ep_acquire probes). Any
  * thread. Once connect() chose, iw_ep_acquire_chosen records the endpoint at the chosen
  * address: no conflict check, as connect() never picks a port that bind() holds (a listener,
  * a shared endpoint) and the 4-tuple is unique by construction. dev->lock held. */
-int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src, bool wide);
+int iw_ep_connect_bind(int fd, const SOCKADDR_INET *src);
 int iw_ep_acquire_chosen(struct iw_device *dev, const SOCKADDR_INET *addr, struct iw_endpoint **out);
 void iw_ep_get(struct iw_endpoint *ep);                          /* dev->lock held */
 void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock held */
