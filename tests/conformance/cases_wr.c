@@ -480,7 +480,8 @@ static void readinv_client(int fd, void *arg)
     struct cf_mem sink;
     cf_mem_alloc(&sink, 8192, 0, 0);
     NDK_MR *fr = cf_mr(&c.ad, c.pd, TRUE);
-    CHECK_ST(cf_init_frmr(fr, 4, FALSE), STATUS_SUCCESS);
+    /* A read sink is remotely writable on iWARP unless the adapter says otherwise (§5.10). */
+    CHECK_ST(cf_init_frmr(fr, 4, TRUE), STATUS_SUCCESS);
     ULONG lsz = 4096, fbo;
     NDK_LOGICAL_ADDRESS_MAPPING *lam = calloc(1, lsz);
     MDL *mdl = IoAllocateMdl(sink.buf, 4096, FALSE, FALSE, NULL);
