@@ -31,8 +31,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The source tree's exclude files serve the build tree; an installed ndkconform, whose source
+ * tree may be gone, reads the copies `make install` put under the data directory. */
 #ifndef CF_EXCLUDE_DIR
 #define CF_EXCLUDE_DIR "exclude"
+#endif
+#ifndef CF_EXCLUDE_INSTALL_DIR
+#define CF_EXCLUDE_INSTALL_DIR CF_EXCLUDE_DIR
 #endif
 
 struct cf_case {
@@ -356,6 +361,8 @@ int main(int argc, char **argv)
     char path[1024];
     if (!exclude && provider) {
         snprintf(path, sizeof path, "%s/%s.txt", CF_EXCLUDE_DIR, provider);
+        if (access(CF_EXCLUDE_DIR, R_OK) != 0)
+            snprintf(path, sizeof path, "%s/%s.txt", CF_EXCLUDE_INSTALL_DIR, provider);
         exclude = path;
     }
     if (provider)
