@@ -61,6 +61,27 @@ bool perf_read_check(const uint8_t *p, uint64_t off, uint64_t len, uint64_t *bad
     return false;
 }
 
+void perf_last_byte_fill(uint8_t *p, uint64_t len, uint64_t seq)
+{
+    perf_fill(p, len, seq);
+    p[len - 1] = (uint8_t)seq;
+}
+
+bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq)
+{
+    uint64_t deadline = 0, bad;
+    for (;;) {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (p[len - 1] == (uint8_t)seq && (len == 1 || perf_check((const uint8_t *)p, len - 1, seq, &bad)))
+            return true;
+        uint64_t now = ndk_tool_now_ns();
+        if (!deadline)
+            deadline = now + 100000000u;
+        else if (now >= deadline)
+            return false;
+    }
+}
+
 bool perf_is_ctl(const uint8_t *p, ULONG n)
 {
     return n == CTL_SIZE && memcmp(p, CTL_MAGIC, sizeof CTL_MAGIC) == 0;

@@ -40,6 +40,11 @@ struct srv_conn {
     uint64_t          cost;         /* bytes reserved from the budget */
     uint64_t          mismatches;
     uint64_t          data_rx, reposted, credited, credit_batch;
+    uint32_t          recv_bufs;     /* receives are reposted into slots 0..recv_bufs-1 */
+    /* write --lat by last-byte polling (START_LAST_BYTE) */
+    bool              last_byte;
+    uint64_t          lb_size;       /* the running phase's size; 0 between phases */
+    uint64_t          lb_seq;        /* messages seen; the last byte carries (uint8_t)lb_seq */
     /* control replies waiting for a free ring slot */
     int               pending_type;
     uint32_t          pending_status;
@@ -89,6 +94,22 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
                     break;
                 }
             }
+        }
+        if (type == CTL_START) {
+            uint64_t how = be64toh(m.a), size = be64toh(m.b), bufs = be64toh(m.c);
+            if ((how & START_LAST_BYTE) && sc->h.op == OP_WRITE && (sc->h.flags & HELLO_LAT)) {
+                if (size > pc->data_len || size > sc->h.client_buf_len) {
+                    perf_fail(pc, "write of %llu bytes does not fit the buffers", (unsigned long long)size);
+                    return false;
+                }
+                sc->last_byte = true;
+                sc->lb_size = size;
+            }
+            if ((how & START_RECV_SHARED) && sc->h.op == OP_SEND && !(sc->h.flags & (HELLO_LAT | HELLO_VERIFY)) &&
+                bufs >= 1 && bufs < sc->recv_bufs)
+                sc->recv_bufs = (uint32_t)bufs;
+        } else if (type == CTL_PHASE_END) {
+            sc->lb_size = 0;
         }
         if (type == CTL_START || type == CTL_PHASE_END || type == CTL_DONE) {
             status = sc->mismatches ? 1 : 0;
@@ -146,7 +167,7 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
         perf_fail(pc, "unexpected %u-byte message", bytes);
         return false;
     }
-    st = perf_post_recv(pc, k);
+    st = perf_post_recv(pc, k % sc->recv_bufs);
     if (st != STATUS_SUCCESS) {
         perf_fail(pc, "posting a receive failed: %s", ndk_tool_status(st));
         return false;
@@ -228,6 +249,48 @@ static bool srv_pump(struct srv_conn *sc)
     return srv_handle(sc, r, n);
 }
 
+/* write --lat by last-byte polling: spins on the last byte of the data buffer (the client
+ * writes each message so that it ends there) while polling the CQ, which lets the provider
+ * progress and serves the control messages; writes each message back so that it ends at the
+ * end of the client's sink. Session thread, busy-polls until DONE or failure. */
+static void srv_last_byte_run(struct srv_conn *sc)
+{
+    struct perf_conn *pc = &sc->pc;
+    volatile uint8_t *last = perf_data(pc) + pc->data_len - 1;
+    NDK_RESULT r[64];
+
+    while (!sc->done && !sc->over && !ndk_tool_stopped()) {
+        ULONG n = ndk_tool_cq_poll(pc->s.conn.cq, r, 64);
+        if (n && !srv_handle(sc, r, n))
+            return;
+        if (!n && ndk_tool_conn_disconnected(&pc->s.conn)) {
+            srv_wait_failed(sc, STATUS_CONNECTION_DISCONNECTED);
+            return;
+        }
+        uint64_t size = sc->lb_size;
+        if (!size || *last != (uint8_t)(sc->lb_seq + 1))
+            continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        sc->lb_seq++;
+        uint8_t *msg = perf_data(pc) + pc->data_len - size;
+        if ((sc->h.flags & HELLO_VERIFY) && !perf_last_byte_check(msg, size, sc->lb_seq)) {
+            perf_note(pc, "%s: write %llu of %llu bytes differs", pc->s.where, (unsigned long long)sc->lb_seq,
+                      (unsigned long long)size);
+            sc->mismatches++;
+        }
+        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + pc->data_len - size, (ULONG)size);
+        ULONG flags = size <= sc->h.inline_size ? NDK_OP_FLAG_INLINE : 0;
+        NTSTATUS st = pc->s.conn.qp->Dispatch->NdkWrite(pc->s.conn.qp, TAG(K_WB, sc->lb_seq), &sge, 1,
+                                                      sc->h.client_buf + sc->h.client_buf_len - size,
+                                                      sc->h.client_token, flags);
+        if (st != STATUS_SUCCESS) {
+            perf_fail(pc, "posting RDMA Write failed: %s", ndk_tool_status(st));
+            sc->over = true;
+            return;
+        }
+    }
+}
+
 /* The session's receive pool and data buffer for the test in h (host order), and what it
  * costs in all (the registration rounded as ndk_tool_session lays it out, plus overhead). */
 static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t *rbuf, uint64_t *data_len)
@@ -291,6 +354,7 @@ static void *srv_conn_main(void *arg)
     uint64_t data_len;
 
     srv_layout(h, &nrecv, &rbuf, &data_len);
+    sc->recv_bufs = nrecv;
     ULONG inl = h->inline_size < sc->ad->info.MaxInlineDataSize ? h->inline_size : sc->ad->info.MaxInlineDataSize;
     h->inline_size = inl;
     st = perf_conn_open(pc, sc->ad, nrecv, rbuf, 16, inl, data_len);
@@ -334,7 +398,9 @@ static void *srv_conn_main(void *arg)
                 h->depth, h->conn_index + 1, h->conn_count);
     /* The test itself in the notification callback (busy-polled here with --poll), once the
      * client has started it. */
-    if (srv_wait_start(sc) && !sc->done) {
+    if (srv_wait_start(sc) && !sc->done && sc->last_byte) {
+        srv_last_byte_run(sc);
+    } else if (!sc->over && !sc->done) {
         st = ndk_tool_cq_run(pc->s.conn.cq, true, NDK_TOOL_INFINITE, srv_handler, NULL, sc);
         if (st != STATUS_SUCCESS)
             srv_wait_failed(sc, st);
