@@ -466,7 +466,22 @@ static void case_perf_bw(const char *op, const char *host)
     doc = perf_run(addr, b, "ndkperf bandwidth --poll");
     check_bw_json(doc, op, 7, 2000, 1);
     HAS(doc, "\"completions\":\"poll\"");
-    printf("ndkperf -t %s over %s: 64 KiB x 300 and 7 B x 2000 (--poll), verified, JSON sane\n", op, addr);
+    if (!strcmp(op, "send")) {
+        /* Unverified: the server's receives share one buffer, unless a message of the run has
+         * a control message's size (64 B), which could then be read as one. */
+        char *c[] = { "-c", "@", "-t", "send", "-z", "1m", "-n", "200", "--json", NULL };
+        doc = perf_run(addr, c, "ndkperf -t send 1 MiB unverified");
+        check_json(doc);
+        CHECK(jnum(doc, "server_recv_buffers", 0) == 1);
+        CHECK(jnum(doc, "iterations", 0) == 200);
+        char *d[] = { "-c", "@", "-t", "send", "--sweep", "-n", "20", "--poll", "--json", NULL };
+        doc = perf_run(addr, d, "ndkperf -t send --sweep unverified");
+        check_json(doc);
+        CHECK(jnum(doc, "server_recv_buffers", 0) == 0);
+        CHECK(jnum(doc, "iterations", 23) == 20);
+    }
+    printf("ndkperf -t %s over %s: 64 KiB x 300 and 7 B x 2000 (--poll), verified, JSON sane%s\n", op, addr,
+           strcmp(op, "send") ? "" : "; unverified 1 MiB (receives in one buffer) and a sweep (one buffer each)");
 }
 
 /* write --lat's method as the JSON states it: last-byte polling where the adapter advertises

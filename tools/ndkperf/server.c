@@ -370,7 +370,11 @@ static void *srv_conn_main(void *arg)
     }
     if (h->op == OP_READ)
         perf_read_fill(perf_data(pc), 0, data_len);
+    /* Credits go back every quarter of the window, and at least once per MiB received, so
+     * that large messages never leave several MiB of freed receives unknown to the client. */
     sc->credit_batch = h->depth / 4 ? h->depth / 4 : 1;
+    if (sc->credit_batch > (1u << 20) / h->max_size)
+        sc->credit_batch = (1u << 20) / h->max_size ? (1u << 20) / h->max_size : 1;
 
     struct perf_accept acc;
     memset(&acc, 0, sizeof acc);
