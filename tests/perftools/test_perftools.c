@@ -553,14 +553,19 @@ static void case_perf_teardown(const char *host)
     static const struct {
         const char *what, *op, *mode, *header;
         int victim;        /* 0: SIGKILL the server, 1: SIGKILL the client, 2: SIGINT the client, 3: SIGINT the server */
+        const char *mode2; /* a second option after mode */
     } runs[] = {
-        { "send --lat, server killed", "send", "--lat", "Send Latency Test", 0 },
-        { "send --lat, client killed", "send", "--lat", "Send Latency Test", 1 },
-        { "write --lat, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2 },
-        { "read --lat, server interrupted", "read", "--lat", "RDMA_Read Latency Test", 3 },
-        { "write bandwidth, server killed", "write", NULL, "RDMA_Write BW Test", 0 },
-        { "send bandwidth, client interrupted", "send", NULL, "Send BW Test", 2 },
-        { "send bandwidth --poll, client interrupted", "send", "--poll", "Send BW Test", 2 },
+        { "send --lat, server killed", "send", "--lat", "Send Latency Test", 0, NULL },
+        { "send --lat, client killed", "send", "--lat", "Send Latency Test", 1, NULL },
+        { "write --lat, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2, NULL },
+        { "read --lat, server interrupted", "read", "--lat", "RDMA_Read Latency Test", 3, NULL },
+        /* Both ends of last-byte polling spin outside the CQ helpers: each must still see the end. */
+        { "write --lat --last-byte, server killed", "write", "--lat", "RDMA_Write Latency Test", 0, "--last-byte" },
+        { "write --lat --last-byte, client killed", "write", "--lat", "RDMA_Write Latency Test", 1, "--last-byte" },
+        { "write --lat --last-byte, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2, "--last-byte" },
+        { "write bandwidth, server killed", "write", NULL, "RDMA_Write BW Test", 0, NULL },
+        { "send bandwidth, client interrupted", "send", NULL, "Send BW Test", 2, NULL },
+        { "send bandwidth --poll, client interrupted", "send", "--poll", "Send BW Test", 2, NULL },
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         struct proc s, c;
@@ -570,7 +575,7 @@ static void case_perf_teardown(const char *host)
         start(&s, "td-server", sargv);
         wait_listening(&s);
         char *cargv[] = { (char *)ndkperf, "-c", saddr, "-t", (char *)runs[i].op, "-z", "4096", "-D", "60",
-                          "--verify", (char *)runs[i].mode, NULL };
+                          "--verify", (char *)runs[i].mode, (char *)runs[i].mode2, NULL };
         start(&c, "td-client", cargv);
         wait_running(&c, runs[i].header);
         struct proc *victim = runs[i].victim == 0 || runs[i].victim == 3 ? &s : &c;
