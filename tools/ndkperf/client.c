@@ -471,8 +471,9 @@ static void cli_lat_phase(struct cli_conn *cc, uint64_t size, struct phase_res *
 }
 
 /* write --lat by last-byte polling (ib_write_lat's method): one RDMA Write per direction; the
- * Write lands so that it ends at the end of the server's buffer, the server spins on that byte
- * and writes the message back to the end of our sink, and we spin on its last byte, polling
+ * Write lands so that it ends at the end of the server's target, the server spins on that byte
+ * and answers with a Write of the same size from a buffer of its own to the end of our sink,
+ * and we spin on its last byte (each message's last byte is its tag, (uint8_t)seq), polling
  * the CQ all the while so that the provider progresses and our Write's completion is seen.
  * A sample is the round trip halved. Connection thread, busy-polls until the phase is over. */
 static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase_res *res)
@@ -500,7 +501,13 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
     size_t sink_end = l->dst_off + (size_t)cl.sizes[cl.nsizes - 1];      /* the sink: max_size bytes */
     volatile uint8_t *last = perf_data(pc) + sink_end - 1;
     const uint8_t *back = perf_data(pc) + sink_end - size;
+    uint8_t *scratch = perf_opt.verify ? malloc(size) : NULL;
     NDK_RESULT r[64];
+    if (perf_opt.verify && !scratch) {
+        cli_abort(cc, "out of memory");
+        l->iters = 1;
+        l->i = 1;
+    }
 
     while ((!l->iters || l->i < l->iters) && !cli_aborted() && (l->iters || ndk_tool_now_ns() < l->t_end)) {
         cc->lat_seq++;
@@ -524,7 +531,7 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
             ULONG n = ndk_tool_cq_poll(pc->s.conn.cq, r, 64);
             if (n && !cli_handle(cc, r, n))
                 break;
-            if (!answered && *last == (uint8_t)cc->lat_seq) {
+            if (!answered && perf_peek(last) == (uint8_t)cc->lat_seq) {
                 t = ndk_tool_now_ns() - l->t0;
                 answered = true;
                 continue;
@@ -540,7 +547,7 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
         if (!answered || cc->data_done == data0 || pc->error[0])
             break;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (perf_opt.verify && !perf_last_byte_check(back, size, cc->lat_seq)) {
+        if (perf_opt.verify && !perf_last_byte_check(back, size, cc->lat_seq, scratch)) {
             perf_note(pc, "write %llu of %llu bytes came back different", (unsigned long long)cc->lat_seq,
                       (unsigned long long)size);
             cc->verify_fail++;
@@ -563,6 +570,7 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
             cc->last_progress = now;
         }
     }
+    free(scratch);
     res->elapsed_ns = ndk_tool_now_ns() - l->t_start;
     res->count = l->n;
     res->lat = l->samples;
@@ -868,8 +876,13 @@ int cli_run(ndk_rt *rt)
     if (perf_opt.op == OP_WRITE && perf_opt.lat && !perf_opt.no_last_byte &&
         (perf_opt.last_byte || (info->AdapterFlags & NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED)))
         cl.last_byte = true;
-    if (cl.last_byte)
+    /* Busy-polled from the start, control exchanges included: the provider then places the
+     * peer's Writes in this process's polling thread, the one that reads the last byte (with
+     * notifications its progress thread would place them while this thread spins). */
+    if (cl.last_byte) {
         cl.start_how |= START_LAST_BYTE;
+        perf_opt.cli.poll = true;
+    }
     /* send bandwidth, payload unchecked: the server's reposted receives share one buffer, as
      * an RDMA Write run's messages share one target, unless a message could pass for control. */
     bool ctl_sized = false;

@@ -188,9 +188,12 @@ bool perf_read_check(const uint8_t *p, uint64_t off, uint64_t len, uint64_t *bad
 /* write --lat by last-byte polling: message seq is perf_fill's pattern with its last byte
  * replaced by (uint8_t)seq, the byte the receiver spins on. */
 void perf_last_byte_fill(uint8_t *p, uint64_t len, uint64_t seq);
-/* Checks message seq once its last byte is seen. Without in-order placement the bytes before
- * it may still be on their way, so a mismatch is rechecked for up to 100 ms; any thread. */
-bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq);
+/* Checks message seq once its last byte is seen, through scratch (len bytes of the caller's).
+ * Without in-order placement the bytes before it may still be on their way, so a mismatch is
+ * rechecked for up to 100 ms; any thread. */
+bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq, uint8_t *scratch);
+/* Reads the byte a last-byte poller spins on. */
+uint8_t perf_peek(const volatile uint8_t *p);
 
 /* ---- output (perf.c) ---- */
 

@@ -23,6 +23,9 @@
 /* Sessions at once, whatever the budget says (each holds a thread and descriptors). */
 #define SRV_MAX_SESSIONS     4096u
 
+/* write --lat: where the source half of the server's data buffer starts. */
+#define SRV_LAT_SRC_OFF(max) (((max) + 63) & ~63ull)
+
 /* Bytes reserved by live sessions; the accept loop adds, a session's thread subtracts. */
 static uint64_t srv_mem_used;
 
@@ -45,6 +48,7 @@ struct srv_conn {
     bool              last_byte;
     uint64_t          lb_size;       /* the running phase's size; 0 between phases */
     uint64_t          lb_seq;        /* messages seen; the last byte carries (uint8_t)lb_seq */
+    uint64_t          wb_done;       /* RDMA Writes back completed */
     /* control replies waiting for a free ring slot */
     int               pending_type;
     uint32_t          pending_status;
@@ -98,7 +102,7 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
         if (type == CTL_START) {
             uint64_t how = be64toh(m.a), size = be64toh(m.b), bufs = be64toh(m.c);
             if ((how & START_LAST_BYTE) && sc->h.op == OP_WRITE && (sc->h.flags & HELLO_LAT)) {
-                if (size > pc->data_len || size > sc->h.client_buf_len) {
+                if (size > sc->h.max_size || size > sc->h.client_buf_len) {
                     perf_fail(pc, "write of %llu bytes does not fit the buffers", (unsigned long long)size);
                     return false;
                 }
@@ -206,6 +210,7 @@ static bool srv_handle(struct srv_conn *sc, NDK_RESULT *r, ULONG n)
         }
         switch (kind) {
         case K_CTL: pc->ctl_done++; break;
+        case K_WB: sc->wb_done++; break;
         case K_ECHO:
             if ((st = perf_post_recv(pc, (uint32_t)idx)) != STATUS_SUCCESS) {
                 perf_fail(pc, "posting a receive failed: %s", ndk_tool_status(st));
@@ -249,36 +254,51 @@ static bool srv_pump(struct srv_conn *sc)
     return srv_handle(sc, r, n);
 }
 
-/* write --lat by last-byte polling: spins on the last byte of the data buffer (the client
- * writes each message so that it ends there) while polling the CQ, which lets the provider
- * progress and serves the control messages; writes each message back so that it ends at the
- * end of the client's sink. Session thread, busy-polls until DONE or failure. */
+/* write --lat by last-byte polling, as ib_write_lat does it: spins on the last byte of the
+ * target half of the data buffer (the client writes each message so that it ends there) while
+ * polling the CQ, which lets the provider progress and serves the control messages; answers
+ * each message with an RDMA Write of the same size from the other half, ending at the end of
+ * the client's sink, its last byte the message's tag. Session thread, busy-polls until DONE or
+ * failure. */
 static void srv_last_byte_run(struct srv_conn *sc)
 {
     struct perf_conn *pc = &sc->pc;
-    volatile uint8_t *last = perf_data(pc) + pc->data_len - 1;
+    uint64_t max = sc->h.max_size, src_off = SRV_LAT_SRC_OFF(max);
+    volatile uint8_t *last = perf_data(pc) + max - 1;
+    uint8_t *scratch = (sc->h.flags & HELLO_VERIFY) ? malloc(max) : NULL;
     NDK_RESULT r[64];
 
+    if ((sc->h.flags & HELLO_VERIFY) && !scratch) {
+        perf_fail(pc, "out of memory");
+        sc->over = true;
+        return;
+    }
     while (!sc->done && !sc->over && !ndk_tool_stopped()) {
         ULONG n = ndk_tool_cq_poll(pc->s.conn.cq, r, 64);
         if (n && !srv_handle(sc, r, n))
-            return;
+            break;
         if (!n && ndk_tool_conn_disconnected(&pc->s.conn)) {
             srv_wait_failed(sc, STATUS_CONNECTION_DISCONNECTED);
-            return;
+            break;
         }
         uint64_t size = sc->lb_size;
-        if (!size || *last != (uint8_t)(sc->lb_seq + 1))
+        /* The source is rewritten only once the previous answer's Write has completed. */
+        if (!size || sc->wb_done != sc->lb_seq || perf_peek(last) != (uint8_t)(sc->lb_seq + 1))
             continue;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         sc->lb_seq++;
-        uint8_t *msg = perf_data(pc) + pc->data_len - size;
-        if ((sc->h.flags & HELLO_VERIFY) && !perf_last_byte_check(msg, size, sc->lb_seq)) {
+        if ((sc->h.flags & HELLO_VERIFY) &&
+            !perf_last_byte_check(perf_data(pc) + max - size, size, sc->lb_seq, scratch)) {
             perf_note(pc, "%s: write %llu of %llu bytes differs", pc->s.where, (unsigned long long)sc->lb_seq,
                       (unsigned long long)size);
             sc->mismatches++;
         }
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + pc->data_len - size, (ULONG)size);
+        uint8_t *src = perf_data(pc) + src_off;
+        if (sc->h.flags & HELLO_VERIFY)
+            perf_last_byte_fill(src, size, sc->lb_seq);
+        else
+            src[size - 1] = (uint8_t)sc->lb_seq;
+        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + src_off, (ULONG)size);
         ULONG flags = size <= sc->h.inline_size ? NDK_OP_FLAG_INLINE : 0;
         NTSTATUS st = pc->s.conn.qp->Dispatch->NdkWrite(pc->s.conn.qp, TAG(K_WB, sc->lb_seq), &sge, 1,
                                                       sc->h.client_buf + sc->h.client_buf_len - size,
@@ -286,9 +306,10 @@ static void srv_last_byte_run(struct srv_conn *sc)
         if (st != STATUS_SUCCESS) {
             perf_fail(pc, "posting RDMA Write failed: %s", ndk_tool_status(st));
             sc->over = true;
-            return;
+            break;
         }
     }
+    free(scratch);
 }
 
 /* The session's receive pool and data buffer for the test in h (host order), and what it
@@ -302,6 +323,8 @@ static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t
     if (h->op == OP_SEND) {
         *rbuf = (uint32_t)rmax;
         *nrecv = (h->flags & HELLO_LAT) ? 4 + SERVER_SPARE_RECV : h->depth + SERVER_SPARE_RECV;
+    } else if ((h->flags & HELLO_LAT) && h->op == OP_WRITE) {
+        *data_len = SRV_LAT_SRC_OFF(h->max_size) + h->max_size;   /* target, then last-byte's source */
     } else if (h->flags & HELLO_LAT) {
         *data_len = h->max_size;
     } else {
@@ -383,7 +406,8 @@ static void *srv_conn_main(void *arg)
     acc.credits = htobe32(h->op == OP_SEND ? h->depth : 0);
     acc.buf = htobe64((uint64_t)(uintptr_t)perf_data(pc));
     acc.token = htobe32(pc->s.mem.rtoken);
-    acc.buf_len = htobe32((uint32_t)data_len);
+    /* write --lat: the client sees the target half only. */
+    acc.buf_len = htobe32((uint32_t)(h->op == OP_WRITE && (h->flags & HELLO_LAT) ? h->max_size : data_len));
     acc.slots = htobe32(h->slots);
     ULONG ird = sc->ad->info.MaxInboundReadLimit, ord = sc->ad->info.MaxOutboundReadLimit;
     st = ndk_tool_conn_accept(&pc->s.conn, sc->incoming, ird, ord, &acc, sizeof acc, NDK_TOOL_CONNECT_TIMEOUT_MS);
