@@ -393,11 +393,14 @@ static void *srv_conn_main(void *arg)
     }
     if (h->op == OP_READ)
         perf_read_fill(perf_data(pc), 0, data_len);
-    /* Credits go back every quarter of the window, and at least once per MiB received, so
-     * that large messages never leave several MiB of freed receives unknown to the client. */
-    sc->credit_batch = h->depth / 4 ? h->depth / 4 : 1;
-    if (sc->credit_batch > (1u << 20) / h->max_size)
-        sc->credit_batch = (1u << 20) / h->max_size ? (1u << 20) / h->max_size : 1;
+    /* Credits go back every quarter of the window, and with large messages once per MiB
+     * received, so that freed receives are not held back for several MiB. Credit messages are
+     * not credited themselves: with depth / batch at most CLIENT_RECVS / 2 of them can be
+     * unread at the client, whose receives they (and the one ACK) must find posted. */
+    uint64_t batch = h->depth / 4 ? h->depth / 4 : 1, min_batch = (h->depth + CLIENT_RECVS / 2 - 1) / (CLIENT_RECVS / 2);
+    if (batch > (1u << 20) / h->max_size)
+        batch = (1u << 20) / h->max_size;
+    sc->credit_batch = batch > min_batch ? batch : min_batch ? min_batch : 1;
 
     struct perf_accept acc;
     memset(&acc, 0, sizeof acc);
