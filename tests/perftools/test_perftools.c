@@ -728,9 +728,9 @@ static void case_perf_silent(const char *host)
  * Write that lands elsewhere, short or never fails the run (the spinning side times out). */
 static void case_perf_lat_last_byte(const char *host)
 {
-    char *a[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "8", "-n", "300", "--verify", "--json", NULL };
+    char *a[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "8", "-n", "200", "--verify", "--json", NULL };
     const char *doc = perf_run(host, a, "ndkperf write --lat --last-byte");
-    check_lat_json(doc, "write", 300);
+    check_lat_json(doc, "write", 200);
     check_write_lat_method(doc, true);
     char *b[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "100000", "-n", "50", "--verify", "--json",
                   NULL };
@@ -739,17 +739,17 @@ static void case_perf_lat_last_byte(const char *host)
     check_write_lat_method(doc, true);
     /* A sweep: the server learns each phase's size from the client's START, and messages of
      * every size end on the same byte of its buffer. */
-    char *c[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "--sweep", "-n", "10", "--verify", "--json", NULL };
+    char *c[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "--sweep", "-n", "5", "--verify", "--json", NULL };
     doc = perf_run(host, c, "ndkperf write --lat --last-byte --sweep");
     check_json(doc);
     HAS(doc, "\"verified\":true");
     CHECK(jnum(doc, "bytes", 0) == 1);
     CHECK(jnum(doc, "bytes", 23) == 8388608);
-    CHECK(jnum(doc, "iterations", 23) == 10);
+    CHECK(jnum(doc, "iterations", 23) == 5);
     /* The table names the method. */
     char *d[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "64", "-n", "100", NULL };
     HAS(perf_run(host, d, "ndkperf write --lat --last-byte (table)"), "last-byte polling");
-    printf("ndkperf -t write --lat --last-byte over %s: 8 B x 300, 100000 B x 50, a 1 B..8 MiB sweep, verified; "
+    printf("ndkperf -t write --lat --last-byte over %s: 8 B x 200, 100000 B x 50, a 1 B..8 MiB sweep, verified; "
            "the table names the method\n", host);
 }
 
