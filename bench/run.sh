@@ -294,8 +294,9 @@ m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block | lat-l
     lat-poll) poll=1; args+=(--lat) ;;
     lat-block) args+=(--lat) ;;
     # ib_write_lat's and ucp_put_lat's method: one Write each way, both ends spin on the last
-    # byte (forced: the iwarp adapter does not advertise IN_ORDER_DMA, yet a busy-polling
-    # consumer places the data itself, in stream order). The JSON says which method ran.
+    # byte (forced: the iwarp adapter does not advertise IN_ORDER_DMA, as its copies do not
+    # promise byte order, but it places a Write's segments in stream order, so the last byte's
+    # segment comes last). The JSON says which method ran.
     lat-last-byte) poll=1; args+=(--lat --last-byte) ;;
   esac
   if [ "$poll" = 1 ]; then
