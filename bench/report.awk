@@ -79,7 +79,7 @@ BEGIN {
 	what["ndk.read.bw.crc"] = "ndkperf -t read --crc (RDMA Read bandwidth, MPA CRC on)"
 	what["ndk.send.bw.crc"] = "ndkperf -t send --crc (Send bandwidth, MPA CRC on)"
 	what["ndk.send.lat.poll"] = "ndkperf -t send --lat --poll"
-	what["ndk.write.lat.poll"] = "ndkperf -t write --lat --poll"
+	what["ndk.write.lat.poll"] = "ndkperf -t write --lat --last-byte (one RDMA Write each way, last-byte polling, as ib_write_lat and ucp_put_lat)"
 	what["ndk.send.lat.block"] = "ndkperf -t send --lat (CQ notifications)"
 	what["tcp.stream.bw"] = "iperf3, one stream, -l SIZE"
 	what["tcp.lat.poll"] = "sockperf ping-pong, TCP, both ends busy-polling"
@@ -111,7 +111,7 @@ BEGIN {
 	# table rows: ours | label | CRC | raw TCP peer | UCX peer | libfabric peer
 	nrows = split("ndk.write.bw ndk.read.bw ndk.send.bw ndk.write.bw.crc ndk.read.bw.crc ndk.send.bw.crc " \
 		"ndk.send.lat.poll ndk.send.lat.block ndk.write.lat.poll", row_ours, " ")
-	split("RDMA Write bw|RDMA Read bw|Send bw|RDMA Write bw|RDMA Read bw|Send bw|Send lat, poll|Send lat, blocking|Write lat, poll", row_label, "|")
+	split("RDMA Write bw|RDMA Read bw|Send bw|RDMA Write bw|RDMA Read bw|Send bw|Send lat, poll|Send lat, blocking|Write lat, last byte", row_label, "|")
 	split("off off off on on on off off off", row_crc, " ")
 	split("tcp.stream.bw tcp.stream.bw tcp.stream.bw - - - tcp.lat.poll tcp.lat.block tcp.lat.poll", row_raw, " ")
 	split("ucx.put.bw ucx.get.bw ucx.tag.bw - - - ucx.tag.lat ucx.tag.lat.block ucx.put.lat", row_ucx, " ")
@@ -215,8 +215,8 @@ END {
 		if (s == 8) {
 			add_target("Send lat, poll / sockperf busy-poll", s, "ndk.send.lat.poll", "tcp.lat.poll", 1.1, "<=", "item 4")
 			add_target("Send lat, blocking / sockperf blocking", s, "ndk.send.lat.block", "tcp.lat.block", 1.05, "<=", "item 4")
-			add_target("Write lat, poll / Send lat, poll (ours)", s, "ndk.write.lat.poll", "ndk.send.lat.poll", 1.0, "<=", "item 5")
-			add_target("Write lat, poll / ucp_put_lat", s, "ndk.write.lat.poll", "ucx.put.lat", 1.1, "<=", "item 5")
+			add_target("Write lat, last byte / Send lat, poll (ours)", s, "ndk.write.lat.poll", "ndk.send.lat.poll", 1.0, "<=", "item 5")
+			add_target("Write lat, last byte / ucp_put_lat", s, "ndk.write.lat.poll", "ucx.put.lat", 1.1, "<=", "item 5")
 		}
 	}
 
@@ -375,6 +375,10 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn) {
 		"1048575 B at most, so the 8 B and 1 MiB rows use those); UCX = ucx_perftest with UCX_TLS=tcp " \
 		"(ucp_put_bw, ucp_get, tag_bw; ucp_put_lat, tag_lat busy-polling and tag_lat -E sleep for blocking); libfabric = bench/fi_peer on the " \
 		"tcp provider, FI_EP_MSG" (M["bw_poll"] == 1 ? ", busy-polling in bandwidth runs like ndkperf --poll." : ", blocking in bandwidth runs.") > f
+	if ("ndk.write.lat.poll" in idseen)
+		print "\nWrite lat, last byte: one RDMA Write each way, each end spinning on the last byte of its buffer while it polls its CQ " \
+			"(ndkperf --last-byte), the method of ib_write_lat and of ucp_put_lat, its UCX column; ib_write_lat itself needs an RDMA device, " \
+			"so this loopback table has no perftest column, and fi_peer has no RMA-write ping-pong." > f
 	if (("crc.update.bw" in idseen) || ("crc.copy.bw" in idseen)) {
 		print "" > f
 		printf "CRC-32C on one core (bench/crc_bench, %s; GB/s in the thread's CPU time):\n\n", M["crc_impl"] > f

@@ -4,7 +4,9 @@
 #
 #   bench/run.sh [--quick] [BUILD_DIR]       (BUILD_DIR: build/release by default)
 #
-# --quick: one repetition, sizes 8 B and 64 KiB, for a fast check of the whole chain.
+# --quick (or BENCH_QUICK=1, e.g. BENCH_QUICK=1 make bench): one repetition (ABBA still), sizes
+# 8 B, 64 KiB and 1 MiB, so every issue-15 target is measured once; about 10 minutes on 2 cores.
+# With BENCH_ONLY it narrows further (e.g. BENCH_ONLY='^ndk\.send\.bw$|^ndk\.write\.bw$').
 # Peers: raw TCP (iperf3 one stream; sockperf ping-pong busy-polled and blocking), UCX over TCP
 # (ucx_perftest tag/put/get bandwidth and tag/put latency), libfabric's tcp provider (our
 # bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong); ours with MPA CRC off
@@ -29,7 +31,7 @@ usage() { # the comment block at the top of this file
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
 
-quick=0
+quick=${BENCH_QUICK:-0}
 build=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -54,9 +56,10 @@ depth=${BENCH_DEPTH:-32}
 cpus=${BENCH_CPUS-"0 1"}
 max_other=${BENCH_MAX_OTHER:-10}
 order=${BENCH_ORDER:-abba}
+case "$quick" in 0 | 1) ;; *) echo "bench: BENCH_QUICK must be 0 or 1" >&2; exit 2 ;; esac
 if [ "$quick" = 1 ]; then
   reps=${BENCH_REPS:-1}
-  sizes=${BENCH_SIZES:-"8 65536"}
+  sizes=${BENCH_SIZES:-"8 65536 1048576"}
 fi
 case "$secs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECONDS must be a whole number >= 1" >&2; exit 2 ;; esac
 case "$secs_large" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECONDS_LARGE must be a whole number >= 1" >&2; exit 2 ;; esac
@@ -280,7 +283,7 @@ client() {
   return 1
 }
 
-m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block)
+m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block | lat-last-byte)
   local op=$1 mode=$2 size=$3 f=$raw/$4
   # The server's completion mode is its own (ndkperf -s [--poll]): one server for each mode.
   # CRC is the client's choice: MPA uses it when either side asks (RFC 5044 §7.1).
@@ -290,6 +293,11 @@ m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block)
     bw-crc) poll=$bw_poll; args+=(-d "$depth" --crc); mode=bw ;;
     lat-poll) poll=1; args+=(--lat) ;;
     lat-block) args+=(--lat) ;;
+    # ib_write_lat's and ucp_put_lat's method: one Write each way, both ends spin on the last
+    # byte (forced: the iwarp adapter does not advertise IN_ORDER_DMA, as its copies do not
+    # promise byte order, but it places a Write's segments in stream order, so the last byte's
+    # segment comes last). The JSON says which method ran.
+    lat-last-byte) poll=1; args+=(--lat --last-byte) ;;
   esac
   if [ "$poll" = 1 ]; then
     ensure_server ndkperf-poll "$p_ndk_poll" "${srv_pin[@]}" "${ndk_env[@]}" "$ndkperf" -s "$lo:$p_ndk_poll" --poll ||
@@ -310,6 +318,10 @@ m_ndk() { # OP MODE SIZE TAG   (MODE: bw | bw-crc | lat-poll | lat-block)
     awk -v v="$v" -v c="$c" -v s="$s" 'BEGIN {
       printf "%.6g %s\n", v / 1000, (c == "" || s == "") ? "" : sprintf("%.5f", c + s) }'
   else
+    if [ "$mode" = lat-last-byte ] && ! grep -q '"write_lat_method":"last-byte"' "$f"; then
+      echo "ndkperf did not measure by last-byte polling" >&2
+      return 1
+    fi
     v=$(json_num "$f" t_typical_us) || { echo "no t_typical_us in ndkperf's JSON" >&2; return 1; }
     echo "$v "
   fi
@@ -450,7 +462,7 @@ plan=(
   "fi.read.bw|bw|m_fi read bw"
   "fi.send.bw|bw|m_fi send bw"
   "ndk.send.lat.poll|lat|m_ndk send lat-poll"
-  "ndk.write.lat.poll|lat|m_ndk write lat-poll"
+  "ndk.write.lat.poll|lat|m_ndk write lat-last-byte"
   "tcp.lat.poll|lat|m_sock lat-poll"
   "ucx.tag.lat|lat|m_ucx tag_lat poll"
   "ucx.put.lat|lat|m_ucx ucp_put_lat poll"

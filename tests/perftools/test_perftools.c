@@ -466,7 +466,36 @@ static void case_perf_bw(const char *op, const char *host)
     doc = perf_run(addr, b, "ndkperf bandwidth --poll");
     check_bw_json(doc, op, 7, 2000, 1);
     HAS(doc, "\"completions\":\"poll\"");
-    printf("ndkperf -t %s over %s: 64 KiB x 300 and 7 B x 2000 (--poll), verified, JSON sane\n", op, addr);
+    if (!strcmp(op, "send")) {
+        /* Unverified: the server's receives share one buffer, unless a message of the run has
+         * a control message's size (64 B), which could then be read as one. */
+        char *c[] = { "-c", "@", "-t", "send", "-z", "1m", "-n", "200", "--json", NULL };
+        doc = perf_run(addr, c, "ndkperf -t send 1 MiB unverified");
+        check_json(doc);
+        CHECK(jnum(doc, "server_recv_buffers", 0) == 1);
+        CHECK(jnum(doc, "iterations", 0) == 200);
+        char *d[] = { "-c", "@", "-t", "send", "--sweep", "-n", "20", "--poll", "--json", NULL };
+        doc = perf_run(addr, d, "ndkperf -t send --sweep unverified");
+        check_json(doc);
+        CHECK(jnum(doc, "server_recv_buffers", 0) == 0);
+        CHECK(jnum(doc, "iterations", 23) == 20);
+    }
+    printf("ndkperf -t %s over %s: 64 KiB x 300 and 7 B x 2000 (--poll), verified, JSON sane%s\n", op, addr,
+           strcmp(op, "send") ? "" : "; unverified 1 MiB (receives in one buffer) and a sweep (one buffer each)");
+}
+
+/* write --lat's method as the JSON states it: last-byte polling where the adapter advertises
+ * IN_ORDER_DMA (or with --last-byte), Write + signal Send otherwise. */
+static void check_write_lat_method(const char *doc, bool forced)
+{
+    bool in_order = strstr(doc, "\"in_order_dma\":true") != NULL;
+    CHECK_MSG(in_order || strstr(doc, "\"in_order_dma\":false"), "no in_order_dma in %s", doc);
+    if (forced || in_order) {
+        HAS(doc, "\"write_lat_method\":\"last-byte\"");
+        HAS(doc, "\"completions\":\"poll\"");
+    } else {
+        HAS(doc, "\"write_lat_method\":\"write+send\"");
+    }
 }
 
 static void case_perf_lat(const char *op, const char *host)
@@ -484,6 +513,8 @@ static void case_perf_lat(const char *op, const char *host)
     doc = perf_run(addr, c, "ndkperf --lat (notifications)");
     check_lat_json(doc, op, 50);
     HAS(doc, "\"completions\":\"notify\"");
+    if (!strcmp(op, "write"))
+        check_write_lat_method(doc, false);
     printf("ndkperf -t %s --lat over %s: 8 B x 200, 100000 B x 50 (--poll and notifications), verified, JSON sane\n",
            op, addr);
 }
@@ -522,14 +553,19 @@ static void case_perf_teardown(const char *host)
     static const struct {
         const char *what, *op, *mode, *header;
         int victim;        /* 0: SIGKILL the server, 1: SIGKILL the client, 2: SIGINT the client, 3: SIGINT the server */
+        const char *mode2; /* a second option after mode */
     } runs[] = {
-        { "send --lat, server killed", "send", "--lat", "Send Latency Test", 0 },
-        { "send --lat, client killed", "send", "--lat", "Send Latency Test", 1 },
-        { "write --lat, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2 },
-        { "read --lat, server interrupted", "read", "--lat", "RDMA_Read Latency Test", 3 },
-        { "write bandwidth, server killed", "write", NULL, "RDMA_Write BW Test", 0 },
-        { "send bandwidth, client interrupted", "send", NULL, "Send BW Test", 2 },
-        { "send bandwidth --poll, client interrupted", "send", "--poll", "Send BW Test", 2 },
+        { "send --lat, server killed", "send", "--lat", "Send Latency Test", 0, NULL },
+        { "send --lat, client killed", "send", "--lat", "Send Latency Test", 1, NULL },
+        { "write --lat, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2, NULL },
+        { "read --lat, server interrupted", "read", "--lat", "RDMA_Read Latency Test", 3, NULL },
+        /* Both ends of last-byte polling spin outside the CQ helpers: each must still see the end. */
+        { "write --lat --last-byte, server killed", "write", "--lat", "RDMA_Write Latency Test", 0, "--last-byte" },
+        { "write --lat --last-byte, client killed", "write", "--lat", "RDMA_Write Latency Test", 1, "--last-byte" },
+        { "write --lat --last-byte, client interrupted", "write", "--lat", "RDMA_Write Latency Test", 2, "--last-byte" },
+        { "write bandwidth, server killed", "write", NULL, "RDMA_Write BW Test", 0, NULL },
+        { "send bandwidth, client interrupted", "send", NULL, "Send BW Test", 2, NULL },
+        { "send bandwidth --poll, client interrupted", "send", "--poll", "Send BW Test", 2, NULL },
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         struct proc s, c;
@@ -539,7 +575,7 @@ static void case_perf_teardown(const char *host)
         start(&s, "td-server", sargv);
         wait_listening(&s);
         char *cargv[] = { (char *)ndkperf, "-c", saddr, "-t", (char *)runs[i].op, "-z", "4096", "-D", "60",
-                          "--verify", (char *)runs[i].mode, NULL };
+                          "--verify", (char *)runs[i].mode, (char *)runs[i].mode2, NULL };
         start(&c, "td-client", cargv);
         wait_running(&c, runs[i].header);
         struct proc *victim = runs[i].victim == 0 || runs[i].victim == 3 ? &s : &c;
@@ -687,6 +723,36 @@ static void case_perf_silent(const char *host)
 
 /* ---- the cases of cases.txt ---- */
 
+/* write --lat by last-byte polling between two processes: both ends spin on the last byte of
+ * their target while polling their CQs; --verify checks every payload on both sides, so a
+ * Write that lands elsewhere, short or never fails the run (the spinning side times out). */
+static void case_perf_lat_last_byte(const char *host)
+{
+    char *a[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "8", "-n", "200", "--verify", "--json", NULL };
+    const char *doc = perf_run(host, a, "ndkperf write --lat --last-byte");
+    check_lat_json(doc, "write", 200);
+    check_write_lat_method(doc, true);
+    char *b[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "100000", "-n", "50", "--verify", "--json",
+                  NULL };
+    doc = perf_run(host, b, "ndkperf write --lat --last-byte 100000 B");
+    check_lat_json(doc, "write", 50);
+    check_write_lat_method(doc, true);
+    /* A sweep: the server learns each phase's size from the client's START, and messages of
+     * every size end on the same byte of its buffer. */
+    char *c[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "--sweep", "-n", "5", "--verify", "--json", NULL };
+    doc = perf_run(host, c, "ndkperf write --lat --last-byte --sweep");
+    check_json(doc);
+    HAS(doc, "\"verified\":true");
+    CHECK(jnum(doc, "bytes", 0) == 1);
+    CHECK(jnum(doc, "bytes", 23) == 8388608);
+    CHECK(jnum(doc, "iterations", 23) == 5);
+    /* The table names the method. */
+    char *d[] = { "-c", "@", "-t", "write", "--lat", "--last-byte", "-z", "64", "-n", "100", NULL };
+    HAS(perf_run(host, d, "ndkperf write --lat --last-byte (table)"), "last-byte polling");
+    printf("ndkperf -t write --lat --last-byte over %s: 8 B x 200, 100000 B x 50, a 1 B..8 MiB sweep, verified; "
+           "the table names the method\n", host);
+}
+
 static void run_ping(void) { case_ping("127.0.0.1"); case_ping("::1"); }
 static void run_refused(void) { case_refused(); }
 static void run_rping(void) { case_rping("127.0.0.1"); case_rping("::1"); }
@@ -698,6 +764,7 @@ static void run_read(void) { case_perf_bw("read", "127.0.0.1"); case_perf_bw("re
 static void run_send(void) { case_perf_bw("send", "127.0.0.1"); case_perf_bw("send", "::1"); }
 static void run_lat_send(void) { case_perf_lat("send", "127.0.0.1"); case_perf_lat("send", "::1"); }
 static void run_lat_write(void) { case_perf_lat("write", "127.0.0.1"); case_perf_lat("write", "::1"); }
+static void run_lat_write_last_byte(void) { case_perf_lat_last_byte("127.0.0.1"); case_perf_lat_last_byte("::1"); }
 static void run_lat_read(void) { case_perf_lat("read", "127.0.0.1"); case_perf_lat("read", "::1"); }
 static void run_multi(void) { case_perf_multi(); }
 static void run_table(void) { case_perf_table(); }

@@ -36,7 +36,7 @@ struct cli_conn {
     uint64_t         acks;
     uint64_t         srv_status;
     uint64_t         verify_fail;
-    uint64_t         cur_size, cur_seed, lat_seq;
+    uint64_t         cur_size, cur_seed, lat_seq;   /* lat_seq: last-byte tags are (uint8_t)lat_seq */
     struct phase_res *res;
     pthread_t        thread;
     /* the running phase, advanced by its handler on the CQ's owner */
@@ -66,6 +66,9 @@ static struct {
     volatile int      abort;
     uint64_t         *cpu_before, *cpu_after;       /* per phase, client process CPU */
     bool              progress;
+    bool              last_byte;        /* write --lat by last-byte polling */
+    uint64_t          start_how;        /* CTL_START's a: START_* */
+    uint32_t          recv_shared;      /* START_RECV_SHARED: the server's receive buffers */
     ndk_tool_adapter  ad;
     SOCKADDR_INET     dst, src;
 } cl;
@@ -467,18 +470,129 @@ static void cli_lat_phase(struct cli_conn *cc, uint64_t size, struct phase_res *
     l->samples = NULL;
 }
 
+/* write --lat by last-byte polling (ib_write_lat's method): one RDMA Write per direction; the
+ * Write lands so that it ends at the end of the server's target, the server spins on that byte
+ * and answers with a Write of the same size from a buffer of its own to the end of our sink,
+ * and we spin on its last byte (each message's last byte is its tag, (uint8_t)seq), polling
+ * the CQ all the while so that the provider progresses and our Write's completion is seen.
+ * A sample is the round trip halved. Connection thread, busy-polls until the phase is over. */
+static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase_res *res)
+{
+    struct perf_conn *pc = &cc->pc;
+    struct lat_state *l = &cc->lat;
+    NDK_QP *qp = pc->s.conn.qp;
+    memset(l, 0, sizeof *l);
+    l->size = size;
+    l->iters = perf_opt.duration > 0 ? 0 : perf_opt.iters;
+    l->t_start = ndk_tool_now_ns();
+    l->t_end = l->t_start + (uint64_t)(perf_opt.duration * 1e9);
+    l->cap = l->iters ? l->iters : 65536;
+    l->samples = malloc(l->cap * sizeof *l->samples);
+    l->dst_off = (size_t)((pc->data_len - 64) / 2);
+    l->flags = size <= perf_opt.inline_size ? NDK_OP_FLAG_INLINE : 0;
+    cc->last_progress = l->t_start;
+    cc->cur_size = size;
+    __atomic_store_n(&cc->progress, 0, __ATOMIC_RELAXED);
+    if (!l->samples) {
+        cli_abort(cc, "out of memory");
+        return;
+    }
+    uint8_t *src = perf_data(pc);
+    size_t sink_end = l->dst_off + (size_t)cl.sizes[cl.nsizes - 1];      /* the sink: max_size bytes */
+    volatile uint8_t *last = perf_data(pc) + sink_end - 1;
+    const uint8_t *back = perf_data(pc) + sink_end - size;
+    uint8_t *scratch = perf_opt.verify ? malloc(size) : NULL;
+    NDK_RESULT r[64];
+    if (perf_opt.verify && !scratch) {
+        cli_abort(cc, "out of memory");
+        l->iters = 1;
+        l->i = 1;
+    }
+
+    while ((!l->iters || l->i < l->iters) && !cli_aborted() && (l->iters || ndk_tool_now_ns() < l->t_end)) {
+        cc->lat_seq++;
+        if (perf_opt.verify)
+            perf_last_byte_fill(src, size, cc->lat_seq);
+        else
+            src[size - 1] = (uint8_t)cc->lat_seq;
+        uint64_t data0 = cc->data_done;
+        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data, (ULONG)size);
+        l->t0 = ndk_tool_now_ns();
+        NTSTATUS st = qp->Dispatch->NdkWrite(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr + cc->rlen - size,
+                                             cc->rtoken, l->flags);
+        if (st != STATUS_SUCCESS) {
+            cli_abort(cc, "posting RDMA Write failed: %s", ndk_tool_status(st));
+            break;
+        }
+        l->i++;
+        bool answered = false;
+        uint64_t t = 0;
+        while (!answered || cc->data_done == data0) {
+            ULONG n = ndk_tool_cq_poll(pc->s.conn.cq, r, 64);
+            if (n && !cli_handle(cc, r, n))
+                break;
+            if (!answered && perf_peek(last) == (uint8_t)cc->lat_seq) {
+                t = ndk_tool_now_ns() - l->t0;
+                answered = true;
+                continue;
+            }
+            if (!n && (cli_aborted() || ndk_tool_conn_disconnected(&pc->s.conn) ||
+                       ndk_tool_now_ns() - l->t0 > (uint64_t)CLI_WAIT_MS * 1000000u)) {
+                if (!cli_aborted())
+                    cli_abort(cc, ndk_tool_conn_disconnected(&pc->s.conn) ? "the server disconnected"
+                                                                           : "no answer within %d ms", CLI_WAIT_MS);
+                break;
+            }
+        }
+        if (!answered || cc->data_done == data0 || pc->error[0])
+            break;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (perf_opt.verify && !perf_last_byte_check(back, size, cc->lat_seq, scratch)) {
+            perf_note(pc, "write %llu of %llu bytes came back different", (unsigned long long)cc->lat_seq,
+                      (unsigned long long)size);
+            cc->verify_fail++;
+        }
+        if (l->n == l->cap) {
+            uint64_t *bigger = realloc(l->samples, l->cap * 2 * sizeof *l->samples);
+            if (!bigger) {
+                cli_abort(cc, "out of memory");
+                break;
+            }
+            l->samples = bigger;
+            l->cap *= 2;
+        }
+        l->samples[l->n++] = t / 2;
+        __atomic_store_n(&cc->progress, l->n, __ATOMIC_RELAXED);
+        uint64_t now;
+        if (cli_progress_due(cc, &now)) {
+            fprintf(stderr, "\r  write --lat (last byte) %llu B: %llu iterations   ", (unsigned long long)size,
+                    (unsigned long long)l->n);
+            cc->last_progress = now;
+        }
+    }
+    free(scratch);
+    res->elapsed_ns = ndk_tool_now_ns() - l->t_start;
+    res->count = l->n;
+    res->lat = l->samples;
+    res->nlat = l->n;
+    l->samples = NULL;
+}
+
 static void *cli_conn_main(void *arg)
 {
     struct cli_conn *cc = arg;
     bool ok = true;
 
     /* Server CPU baseline. */
-    if (!cli_ctl(cc, CTL_START, 0, 0, 0, 0))
+    if (!cli_ctl(cc, CTL_START, cl.start_how, 0, cl.recv_shared, 0))
         ok = false;
     uint64_t srv_prev = ok ? be64toh(cc->ack.a) : 0;
     for (unsigned p = 0; p < cl.nsizes; p++) {
         struct phase_res *res = &cc->res[p];
         res->size = cl.sizes[p];
+        /* The server learns each phase's size, the end of its buffer being where it looks. */
+        if (ok && cl.last_byte && !cli_ctl(cc, CTL_START, START_LAST_BYTE, res->size, 0, 0))
+            ok = false;
         pthread_barrier_wait(&cl.barrier);
         if (cc->index == 0)
             cl.cpu_before[p] = ndk_tool_cpu_us();
@@ -486,7 +600,9 @@ static void *cli_conn_main(void *arg)
         ok = ok && !cli_aborted();
         cc->cur_seed = (uint64_t)(p + 1) << 40;
         if (ok) {
-            if (perf_opt.lat)
+            if (cl.last_byte)
+                cli_last_byte_phase(cc, res->size, res);
+            else if (perf_opt.lat)
                 cli_lat_phase(cc, res->size, res);
             else
                 cli_bw_phase(cc, res->size, res);
@@ -589,6 +705,20 @@ static void lat_stats(const struct agg *a, double *min, double *max, double *typ
 
 static const char *dashes = "---------------------------------------------------------------------------------------------------------";
 
+/* write --lat: what one sample is. */
+static const char *write_lat_method_text(void)
+{
+    if (cl.last_byte)
+        return (cl.ad.info.AdapterFlags & NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED)
+                   ? "one RDMA Write each way, last-byte polling (the adapter places in order), busy poll"
+                   : "one RDMA Write each way, last-byte polling (--last-byte; the adapter does not "
+                     "advertise IN_ORDER_DMA), busy poll";
+    return (cl.ad.info.AdapterFlags & NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED)
+               ? "RDMA Write + signal Send each way (--no-last-byte)"
+               : "RDMA Write + signal Send each way (the adapter does not advertise IN_ORDER_DMA, so the "
+                 "last byte cannot be polled; --last-byte forces it)";
+}
+
 static void print_header(void)
 {
     char l[NDK_TOOL_ADDRSTRLEN], r[NDK_TOOL_ADDRSTRLEN];
@@ -599,7 +729,9 @@ static void print_header(void)
     perf_out(" Local: %s   Remote: %s   MPA CRC: %s   Completions: %s   Verify: %s\n",
         ndk_tool_addr_str(&cl.conns[0].pc.s.conn.local, true, l, sizeof l),
         ndk_tool_addr_str(&cl.conns[0].pc.s.conn.peer, true, r, sizeof r), perf_opt.cli.crc ? "requested" : "not requested",
-        perf_opt.cli.poll ? "busy poll" : "notifications", perf_opt.verify ? "on" : "off");
+        perf_opt.cli.poll || cl.last_byte ? "busy poll" : "notifications", perf_opt.verify ? "on" : "off");
+    if (perf_opt.op == OP_WRITE && perf_opt.lat)
+        perf_out(" Method: %s\n", write_lat_method_text());
     perf_out("%s\n", dashes);
     if (perf_opt.lat)
         perf_out(" %-10s %-12s %-12s %-12s %-15s %-12s %-13s %-10s %-10s %s\n", "#bytes", "#iterations", "t_min[usec]",
@@ -644,7 +776,13 @@ static void print_json(struct agg *rows)
     ndk_tool_json_u64(&j, "depth", perf_opt.lat ? 1 : cl.conns[0].depth);
     ndk_tool_json_u64(&j, "inline", perf_opt.inline_size);
     ndk_tool_json_bool(&j, "crc", perf_opt.cli.crc);
-    ndk_tool_json_str(&j, "completions", perf_opt.cli.poll ? "poll" : "notify");
+    ndk_tool_json_str(&j, "completions", perf_opt.cli.poll || cl.last_byte ? "poll" : "notify");
+    if (perf_opt.op == OP_WRITE && perf_opt.lat) {
+        ndk_tool_json_str(&j, "write_lat_method", cl.last_byte ? "last-byte" : "write+send");
+        ndk_tool_json_bool(&j, "in_order_dma", (cl.ad.info.AdapterFlags & NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED) != 0);
+    }
+    if (perf_opt.op == OP_SEND && !perf_opt.lat)
+        ndk_tool_json_u64(&j, "server_recv_buffers", cl.recv_shared);
     ndk_tool_json_bool(&j, "verify", perf_opt.verify);
     if (perf_opt.duration > 0)
         ndk_tool_json_dbl(&j, "duration_s", perf_opt.duration);
@@ -732,6 +870,27 @@ int cli_run(ndk_rt *rt)
         ndk_tool_err("--inline %u exceeds the adapter's MaxInlineDataSize %u", perf_opt.inline_size, info->MaxInlineDataSize);
         ndk_tool_adapter_close(&cl.ad);
         return 2;
+    }
+    /* write --lat: last-byte polling where the adapter promises in-order placement (or the
+     * user says so with --last-byte); otherwise a Write plus a signal Send each way. */
+    if (perf_opt.op == OP_WRITE && perf_opt.lat && !perf_opt.no_last_byte &&
+        (perf_opt.last_byte || (info->AdapterFlags & NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED)))
+        cl.last_byte = true;
+    /* Busy-polled from the start, control exchanges included: the provider then places the
+     * peer's Writes in this process's polling thread, the one that reads the last byte (with
+     * notifications its progress thread would place them while this thread spins). */
+    if (cl.last_byte) {
+        cl.start_how |= START_LAST_BYTE;
+        perf_opt.cli.poll = true;
+    }
+    /* send bandwidth, payload unchecked: the server's reposted receives share one buffer, as
+     * an RDMA Write run's messages share one target, unless a message could pass for control. */
+    bool ctl_sized = false;
+    for (unsigned i = 0; i < cl.nsizes; i++)
+        ctl_sized = ctl_sized || cl.sizes[i] == CTL_SIZE;
+    if (perf_opt.op == OP_SEND && !perf_opt.lat && !perf_opt.verify && !ctl_sized) {
+        cl.start_how |= START_RECV_SHARED;
+        cl.recv_shared = 1;
     }
     /* Depth and slots: messages in flight, bounded by memory (and by the read limit). */
     uint32_t depth = perf_opt.lat ? 1 : perf_opt.depth, slots = 1;

@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "               [--provider NAME]\n"
             "       ndkperf -c ADDR[:PORT] -t write|read|send [--lat] [-z SIZE | --sweep] [-n ITERS | -D SECONDS]\n"
             "               [-q CONNECTIONS] [-d DEPTH] [--inline N] [--crc] [--poll] [--json] [--verify]\n"
-            "               [-I LOCAL] [--provider NAME]\n"
+            "               [--last-byte | --no-last-byte] [-I LOCAL] [--provider NAME]\n"
             "       ndkperf -S|-C -ServerAddr IP:PORT [-ServerIf N] [-ClientAddr IP] [-ClientIf N]\n"
             "               -TestType rping|rperf [-W SECONDS] [-ts SIZE] [-LogFilename FILE [-A]] [-V]\n"
             "RDMA Write/Read/Send bandwidth or latency through an NDK adapter (default port %u).\n"
@@ -55,6 +55,9 @@ static void usage(FILE *f)
             "  -c ADDR[:PORT]    run a test against a server\n"
             "  -t OP             write (default), read or send\n"
             "  --lat             latency (ping-pong; read: one read at a time) instead of bandwidth\n"
+            "  --last-byte       write --lat: poll the last byte even if the adapter does not advertise\n"
+            "                    IN_ORDER_DMA (it is used by default where it does)\n"
+            "  --no-last-byte    write --lat: an RDMA Write plus a signal Send each way\n"
             "  -z SIZE           message size (default 65536; k/m suffixes)\n"
             "  --sweep, -a       sizes 1 B .. 8 MiB in powers of two\n"
             "  -n ITERS          iterations per size (default 5000 for bandwidth, 1000 for latency)\n"
@@ -172,7 +175,8 @@ static int parse_ndkperfcmd(int argc, char **argv)
 }
 
 /* Long options of ndkperf (the shared ones are ndk_tool_cli's). */
-enum { LO_LAT = 0x100, LO_SWEEP, LO_INLINE, LO_VERIFY, LO_ONCE, LO_REPORT_GBITS, LO_MAX_MEM, LO_IDLE_TIMEOUT };
+enum { LO_LAT = 0x100, LO_SWEEP, LO_INLINE, LO_VERIFY, LO_ONCE, LO_REPORT_GBITS, LO_MAX_MEM, LO_IDLE_TIMEOUT,
+       LO_LAST_BYTE, LO_NO_LAST_BYTE };
 
 static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
 {
@@ -223,6 +227,8 @@ static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
         return 0;
     case LO_LAT: perf_opt.lat = true; return 0;
     case LO_VERIFY: perf_opt.verify = true; return 0;
+    case LO_LAST_BYTE: perf_opt.last_byte = true; return 0;
+    case LO_NO_LAST_BYTE: perf_opt.no_last_byte = true; return 0;
     case LO_ONCE: perf_opt.once = true; return 0;
     case LO_REPORT_GBITS: return 0;
     case LO_MAX_MEM:
@@ -247,6 +253,8 @@ static int parse_args(int argc, char **argv)
         { "report_gbits", no_argument, NULL, LO_REPORT_GBITS },
         { "max-mem", required_argument, NULL, LO_MAX_MEM },
         { "idle-timeout", required_argument, NULL, LO_IDLE_TIMEOUT },
+        { "last-byte", no_argument, NULL, LO_LAST_BYTE },
+        { "no-last-byte", no_argument, NULL, LO_NO_LAST_BYTE },
         { NULL, 0, NULL, 0 },
     };
     const ndk_tool_cli_spec spec = { "s::c:t:z:an:D:q:d:I:vh", longs,
@@ -261,6 +269,14 @@ static int parse_args(int argc, char **argv)
     }
     if (perf_opt.iters_set && perf_opt.duration > 0) {
         ndk_tool_err("-n and -D exclude each other");
+        return -1;
+    }
+    if (perf_opt.last_byte && perf_opt.no_last_byte) {
+        ndk_tool_err("--last-byte and --no-last-byte exclude each other");
+        return -1;
+    }
+    if ((perf_opt.last_byte || perf_opt.no_last_byte) && !(perf_opt.op == OP_WRITE && perf_opt.lat)) {
+        ndk_tool_err("--last-byte and --no-last-byte are for -t write --lat");
         return -1;
     }
     if (!perf_opt.iters_set)

@@ -78,6 +78,20 @@ enum { PERF_REFUSED_BAD_REQUEST = 1, PERF_REFUSED_MEMORY = 2, PERF_REFUSED_BUSY 
 
 enum ctl_type { CTL_START = 1, CTL_PHASE_END, CTL_ACK, CTL_DONE, CTL_RESULT, CTL_CREDIT };
 
+/* CTL_START's a: how the run goes beyond what the hello says. b: the size of the phase that
+ * follows (START_LAST_BYTE: the client sends a START before each phase). c: receive buffers the
+ * server may cycle its reposted receives through (START_RECV_SHARED). */
+enum {
+    /* write --lat by last-byte polling: one RDMA Write per direction, each side spins on the
+     * last byte of its target buffer (the adapter places in order), no signal Send. */
+    START_LAST_BYTE = 1,
+    /* send bandwidth without --verify, no message of CTL_SIZE bytes in the run: the payload is
+     * thrown away, so the receives may share c buffers (the footprint of an RDMA Write run's
+     * one target) instead of one buffer each; a control message still cannot be overwritten
+     * before it is read, because the client sends nothing after one until it is answered. */
+    START_RECV_SHARED = 2,
+};
+
 /* Control message (Send, CTL_SIZE bytes). */
 struct perf_ctl {
     char     magic[8];
@@ -88,7 +102,7 @@ struct perf_ctl {
 };
 _Static_assert(sizeof(struct perf_ctl) == CTL_SIZE, "control message size");
 
-/* Write --lat arrival signal (Send after the RDMA Write). */
+/* Write --lat arrival signal (Send after the RDMA Write; not with START_LAST_BYTE). */
 struct perf_signal {
     uint8_t  marker;         /* 0x80 | ... : never a control message */
     uint8_t  pad[3];
@@ -118,6 +132,8 @@ struct perf_opts {
     unsigned    depth;
     bool        depth_set;
     unsigned    inline_size;
+    bool        last_byte;         /* write --lat: last-byte polling even without IN_ORDER_DMA */
+    bool        no_last_byte;      /* write --lat: always Write + signal Send */
     ULONG       server_if, client_if;
     double      listen_timeout;    /* NdkPerfCmd -W */
     uint64_t    max_mem;           /* server: memory budget of all sessions together */
@@ -169,6 +185,15 @@ bool perf_check(const uint8_t *p, uint64_t len, uint64_t seed, uint64_t *bad_at)
  * wrong offset fails. off is the position of p in the buffer. */
 void perf_read_fill(uint8_t *p, uint64_t off, uint64_t len);
 bool perf_read_check(const uint8_t *p, uint64_t off, uint64_t len, uint64_t *bad_at);
+/* write --lat by last-byte polling: message seq is perf_fill's pattern with its last byte
+ * replaced by (uint8_t)seq, the byte the receiver spins on. */
+void perf_last_byte_fill(uint8_t *p, uint64_t len, uint64_t seq);
+/* Checks message seq once its last byte is seen, through scratch (len bytes of the caller's).
+ * Without in-order placement the bytes before it may still be on their way, so a mismatch is
+ * rechecked for up to 100 ms; any thread. */
+bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq, uint8_t *scratch);
+/* Reads the byte a last-byte poller spins on. */
+uint8_t perf_peek(const volatile uint8_t *p);
 
 /* ---- output (perf.c) ---- */
 

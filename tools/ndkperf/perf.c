@@ -61,6 +61,42 @@ bool perf_read_check(const uint8_t *p, uint64_t off, uint64_t len, uint64_t *bad
     return false;
 }
 
+void perf_last_byte_fill(uint8_t *p, uint64_t len, uint64_t seq)
+{
+    perf_fill(p, len, seq);
+    p[len - 1] = (uint8_t)seq;
+}
+
+/* The polled buffer is written by the adapter the way a NIC's DMA writes memory: no lock or
+ * atomic of ours orders it with these reads (in-order placement does), so ThreadSanitizer
+ * would call every read a race; these two functions are the only readers and it skips them. */
+__attribute__((no_sanitize("thread"))) uint8_t perf_peek(const volatile uint8_t *p)
+{
+    return *p;
+}
+
+__attribute__((no_sanitize("thread"))) static void perf_snapshot(uint8_t *dst, const volatile uint8_t *p, uint64_t len)
+{
+    for (uint64_t i = 0; i < len; i++)
+        dst[i] = p[i];
+}
+
+bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq, uint8_t *scratch)
+{
+    uint64_t deadline = 0, bad;
+    for (;;) {
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        perf_snapshot(scratch, p, len);
+        if (scratch[len - 1] == (uint8_t)seq && (len == 1 || perf_check(scratch, len - 1, seq, &bad)))
+            return true;
+        uint64_t now = ndk_tool_now_ns();
+        if (!deadline)
+            deadline = now + 100000000u;
+        else if (now >= deadline)
+            return false;
+    }
+}
+
 bool perf_is_ctl(const uint8_t *p, ULONG n)
 {
     return n == CTL_SIZE && memcmp(p, CTL_MAGIC, sizeof CTL_MAGIC) == 0;

@@ -23,6 +23,9 @@
 /* Sessions at once, whatever the budget says (each holds a thread and descriptors). */
 #define SRV_MAX_SESSIONS     4096u
 
+/* write --lat: where the source half of the server's data buffer starts. */
+#define SRV_LAT_SRC_OFF(max) (((max) + 63) & ~63ull)
+
 /* Bytes reserved by live sessions; the accept loop adds, a session's thread subtracts. */
 static uint64_t srv_mem_used;
 
@@ -40,6 +43,12 @@ struct srv_conn {
     uint64_t          cost;         /* bytes reserved from the budget */
     uint64_t          mismatches;
     uint64_t          data_rx, reposted, credited, credit_batch;
+    uint32_t          recv_bufs;     /* receives are reposted into slots 0..recv_bufs-1 */
+    /* write --lat by last-byte polling (START_LAST_BYTE) */
+    bool              last_byte;
+    uint64_t          lb_size;       /* the running phase's size; 0 between phases */
+    uint64_t          lb_seq;        /* messages seen; the last byte carries (uint8_t)lb_seq */
+    uint64_t          wb_done;       /* RDMA Writes back completed */
     /* control replies waiting for a free ring slot */
     int               pending_type;
     uint32_t          pending_status;
@@ -89,6 +98,22 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
                     break;
                 }
             }
+        }
+        if (type == CTL_START) {
+            uint64_t how = be64toh(m.a), size = be64toh(m.b), bufs = be64toh(m.c);
+            if ((how & START_LAST_BYTE) && sc->h.op == OP_WRITE && (sc->h.flags & HELLO_LAT)) {
+                if (size > sc->h.max_size || size > sc->h.client_buf_len) {
+                    perf_fail(pc, "write of %llu bytes does not fit the buffers", (unsigned long long)size);
+                    return false;
+                }
+                sc->last_byte = true;
+                sc->lb_size = size;
+            }
+            if ((how & START_RECV_SHARED) && sc->h.op == OP_SEND && !(sc->h.flags & (HELLO_LAT | HELLO_VERIFY)) &&
+                bufs >= 1 && bufs < sc->recv_bufs)
+                sc->recv_bufs = (uint32_t)bufs;
+        } else if (type == CTL_PHASE_END) {
+            sc->lb_size = 0;
         }
         if (type == CTL_START || type == CTL_PHASE_END || type == CTL_DONE) {
             status = sc->mismatches ? 1 : 0;
@@ -146,7 +171,7 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
         perf_fail(pc, "unexpected %u-byte message", bytes);
         return false;
     }
-    st = perf_post_recv(pc, k);
+    st = perf_post_recv(pc, k % sc->recv_bufs);
     if (st != STATUS_SUCCESS) {
         perf_fail(pc, "posting a receive failed: %s", ndk_tool_status(st));
         return false;
@@ -185,6 +210,7 @@ static bool srv_handle(struct srv_conn *sc, NDK_RESULT *r, ULONG n)
         }
         switch (kind) {
         case K_CTL: pc->ctl_done++; break;
+        case K_WB: sc->wb_done++; break;
         case K_ECHO:
             if ((st = perf_post_recv(pc, (uint32_t)idx)) != STATUS_SUCCESS) {
                 perf_fail(pc, "posting a receive failed: %s", ndk_tool_status(st));
@@ -228,6 +254,64 @@ static bool srv_pump(struct srv_conn *sc)
     return srv_handle(sc, r, n);
 }
 
+/* write --lat by last-byte polling, as ib_write_lat does it: spins on the last byte of the
+ * target half of the data buffer (the client writes each message so that it ends there) while
+ * polling the CQ, which lets the provider progress and serves the control messages; answers
+ * each message with an RDMA Write of the same size from the other half, ending at the end of
+ * the client's sink, its last byte the message's tag. Session thread, busy-polls until DONE or
+ * failure. */
+static void srv_last_byte_run(struct srv_conn *sc)
+{
+    struct perf_conn *pc = &sc->pc;
+    uint64_t max = sc->h.max_size, src_off = SRV_LAT_SRC_OFF(max);
+    volatile uint8_t *last = perf_data(pc) + max - 1;
+    uint8_t *scratch = (sc->h.flags & HELLO_VERIFY) ? malloc(max) : NULL;
+    NDK_RESULT r[64];
+
+    if ((sc->h.flags & HELLO_VERIFY) && !scratch) {
+        perf_fail(pc, "out of memory");
+        sc->over = true;
+        return;
+    }
+    while (!sc->done && !sc->over && !ndk_tool_stopped()) {
+        ULONG n = ndk_tool_cq_poll(pc->s.conn.cq, r, 64);
+        if (n && !srv_handle(sc, r, n))
+            break;
+        if (!n && ndk_tool_conn_disconnected(&pc->s.conn)) {
+            srv_wait_failed(sc, STATUS_CONNECTION_DISCONNECTED);
+            break;
+        }
+        uint64_t size = sc->lb_size;
+        /* The source is rewritten only once the previous answer's Write has completed. */
+        if (!size || sc->wb_done != sc->lb_seq || perf_peek(last) != (uint8_t)(sc->lb_seq + 1))
+            continue;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        sc->lb_seq++;
+        if ((sc->h.flags & HELLO_VERIFY) &&
+            !perf_last_byte_check(perf_data(pc) + max - size, size, sc->lb_seq, scratch)) {
+            perf_note(pc, "%s: write %llu of %llu bytes differs", pc->s.where, (unsigned long long)sc->lb_seq,
+                      (unsigned long long)size);
+            sc->mismatches++;
+        }
+        uint8_t *src = perf_data(pc) + src_off;
+        if (sc->h.flags & HELLO_VERIFY)
+            perf_last_byte_fill(src, size, sc->lb_seq);
+        else
+            src[size - 1] = (uint8_t)sc->lb_seq;
+        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + src_off, (ULONG)size);
+        ULONG flags = size <= sc->h.inline_size ? NDK_OP_FLAG_INLINE : 0;
+        NTSTATUS st = pc->s.conn.qp->Dispatch->NdkWrite(pc->s.conn.qp, TAG(K_WB, sc->lb_seq), &sge, 1,
+                                                      sc->h.client_buf + sc->h.client_buf_len - size,
+                                                      sc->h.client_token, flags);
+        if (st != STATUS_SUCCESS) {
+            perf_fail(pc, "posting RDMA Write failed: %s", ndk_tool_status(st));
+            sc->over = true;
+            break;
+        }
+    }
+    free(scratch);
+}
+
 /* The session's receive pool and data buffer for the test in h (host order), and what it
  * costs in all (the registration rounded as ndk_tool_session lays it out, plus overhead). */
 static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t *rbuf, uint64_t *data_len)
@@ -239,6 +323,8 @@ static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t
     if (h->op == OP_SEND) {
         *rbuf = (uint32_t)rmax;
         *nrecv = (h->flags & HELLO_LAT) ? 4 + SERVER_SPARE_RECV : h->depth + SERVER_SPARE_RECV;
+    } else if ((h->flags & HELLO_LAT) && h->op == OP_WRITE) {
+        *data_len = SRV_LAT_SRC_OFF(h->max_size) + h->max_size;   /* target, then last-byte's source */
     } else if (h->flags & HELLO_LAT) {
         *data_len = h->max_size;
     } else {
@@ -291,6 +377,7 @@ static void *srv_conn_main(void *arg)
     uint64_t data_len;
 
     srv_layout(h, &nrecv, &rbuf, &data_len);
+    sc->recv_bufs = nrecv;
     ULONG inl = h->inline_size < sc->ad->info.MaxInlineDataSize ? h->inline_size : sc->ad->info.MaxInlineDataSize;
     h->inline_size = inl;
     st = perf_conn_open(pc, sc->ad, nrecv, rbuf, 16, inl, data_len);
@@ -306,7 +393,14 @@ static void *srv_conn_main(void *arg)
     }
     if (h->op == OP_READ)
         perf_read_fill(perf_data(pc), 0, data_len);
-    sc->credit_batch = h->depth / 4 ? h->depth / 4 : 1;
+    /* Credits go back every quarter of the window, and with large messages once per MiB
+     * received, so that freed receives are not held back for several MiB. Credit messages are
+     * not credited themselves: with depth / batch at most CLIENT_RECVS / 2 of them can be
+     * unread at the client, whose receives they (and the one ACK) must find posted. */
+    uint64_t batch = h->depth / 4 ? h->depth / 4 : 1, min_batch = (h->depth + CLIENT_RECVS / 2 - 1) / (CLIENT_RECVS / 2);
+    if (batch > (1u << 20) / h->max_size)
+        batch = (1u << 20) / h->max_size;
+    sc->credit_batch = batch > min_batch ? batch : min_batch ? min_batch : 1;
 
     struct perf_accept acc;
     memset(&acc, 0, sizeof acc);
@@ -315,7 +409,8 @@ static void *srv_conn_main(void *arg)
     acc.credits = htobe32(h->op == OP_SEND ? h->depth : 0);
     acc.buf = htobe64((uint64_t)(uintptr_t)perf_data(pc));
     acc.token = htobe32(pc->s.mem.rtoken);
-    acc.buf_len = htobe32((uint32_t)data_len);
+    /* write --lat: the client sees the target half only. */
+    acc.buf_len = htobe32((uint32_t)(h->op == OP_WRITE && (h->flags & HELLO_LAT) ? h->max_size : data_len));
     acc.slots = htobe32(h->slots);
     ULONG ird = sc->ad->info.MaxInboundReadLimit, ord = sc->ad->info.MaxOutboundReadLimit;
     st = ndk_tool_conn_accept(&pc->s.conn, sc->incoming, ird, ord, &acc, sizeof acc, NDK_TOOL_CONNECT_TIMEOUT_MS);
@@ -334,7 +429,9 @@ static void *srv_conn_main(void *arg)
                 h->depth, h->conn_index + 1, h->conn_count);
     /* The test itself in the notification callback (busy-polled here with --poll), once the
      * client has started it. */
-    if (srv_wait_start(sc) && !sc->done) {
+    if (srv_wait_start(sc) && !sc->done && sc->last_byte) {
+        srv_last_byte_run(sc);
+    } else if (!sc->over && !sc->done) {
         st = ndk_tool_cq_run(pc->s.conn.cq, true, NDK_TOOL_INFINITE, srv_handler, NULL, sc);
         if (st != STATUS_SUCCESS)
             srv_wait_failed(sc, st);
