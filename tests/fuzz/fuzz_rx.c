@@ -14,10 +14,10 @@
  *   region 3  Read sink (local write): written only inside our posted Read's SGE
  * Invariants checked on the way: every completion belongs to a posted request, completes it once
  * and with the right type, its byte count is at most the posted buffer's; no completion for an
- * inbound tagged Write; the QP sends at most one Terminate and nothing after it, and everything
- * it sends decodes; after teardown every posted request has completed (but a receive the SRQ
- * still holds), and no memory, MR,
- * descriptor or mapping is left over.
+ * inbound tagged Write, and no more successful receives than the stream held whole Sends; the QP
+ * sends at most one Terminate and nothing after it, and everything it sends decodes; after
+ * teardown every posted request has completed (but a receive the SRQ still holds), and no
+ * memory, MR, descriptor or mapping is left over.
  *
  * Input: flags (1 byte: bit 0 CRC, bit 1 SRQ instead of RQ, bit 2 post a Read, bit 3 buffers
  * flush with the lower guard page instead of the upper, bit 4 FIN after the stream, bit 5 two
@@ -33,9 +33,9 @@
  *     bits 3-4 the region for 5 and 6; bit 7 a raw TO instead of an offset into the region), the
  *     TO or offset, the payload length (2 bytes: bit 15 a pattern instead of input bytes, 14 bits
  *     of length then; else 11 bits of length and the payload bytes follow), the opcode's fields
- *     (Send: MSN and MO unless auto, and the invalidated STag's selector; Read Request: sink STag,
- *     sink TO, size, and the source as selector + TO; Terminate: the control word), and the
- *     corruption's offset and XOR mask. */
+ *     (Send: MSN and MO unless auto, and the invalidated STag's selector; Read Request: MSN
+ *     unless auto, sink STag, sink TO, size, and the source as selector + TO; Terminate: MSN
+ *     unless auto, layer, type and code), and the corruption's offset and XOR mask. */
 #include "datapath.h"
 #include "fuzz.h"
 
@@ -292,6 +292,8 @@ struct run {
     struct iw_fpdu_rx out;
     unsigned terms;
     bool out_after_term;
+    unsigned recv_ok;       /* receives completed successfully */
+    unsigned sends_in;      /* whole Send messages in the peer's stream (up to its first error) */
     uint64_t out_bytes;
 };
 
@@ -324,7 +326,12 @@ static void poll_cq(struct run *r)
             FZ_CHECK(res[i].BytesTransferred <= p->len, "request %p completed with %u bytes into a %llu-byte buffer",
                      res[i].RequestContext, (unsigned)res[i].BytesTransferred, (unsigned long long)p->len);
             p->done++;
+            if (!p->is_read && res[i].Status == STATUS_SUCCESS)
+                r->recv_ok++;
         }
+        /* Only a Send completes a receive: never a Write, a Read Response or a Read Request. */
+        FZ_CHECK(r->recv_ok <= r->sends_in, "%u receives completed successfully, but the peer sent only %u Sends",
+                 r->recv_ok, r->sends_in);
         run_work();
     }
 }
@@ -674,6 +681,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     while (stream.n < (1u << 20) && next_record(&r, &pr, &in, &stream))
         ;
+
+    /* The stream's Send messages, as a deframer with the engine's settings sees them: the
+     * engine cannot act on anything after the first error this one finds. */
+    static struct iw_fpdu_rx model;
+    struct iw_fpdu_rx_cfg mcfg = { .crc = r.crc, .check_seq = true };
+    iw_fpdu_rx_init(&model, &mcfg);
+    for (size_t mpos = 0; mpos < stream.n;) {
+        struct iw_fpdu_event ev;
+        size_t used = 0;
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&model, stream.b + mpos, stream.n - mpos, &used, &ev);
+        mpos += used;
+        if (t == IW_FPDU_EV_ERROR || t == IW_FPDU_EV_NEED_MORE)
+            break;
+        if (t == IW_FPDU_EV_END && ev.hdr->last &&
+            (ev.hdr->opcode == IW_OP_SEND || ev.hdr->opcode == IW_OP_SEND_SE || ev.hdr->opcode == IW_OP_SEND_INV ||
+             ev.hdr->opcode == IW_OP_SEND_SE_INV))
+            r.sends_in++;
+    }
 
     int err = 0;
     size_t pos = 0, k = 0;
