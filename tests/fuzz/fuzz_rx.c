@@ -6,8 +6,11 @@
  *
  * Every buffer the peer can reach sits between PROT_NONE pages (mmap), flush against one of them
  * (the input picks which), with a canary in the slack on the other side: a byte written outside a
- * buffer faults at once or shows in the canary. Inside, every byte the peer may not write keeps
- * its fill pattern, checked after every input:
+ * buffer faults at once, shows in the canary, or, where the engines hand the address to readv()
+ * or sendmsg(), makes the kernel fail them with EFAULT, which the harness rejects. Only region 1
+ * is remotely readable and nothing writes it, so every Read Response byte the QP sends must be
+ * its fill. Inside the buffers every byte the peer may not write keeps its fill pattern, checked
+ * after every input:
  *   region 0  MR with remote write: the peer may write all of it
  *   region 1  MR with remote read only: never written
  *   region 2  receive buffers (local write only): written only inside the posted SGEs
@@ -30,8 +33,9 @@
  *     auto sequencing = kind & 0x20 (MSN / MO / Read Response offsets follow the stream's own
  *     order), corrupt one byte = kind & 0x40; then an STag selector (1 byte: low 3 bits region
  *     0-3's token, 4 a raw STag, 5 a token with a wrong key, 6 a token of the next index, 7 zero;
- *     bits 3-4 the region for 5 and 6; bit 7 a raw TO instead of an offset into the region), the
- *     TO or offset, the payload length (2 bytes: bit 15 a pattern instead of input bytes, 14 bits
+ *     bits 3-4 the region for 5 and 6; bits 5-6 where the offset counts from: 0 on from the
+ *     region's start, 1 back from it, 2 back from its end, 3 on from its end; bit 7 a raw TO
+ *     instead of an offset), the TO or offset, the payload length (2 bytes: bit 15 a pattern instead of input bytes, 14 bits
  *     of length then; else 11 bits of length and the payload bytes follow), the opcode's fields
  *     (Send: MSN and MO unless auto, and the invalidated STag's selector; Read Request: MSN
  *     unless auto, sink STag, sink TO, size, and the source as selector + TO; Terminate: MSN
@@ -336,6 +340,13 @@ static void poll_cq(struct run *r)
     }
 }
 
+/* EFAULT from an engine means it aimed a socket read or write at a guard page: memory outside
+ * every region, caught by the kernel instead of by a fault. */
+static void check_err(int err, const char *who)
+{
+    FZ_CHECK(err != -EFAULT, "%s touched memory outside the regions (EFAULT)", who);
+}
+
 /* Reads and decodes what the QP sent; lets its TX engine go on when it waited for room. */
 static void drain_out(struct run *r)
 {
@@ -357,6 +368,12 @@ static void drain_out(struct run *r)
             FZ_CHECK(t != IW_FPDU_EV_ERROR, "the QP sent a stream that does not decode: %s at offset %llu",
                      iw_fpdu_rx_reason_str(ev.err ? ev.err->reason : IW_FPDU_RXERR_NONE),
                      (unsigned long long)(ev.err ? ev.err->fpdu_offset : 0));
+            /* Only region 1 is remotely readable, and nothing writes it: a Read Response byte
+             * that is not its fill came from outside it. */
+            if (t == IW_FPDU_EV_PAYLOAD && ev.hdr->opcode == IW_OP_READ_RESP)
+                for (uint32_t i = 0; i < ev.len; i++)
+                    FZ_CHECK(ev.data[i] == FILL, "a Read Response carries 0x%02x at offset %u: not region 1's bytes",
+                             ev.data[i], ev.off + i);
             if (t == IW_FPDU_EV_HEADER) {
                 if (r->terms)
                     r->out_after_term = true;
@@ -375,7 +392,7 @@ static void drain_out(struct run *r)
         want = r->qp->dp->want_out && !r->qp->dp->stopped;
     pthread_mutex_unlock(&r->qp->lock);
     if (want)
-        (void)iw_tx_run(r->qp);
+        check_err(iw_tx_run(r->qp), "the TX engine");
 }
 
 /* ---- the peer's stream ---- */
@@ -404,12 +421,20 @@ static uint32_t stag_sel(struct run *r, struct fz_in *in, uint8_t sel)
     }
 }
 
+/* A TO near the region's edges is where bounds checks live: bits 5-6 of the selector count the
+ * offset from the start, back from the start, back from the end or on from the end. */
 static uint64_t to_sel(struct run *r, struct fz_in *in, uint8_t sel)
 {
     if (sel & 0x80)
         return fz_u64(in);
     unsigned which = sel & 7, reg = which < NREG ? which : (sel >> 3) & 3;
-    return (uint64_t)(uintptr_t)r->reg[reg].p + fz_u16(in);
+    uint64_t p = (uint64_t)(uintptr_t)r->reg[reg].p, len = r->reg[reg].len, off = fz_u16(in);
+    switch ((sel >> 5) & 3) {
+    case 0: return p + off;
+    case 1: return p - off;
+    case 2: return p + len - off;
+    default: return p + len + off;
+    }
 }
 
 /* Appends one record's bytes to the stream; false at the end of the input. */
@@ -593,6 +618,7 @@ static void teardown(struct run *r, int err)
         iw_qp_modify_locked(qp, IW_QP_ERROR);
     pthread_mutex_unlock(&qp->lock);
     iw_qp_connection_lost(qp, err);
+    check_err(g_cm_failed, "the TX engine");
     pthread_mutex_lock(&qp->lock);
     iw_qp_flush_locked(qp);
     pthread_mutex_unlock(&qp->lock);
@@ -717,6 +743,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         pos += (size_t)w;
         err = iw_rx_run(r.qp);
+        check_err(err, "the RX engine");
         drain_out(&r);
         poll_cq(&r);
         if (w == 0 && !err) {
@@ -728,6 +755,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!err && (flags & 0x10)) {
         shutdown(r.fd, SHUT_WR);
         err = iw_rx_run(r.qp);
+        check_err(err, "the RX engine");
         FZ_CHECK(err != 0, "the engine ignored the peer's FIN");
     }
     drain_out(&r);

@@ -182,7 +182,8 @@ static void rxs_fpdu(struct rx_seed *r, uint8_t opcode, bool last, uint8_t sel, 
         rxs_put(r, 0, 1);                           /* invalidate region 0's token */
 }
 
-static void rxs_read_req(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to, uint32_t size, uint16_t src_off)
+static void rxs_read_req_sel(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to, uint32_t size, uint8_t src_sel,
+                             uint16_t src_off)
 {
     rxs_put(r, 0x80u | 0x20u | 0x10u | IW_OP_READ_REQ, 1);
     rxs_put(r, 7, 1);
@@ -191,8 +192,13 @@ static void rxs_read_req(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to
     rxs_put(r, sink_stag, 4);
     rxs_put(r, sink_to, 8);
     rxs_put(r, size > 16384 ? 4096 : size, 2);
-    rxs_put(r, 1, 1);                               /* source: region 1 */
+    rxs_put(r, src_sel, 1);
     rxs_put(r, src_off, 2);
+}
+
+static void rxs_read_req(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to, uint32_t size, uint16_t src_off)
+{
+    rxs_read_req_sel(r, sink_stag, sink_to, size, 1, src_off);   /* source: region 1 */
 }
 
 static void rxs_term(struct rx_seed *r, const struct iw_fpdu_term *t)
@@ -309,6 +315,17 @@ static void rx_example_seeds(void)
         snprintf(what, sizeof what, "every operation (CRC %s, %s, %s pieces)", (v & 1) ? "on" : "off",
                  (v & 2) ? "SRQ" : "RQ", v < 2 ? "mixed" : "one-byte");
         rx_put(what, &r);
+    }
+    /* Accesses that end exactly at a region's last byte or start at its first (fuzz_rx's
+     * selector bits 5-6: 2 counts back from the end), flush with either guard page. */
+    for (int low = 0; low < 2; low++) {
+        rxs_begin(&r, (uint8_t)(low ? 0x08 : 0), mixed, sizeof mixed, 1);
+        rxs_fpdu(&r, IW_OP_WRITE, true, 0x40, 64, 64);
+        rxs_fpdu(&r, IW_OP_WRITE, true, 0x00, 0, 64);
+        rxs_read_req_sel(&r, 0x1234, 0x10000, 32, 0x41, 32);
+        rxs_read_req_sel(&r, 0x1234, 0x10000, 32, 0x01, 0);
+        rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 16384);
+        rx_put(low ? "edges of the regions, low-aligned" : "edges of the regions, high-aligned", &r);
     }
     /* Receives of two SGEs each, a Send across both, buffers flush with the lower guard page. */
     rxs_begin(&r, 0x20 | 0x08, one, 0, 2);
