@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make fuzz: builds the wire-layer libFuzzer targets (clang, ASan+UBSan) and runs each for
+# make fuzz: builds the libFuzzer targets (wire layer and RX engine; clang, ASan+UBSan) and runs each for
 # FUZZ_SECONDS, starting from the committed seeds plus the corpus earlier runs grew.
 # Prints one line per target: executions, crashes, timeouts, out-of-memory, corpus size.
 # Crashing inputs are kept in <build>/fuzz-runs/<target>/artifacts/; to reproduce one, run the
@@ -10,7 +10,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-mpa fpdu term tx}
+targets=${FUZZ_TARGETS:-mpa fpdu term tx rx}
 build=${FUZZ_BUILD:-$root/build/fuzz}
 jobs=${FUZZ_JOBS:-1}
 

@@ -2,7 +2,7 @@
  * tests/wire/examples.c) and the TCP payloads of the siw captures in
  * ../shared/interop/pcaps (via tests/wire's pcap reader), each prefixed with the parameter
  * bytes its target reads first. The output is committed under tests/fuzz/corpus; rerun it with
- *   seedgen OUTDIR            (OUTDIR gets mpa/, fpdu/, term/, tx/)
+ *   seedgen OUTDIR            (OUTDIR gets mpa/, fpdu/, term/, tx/, rx/)
  * when the examples, the captures or a target's input layout change. File names are the
  * CRC-32C of the content, so a rerun rewrites identical seeds in place. */
 #include <errno.h>
@@ -129,6 +129,217 @@ static void tx_mpa_seed(const char *what, const struct iw_mpa_frame *f)
     put_seed("tx", what, pre, (size_t)(p - pre), f->ulp_pd, f->ulp_pd_len);
 }
 
+/* ---- fuzz_rx: the header fields and records in the order fuzz_rx.c reads them ---- */
+
+struct rx_seed {
+    uint8_t b[SEED_MAX];
+    size_t n;
+};
+
+static void rxs_put(struct rx_seed *r, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        if (r->n < sizeof r->b)
+            r->b[r->n++] = (uint8_t)(v >> (8 * i));
+}
+
+/* flags, IRD 8, the piece sizes, regions of 16 KiB, nrecv whole-region receives, a Read of
+ * read_len bytes (when flags ask for one; its Responses must add up to it). */
+static void rxs_begin_read(struct rx_seed *r, uint8_t flags, const uint8_t *sizes, size_t nsizes, unsigned nrecv,
+                           uint16_t read_len)
+{
+    r->n = 0;
+    rxs_put(r, flags, 1);
+    rxs_put(r, 7, 1);
+    rxs_put(r, nsizes, 1);
+    for (size_t i = 0; i < nsizes; i++)
+        rxs_put(r, sizes[i], 1);
+    for (int i = 0; i < 4; i++)
+        rxs_put(r, 16383, 2);
+    rxs_put(r, nrecv, 1);
+    for (unsigned i = 0; i < nrecv * ((flags & 0x20) ? 2u : 1u); i++) {
+        rxs_put(r, (flags & 0x20) ? 100u * i : 0, 2);
+        rxs_put(r, (flags & 0x20) ? 100 : 16384, 2);
+    }
+    rxs_put(r, 0, 2);
+    rxs_put(r, read_len - 1u, 2);
+}
+
+static void rxs_begin(struct rx_seed *r, uint8_t flags, const uint8_t *sizes, size_t nsizes, unsigned nrecv)
+{
+    rxs_begin_read(r, flags, sizes, nsizes, nrecv, 4096);
+}
+
+/* An FPDU record with automatic sequencing and a pattern payload. sel: fuzz_rx's STag selector
+ * (region 0-3, or 7 for none) with an offset into that region. */
+static void rxs_fpdu(struct rx_seed *r, uint8_t opcode, bool last, uint8_t sel, uint16_t off, uint32_t plen)
+{
+    rxs_put(r, 0x80u | 0x20u | (last ? 0x10u : 0) | (opcode & 15u), 1);
+    rxs_put(r, sel, 1);
+    rxs_put(r, off, 2);
+    rxs_put(r, 0x8000u | (plen > 0x3fff ? 0x3fff : plen), 2);
+    if (opcode == IW_OP_SEND_INV || opcode == IW_OP_SEND_SE_INV)
+        rxs_put(r, 0, 1);                           /* invalidate region 0's token */
+}
+
+static void rxs_read_req_sel(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to, uint32_t size, uint8_t src_sel,
+                             uint16_t src_off)
+{
+    rxs_put(r, 0x80u | 0x20u | 0x10u | IW_OP_READ_REQ, 1);
+    rxs_put(r, 7, 1);
+    rxs_put(r, 0, 2);
+    rxs_put(r, 0, 2);
+    rxs_put(r, sink_stag, 4);
+    rxs_put(r, sink_to, 8);
+    rxs_put(r, size > 16384 ? 4096 : size, 2);
+    rxs_put(r, src_sel, 1);
+    rxs_put(r, src_off, 2);
+}
+
+static void rxs_read_req(struct rx_seed *r, uint32_t sink_stag, uint64_t sink_to, uint32_t size, uint16_t src_off)
+{
+    rxs_read_req_sel(r, sink_stag, sink_to, size, 1, src_off);   /* source: region 1 */
+}
+
+static void rxs_term(struct rx_seed *r, const struct iw_fpdu_term *t)
+{
+    rxs_put(r, 0x80u | 0x20u | 0x10u | IW_OP_TERMINATE, 1);
+    rxs_put(r, 7, 1);
+    rxs_put(r, 0, 2);
+    rxs_put(r, 0, 2);
+    rxs_put(r, t->layer, 1);
+    rxs_put(r, t->etype, 1);
+    rxs_put(r, t->ecode, 1);
+}
+
+static void rxs_raw(struct rx_seed *r, const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t k = n > 128 ? 128 : n;
+        rxs_put(r, k - 1, 1);
+        for (size_t i = 0; i < k; i++)
+            rxs_put(r, p[i], 1);
+        p += k;
+        n -= k;
+    }
+}
+
+static void rx_put(const char *what, const struct rx_seed *r)
+{
+    put_seed("rx", what, NULL, 0, r->b, r->n);
+}
+
+/* One connection's stream re-addressed to fuzz_rx's regions: each FPDU of the capture becomes a
+ * record with its opcode, L bit and length, its STags and offsets pointing into our regions. */
+static void rx_capture_seed(const char *what, const uint8_t *s, size_t n, const struct iw_fpdu_rx_cfg *cfg)
+{
+    static const uint8_t sizes[] = { 199, 6, 0, 254 };
+    static struct iw_fpdu_rx rx;
+    static struct rx_seed r;
+    struct iw_fpdu_rx_cfg c = *cfg;
+    struct iw_fpdu_event ev;
+    size_t pos = 0, used, k = 0;
+
+    c.check_seq = false;
+    /* Our Read is as long as the stream's first Read Response message, so it completes. */
+    uint32_t rresp = 0;
+    iw_fpdu_rx_init(&rx, &c);
+    while (pos < n) {
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, s + pos, n - pos, &used, &ev);
+        pos += used;
+        if (t == IW_FPDU_EV_ERROR || t == IW_FPDU_EV_NEED_MORE)
+            break;
+        if (t == IW_FPDU_EV_HEADER && ev.hdr->opcode == IW_OP_READ_RESP) {
+            rresp += ev.hdr->payload_len;
+            if (ev.hdr->last)
+                break;
+        }
+    }
+    pos = 0;
+    iw_fpdu_rx_init(&rx, &c);
+    rxs_begin_read(&r, (uint8_t)((cfg->crc ? 1 : 0) | (rresp && rresp <= 16384 ? 4 : 0)), sizes, sizeof sizes, 8,
+                   (uint16_t)(rresp && rresp <= 16384 ? rresp : 1));
+    while (pos < n && r.n < SEED_MAX - 64) {
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, s + pos, n - pos, &used, &ev);
+        pos += used;
+        if (t == IW_FPDU_EV_ERROR || t == IW_FPDU_EV_NEED_MORE)
+            break;
+        if (t != IW_FPDU_EV_HEADER)
+            continue;
+        const struct iw_fpdu_hdr *h = ev.hdr;
+        k++;
+        switch (h->opcode) {
+        case IW_OP_WRITE:
+            rxs_fpdu(&r, h->opcode, h->last, 0, (uint16_t)(h->to & 0x1fff), h->payload_len);
+            break;
+        case IW_OP_READ_RESP:
+            rxs_fpdu(&r, h->opcode, h->last, 3, 0, h->payload_len);
+            break;
+        case IW_OP_READ_REQ:
+            rxs_read_req(&r, h->rr.sink_stag, h->rr.sink_to, h->rr.size, (uint16_t)(h->rr.src_to & 0x1fff));
+            break;
+        case IW_OP_TERMINATE:
+            rxs_term(&r, &h->term);
+            break;
+        default:
+            rxs_fpdu(&r, h->opcode, h->last, 7, 0, h->payload_len);
+            break;
+        }
+    }
+    if (k)
+        rx_put(what, &r);
+}
+
+static void rx_example_seeds(void)
+{
+    static struct rx_seed r;
+    static const uint8_t one[] = { 0 }, mixed[] = { 40, 0, 3, 254 };
+    struct iw_fpdu_term t = { .layer = IW_TERM_LAYER_RDMAP, .etype = IW_TERM_ETYPE_RDMAP_REMOTE_PROT,
+                              .ecode = IW_TERM_RDMAP_ACCESS };
+    for (int v = 0; v < 4; v++) {
+        uint8_t flags = (uint8_t)((v & 1) | ((v & 2) ? 2 : 0) | 4 | 0x10);
+        char what[128];
+        /* Every operation the engine places or answers, one after another. */
+        rxs_begin(&r, flags, v < 2 ? mixed : one, v < 2 ? sizeof mixed : 0, 4);
+        rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 100);
+        rxs_fpdu(&r, IW_OP_SEND, false, 7, 0, 1000);
+        rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 500);
+        rxs_fpdu(&r, IW_OP_SEND_SE, true, 7, 0, 20);
+        rxs_fpdu(&r, IW_OP_WRITE, false, 0, 10, 1400);
+        rxs_fpdu(&r, IW_OP_WRITE, true, 0, 1410, 600);
+        rxs_read_req(&r, 0x1234, 0x10000, 300, 100);
+        rxs_fpdu(&r, IW_OP_READ_RESP, false, 3, 0, 2048);
+        rxs_fpdu(&r, IW_OP_READ_RESP, true, 3, 0, 2048);
+        rxs_fpdu(&r, IW_OP_SEND_INV, true, 7, 0, 10);
+        rxs_term(&r, &t);
+        snprintf(what, sizeof what, "every operation (CRC %s, %s, %s pieces)", (v & 1) ? "on" : "off",
+                 (v & 2) ? "SRQ" : "RQ", v < 2 ? "mixed" : "one-byte");
+        rx_put(what, &r);
+    }
+    /* Accesses that end exactly at a region's last byte or start at its first (fuzz_rx's
+     * selector bits 5-6: 2 counts back from the end), flush with either guard page. */
+    for (int low = 0; low < 2; low++) {
+        rxs_begin(&r, (uint8_t)(low ? 0x08 : 0), mixed, sizeof mixed, 1);
+        rxs_fpdu(&r, IW_OP_WRITE, true, 0x40, 64, 64);
+        rxs_fpdu(&r, IW_OP_WRITE, true, 0x00, 0, 64);
+        rxs_read_req_sel(&r, 0x1234, 0x10000, 32, 0x41, 32);
+        rxs_read_req_sel(&r, 0x1234, 0x10000, 32, 0x01, 0);
+        rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 16384);
+        rx_put(low ? "edges of the regions, low-aligned" : "edges of the regions, high-aligned", &r);
+    }
+    /* Receives of two SGEs each, a Send across both, buffers flush with the lower guard page. */
+    rxs_begin(&r, 0x20 | 0x08, one, 0, 2);
+    rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 150);
+    rx_put("Send across two SGEs, low-aligned buffers", &r);
+    /* The worked examples of iwarp-wire.md §10 as raw bytes (their STags match nothing here). */
+    for (size_t i = 0; i < wex_fpdu_count; i++) {
+        const struct wex_fpdu *e = &wex_fpdu[i];
+        rxs_begin(&r, (uint8_t)((e->crc ? 1 : 0) | 4), mixed, sizeof mixed, 2);
+        rxs_raw(&r, e->bytes, e->len);
+        rx_put(e->name, &r);
+    }
+}
+
 /* The starts of a stream's FPDUs, with their opcodes, from a one-shot run. */
 static size_t fpdu_starts(const uint8_t *s, size_t n, const struct iw_fpdu_rx_cfg *cfg, size_t *starts,
                           uint8_t *ops, size_t max)
@@ -187,6 +398,8 @@ static void captures(void)
                 mpa_seed(what, kind, st->data, st->len < mlen + 24 ? st->len : mlen + 24, 0);
                 mpa_seed(what, kind, st->data, st->len < mlen ? st->len : mlen, 5);
                 fpdu_seed(what, cfg.crc, true, kind, st->data, st->len);
+                if (st->len > mlen)
+                    rx_capture_seed(what, st->data + mlen, st->len - mlen, &cfg);
                 /* Windows at the first FPDU of each opcode further in, without stream checks
                  * (they start mid-stream) and without the MPA frame. */
                 size_t starts[4096];
@@ -267,6 +480,7 @@ int main(int argc, char **argv)
         fpdu_seed("Terminate with M, D and R", true, true, 0, fp, (size_t)n);
         tx_fpdu_seed("Terminate with M, D and R", &h, NULL, 0, true);
     }
+    rx_example_seeds();
     captures();
     printf("%zu seeds written\n", written);
     return 0;

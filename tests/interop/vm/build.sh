@@ -297,6 +297,8 @@ WANT_MODS=(siw ib_core ib_uverbs rdma_cm iw_cm rdma_ucm crypto-crc32c crc32c_gen
 [ "$BUILD_KSMBD" = 1 ] && WANT_MODS+=(ksmbd_smbdirect cmac sha512_generic md4 ecb ccm gcm ctr ghash-generic nls_utf8)
 # verbs provider (issue 16): Soft-RoCE (Debian's kernel ships rdma_rxe) beside siw
 WANT_MODS+=(rdma_rxe crypto-crc32 crc32_generic)   # rxe computes its ICRC with the kernel's crc32 shash
+# the first-FPDU cell of guest/matrix.sh: two network namespaces joined by a veth pair (MSS 1460)
+WANT_MODS+=(veth)
 : >"$TMPI/modules.list"
 for mod in "${WANT_MODS[@]}"; do
 	timeout 60 modprobe -d "$KROOT" -S "$KVER" --show-depends "$mod" >>"$TMPI/modules.list" 2>>"$TMPI/modules.err" \
