@@ -55,17 +55,23 @@ L=/tmp/local
 mkdir -p "$L"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
-# capture one SMB Direct session for tshark on the host (smb2, smb_direct, iwarp)
-tcpdump -i lo -s 0 -B 32768 -U -Z root -w "$PC/ksmbd-capture.pcap" "host $IP and tcp port 5445" >/tmp/tcpdump.txt 2>&1 &
-TP=$!
-for i in $(seq 1 25); do grep -q listening /tmp/tcpdump.txt 2>/dev/null && break; sleep 0.2; done
+# capture SMB Direct sessions for tshark on the host (smb2, smb_direct, iwarp): one file per
+# connection, since the client may reuse its port and tshark then keeps the first one's MPA state
+capture() { # NAME CMD...: run CMD under tcpdump, the capture in $PC/ksmbd-NAME.pcap
+	local name=$1 tp i rc; shift
+	tcpdump -i lo -s 0 -B 32768 -U -Z root -w "$PC/ksmbd-$name.pcap" "host $IP and tcp port 5445" >/tmp/tcpdump-$name.txt 2>&1 &
+	tp=$!
+	for i in $(seq 1 25); do grep -q listening /tmp/tcpdump-$name.txt 2>/dev/null && break; sleep 0.2; done
+	"$@"; rc=$?
+	sleep 1; kill "$tp" 2>/dev/null; wait "$tp" 2>/dev/null
+	cat /tmp/tcpdump-$name.txt >>"$RES/tcpdump.txt"
+	return $rc
+}
 head -c 70000 /dev/urandom >"$L/cap.bin"
-timeout 120 ndksmb --dialect 3.0.2 --quiet put "$L/cap.bin" "$S/cap.bin" >"$RES/capture.log" 2>&1 \
-	&& timeout 120 ndksmb --dialect 3.0.2 --quiet get "$S/cap.bin" "$L/cap.back" >>"$RES/capture.log" 2>&1 \
+capture put timeout 120 ndksmb --quiet put "$L/cap.bin" "$S/cap.bin" >"$RES/capture.log" 2>&1 \
+	&& capture get timeout 120 ndksmb --quiet get "$S/cap.bin" "$L/cap.back" >>"$RES/capture.log" 2>&1 \
 	&& [ "$(sha "$L/cap.bin")" = "$(sha "$L/cap.back")" ] \
-	&& record PASS capture 70000 "put+get under tcpdump" || record FAIL capture - "$(tail -2 "$RES/capture.log")"
-sleep 2; kill "$TP" 2>/dev/null; wait "$TP" 2>/dev/null
-cp /tmp/tcpdump.txt "$RES/tcpdump.txt"
+	&& record PASS capture 70000 "put+get under tcpdump (SMB 3.1.1)" || record FAIL capture - "$(tail -2 "$RES/capture.log")"
 
 if [ "${KSMBD_QUICK:-0}" = 1 ]; then
 	ksmbd.control -d all >"$RES/debug.txt" 2>&1
@@ -80,7 +86,7 @@ fi
 # 6.1.192 refuses our signed TREE_CONNECT (its signing key differs from ours; the 3.1.1 cell
 # below records it), and 3.0.2 sends TREE_CONNECT unsigned.
 D302="--dialect 3.0.2"
-for args in "$D302" "$D302 --depth 16 --io-size 1m" "$D302 --no-invalidate" "$D302 --io-size 64k"; do
+for args in "$D302" "$D302 --depth 16 --io-size 1m" "$D302 --no-invalidate" "$D302 --depth 1 --io-size 64k"; do
 	tag=$(echo "${args#"$D302"}" | tr -d ' -' | cut -c1-16); tag=${tag:-default}
 	for size in 0 1 1364 65536 1048576 8388609; do
 		f="$L/f$size"
@@ -98,7 +104,7 @@ for args in "$D302" "$D302 --depth 16 --io-size 1m" "$D302 --no-invalidate" "$D3
 		if [ "$(sha "$f")" != "$(sha "$L/back")" ]; then
 			record FAIL "get-$tag-$size" - "content differs"; continue
 		fi
-		rd=$(grep -o '"rdma_[a-z]*": *[0-9]*' "$log" | tr -d ' "' | tr '\n' ' ')
+		rd=$(grep -o '"\(io_size\|max_read\|max_write\|rdma_[a-z]*\)": *[0-9]*' "$log" | tr -d ' "' | sort -u | tr '\n' ' ')
 		record PASS "putget-$tag-$size" "$size" "sha256 equal (client, share, fetched); $rd"
 	done
 done
