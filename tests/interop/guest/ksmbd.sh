@@ -148,7 +148,7 @@ case "$out" in *LOGON_FAILURE*) record PASS bad-password - "$out" ;; *) record F
 # order alternates per round) so that drift of the TCG host hits both alike; only ratios mean
 # anything under TCG. Two shapes: 1 MiB I/Os at depth 4, 64 KiB I/Os at depth 1.
 field() { # JSON SECTION KEY: the number of "KEY" inside the "SECTION" object
-	grep -o "\"$2\": *{[^}]*}" <<<"$1" | grep -o "\"$3\": *[0-9.]*" | grep -o '[0-9.]*$'
+	grep -o "\"$2\": *{[^}]*}" <<<"$1" | grep -o "\"$3\": *[0-9.e+-]*" | grep -o '[0-9.e+-]*$'
 }
 BENCH=$RES/bench.txt
 : >"$BENCH"
@@ -164,7 +164,7 @@ for shape in "1m 4 8m" "64k 1 1m"; do
 		done
 	done
 	# ratio of the medians of three rounds: SMB Direct / TCP
-	med() { grep "^$1 io=$io depth=$dp " "$BENCH" | grep -o "$2=[0-9.]*" | cut -d= -f2 | sort -g | sed -n 2p; }
+	med() { grep "^$1 io=$io depth=$dp " "$BENCH" | grep -o "$2=[0-9.e+-]*" | cut -d= -f2 | sort -g | sed -n 2p; }
 	line=""
 	for k in write_mb_s read_mb_s write_p50_us read_p50_us; do
 		a=$(med smbd $k) b=$(med tcp $k)
