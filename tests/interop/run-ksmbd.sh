@@ -46,14 +46,35 @@ set -e
 [ -s "$OUT/results/cells.txt" ] || { tail -30 "$OUT/.vm/console.log" 2>/dev/null; echo "FAIL: no results (guest rc $grc)"; exit 1; }
 
 fails=0
-if command -v tshark >/dev/null 2>&1 && [ -s "$OUT/pcaps/ksmbd-capture.pcap" ]; then
-	p="$OUT/pcaps/ksmbd-capture.pcap"
-	dec=(-n --disable-protocol rpcordma)
-	nsmb=$(tshark -r "$p" "${dec[@]}" -Y smb2 2>/dev/null | wc -l)
-	nsd=$(tshark -r "$p" "${dec[@]}" -Y smb_direct 2>/dev/null | wc -l)
-	nbad=$(tshark -r "$p" "${dec[@]}" -Y _ws.malformed 2>/dev/null | wc -l)
-	echo "capture: $nsmb smb2 frames, $nsd smb_direct frames, $nbad malformed" | tee "$OUT/pcap-check.txt"
-	[ "$nsmb" -gt 0 ] && [ "$nbad" = 0 ] || { echo "FAIL: the capture does not decode as SMB2 over SMB Direct cleanly"; fails=1; }
+# every capture: iWARP (MPA, DDP/RDMAP) as check-pcaps.sh checks it, SMB Direct and SMB2 present,
+# nothing malformed. tshark gives TCP port 5445 to the artemis dissector by default: switched off
+# through private profile directories. tshark 4.0's SPNEGO dissector flags the negTokenInit in
+# ksmbd's NEGOTIATE response (a BER error in the server's own blob): check-pcaps.sh runs with
+# SPNEGO off, and the second pass, with SPNEGO on, excuses that one frame only, by name.
+if command -v tshark >/dev/null 2>&1; then
+	WS1="$OUT/.wireshark" WS2="$OUT/.wireshark-nospnego"
+	mkdir -p "$WS1" "$WS2" "$OUT/pcap-check/ksmbd"
+	echo artemis >"$WS1/disabled_protos"
+	printf 'artemis\nspnego\n' >"$WS2/disabled_protos"
+	ln -sfn "$OUT/pcaps" "$OUT/pcap-check/ksmbd/pcaps"
+	WIRESHARK_CONFIG_DIR="$WS2" "$HERE/check-pcaps.sh" "$OUT/pcap-check" >"$OUT/pcap-check.txt" 2>&1 || fails=1
+	n=0
+	for p in "$OUT"/pcaps/ksmbd-*.pcap; do
+		[ -s "$p" ] || continue
+		n=$((n + 1))
+		ts=(env WIRESHARK_CONFIG_DIR="$WS1" tshark -r "$p" -n --disable-protocol rpcordma)
+		nsmb=$("${ts[@]}" -Y smb2 2>/dev/null | wc -l)
+		nsd=$("${ts[@]}" -Y smb_direct 2>/dev/null | wc -l)
+		nbad=$("${ts[@]}" -Y '_ws.malformed and not (smb2.cmd == 0 and smb2.flags.response == 1)' 2>/dev/null | wc -l)
+		nneg=$("${ts[@]}" -Y '_ws.malformed and smb2.cmd == 0 and smb2.flags.response == 1' 2>/dev/null | wc -l)
+		echo "$(basename "$p"): $nsmb smb2 frames, $nsd smb_direct frames, $nbad malformed ($nneg in ksmbd's SPNEGO blob of its NEGOTIATE response, not counted)" >>"$OUT/pcap-check.txt"
+		[ "$nsmb" -gt 0 ] && [ "$nsd" -gt 0 ] && [ "$nbad" = 0 ] || { echo "BAD|$(basename "$p")|smb2/smb_direct missing or malformed frames" >>"$OUT/pcap-check.txt"; fails=1; }
+	done
+	[ "$n" -ge 2 ] || { echo "BAD|fewer than two captures" >>"$OUT/pcap-check.txt"; fails=1; }
+	sed 's/^/capture: /' "$OUT/pcap-check.txt"
+else
+	echo "capture: tshark is not installed; captures not decoded"
+	fails=1
 fi
 echo "===== SMB Direct cells against ksmbd over siw (results in $OUT)"
 sed 's/|/  /g' "$OUT/results/cells.txt"

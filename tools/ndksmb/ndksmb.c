@@ -372,6 +372,9 @@ static void report(const opts *o, session *s, const char *op, const char *remote
         ndk_tool_json_u64(&j, "bytes", bytes);
         ndk_tool_json_dbl(&j, "seconds", secs);
         ndk_tool_json_dbl(&j, "mb_per_s", secs > 0 ? (double)bytes / secs / 1e6 : 0);
+        ndk_tool_json_u64(&j, "max_read", in->max_read);
+        ndk_tool_json_u64(&j, "max_write", in->max_write);
+        ndk_tool_json_u64(&j, "io_size", smb2_io_size(s->cli, strcmp(op, "put") == 0));
         ndk_tool_json_u64(&j, "rdma_reads", in->rdma_reads);
         ndk_tool_json_u64(&j, "rdma_writes", in->rdma_writes);
         ndk_tool_json_u64(&j, "inline_reads", in->inline_reads);

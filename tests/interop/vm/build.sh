@@ -148,7 +148,15 @@ fi
 # linux-kbuild ships no asn1_compiler, so it is built from the source package and the two SPNEGO
 # parsers are generated beforehand. Independent of the siw variant, so built once per kernel.
 KSMBD_DIR="$BASE/ksmbd"
-if [ "$BUILD_KSMBD" = 1 ] && ! stamp_ok ksmbd "$KIMG_VER"; then
+# Two fixes to Debian's 6.1.192 ksmbd, each applied only where its anchor is found:
+# - it took the 2024 IPC hardening that rejects a share-config response without payload_sz (every
+#   disk share then fails TREE_CONNECT with STATUS_BAD_NETWORK_NAME), but Debian 12 ships
+#   ksmbd-tools 3.4.7, which fills payload_sz only from 3.5.2 on: derive it from the netlink
+#   attribute length, which is what 3.5.2 sends;
+# - its smb2_open calls opinfo_put() on a NULL opinfo when a CREATE gets no oplock or lease (a
+#   directory opened for a listing), which oopses the guest; upstream's opinfo_put tolerates NULL.
+KSMBD_REV="$KIMG_VER+payload_sz+opinfo_put"
+if [ "$BUILD_KSMBD" = 1 ] && ! stamp_ok ksmbd "$KSMBD_REV"; then
 	log "building ksmbd_smbdirect.ko from $SRC_PKG"
 	rm -rf "$KSMBD_DIR"; mkdir -p "$KSMBD_DIR/src" "$KSMBD_DIR/fs/smb"
 	timeout "$T" dpkg-deb --fsys-tarfile "$DEBK/${SRC_PKG}_"*.deb | tar -xO "./usr/src/$SRC_PKG.tar.xz" \
@@ -168,12 +176,23 @@ if [ "$BUILD_KSMBD" = 1 ] && ! stamp_ok ksmbd "$KIMG_VER"; then
 		-e 's#^ksmbd-y :=#ksmbd_smbdirect-y :=#' \
 		-e 's#^ksmbd-\$(CONFIG_SMB_SERVER_SMBDIRECT) += transport_rdma\.o#ksmbd_smbdirect-y += transport_rdma.o#' "$sm/Makefile"
 	grep -q 'ksmbd_smbdirect-y += transport_rdma.o' "$sm/Makefile" || die "unexpected ksmbd Makefile layout"
+	anchor='if (entry->msg_sz < sizeof(struct ksmbd_share_config_response))'
+	if grep -qF "$anchor" "$sm/transport_ipc.c" && grep -qF 'resp->payload_sz <= resp->veto_list_sz' "$sm/transport_ipc.c"; then
+		printf '\t\tif (!resp->payload_sz)\n\t\t\tresp->payload_sz = entry->msg_sz - sizeof(*resp);\n' >"$KSMBD_DIR/payload_sz.c"
+		sed -i -e "/${anchor//[()]/.}/{n;r $KSMBD_DIR/payload_sz.c" -e '}' "$sm/transport_ipc.c"
+		grep -qF 'resp->payload_sz = entry->msg_sz - sizeof(*resp);' "$sm/transport_ipc.c" || die "payload_sz patch did not apply"
+	fi
+	if ! sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep -q '!opinfo'; then
+		printf '\tif (!opinfo)\n\t\treturn;\n' >"$KSMBD_DIR/opinfo_put.c"
+		sed -i -e "/^void opinfo_put(struct oplock_info \*opinfo)\$/{n;r $KSMBD_DIR/opinfo_put.c" -e '}' "$sm/oplock.c"
+		sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep -q '!opinfo' || die "opinfo_put patch did not apply"
+	fi
 	timeout "$T" make -C "$HROOT/usr/src/$HDR_PKG" M="$sm" CONFIG_SMB_SERVER=m CONFIG_SMB_SERVER_SMBDIRECT=y \
 		KCFLAGS="-DCONFIG_SMB_SERVER_SMBDIRECT=1" -j"$(nproc)" modules >>"$KSMBD_DIR/build.log" 2>&1 \
 		|| { tail -30 "$KSMBD_DIR/build.log" >&2; die "ksmbd build failed (log: $KSMBD_DIR/build.log)"; }
 	strip --strip-debug "$sm/ksmbd_smbdirect.ko"
 	rm -rf "$ksrc"
-	stamp_set ksmbd "$KIMG_VER"
+	stamp_set ksmbd "$KSMBD_REV"
 fi
 
 # ---------------------------------------------------------------- per-image work area
