@@ -21,8 +21,9 @@ int vb_device_scan(struct vb_provider *prov)
     list = ibv_get_device_list(&n);
     err = errno;
     if (!list || n == 0) {
+        /* libibverbs says ENOSYS when the kernel has no user-space verbs (no ib_uverbs). */
         snprintf(prov->why, sizeof prov->why, "no RDMA device (%s); load rdma_rxe/siw or install an RNIC",
-                 list ? "none registered" : strerror(err ? err : ENODEV));
+                 list ? "none registered" : err == ENOSYS ? "no ib_uverbs in the kernel" : strerror(err ? err : ENODEV));
         if (list)
             ibv_free_device_list(list);
         return 0;

@@ -46,9 +46,12 @@ export NDK_CONFORM_MAX_TRANSFER=${NDK_CONFORM_MAX_TRANSFER:-8388608}
 cell_ndkinfo() {
 	local log=$RES/ndkinfo.log
 	NDK_PROVIDERS=verbs ndkinfo >"$log" 2>&1
+	# the device behind each adapter (OID_OPENNDK_RDMA_DEVICE): rxe's GID is the address, ::ffff:198.18.1.1
 	if grep -q "verbs on siwd0" "$log" && grep -q "verbs on rxed0" "$log" && grep -q "RdmaTechnology *iWARP" "$log" &&
-		grep -q "RdmaTechnology *RoCEv2" "$log"; then
-		record PASS ndkinfo "verbs adapters on siwd0 (iWARP) and rxed0 (RoCE v2)"
+		grep -q "RdmaTechnology *RoCEv2" "$log" &&
+		grep -qE "RDMA device siw0 port 1, GID\[0\] .*link layer Ethernet \(iWARP transport\)" "$log" &&
+		grep -qE "RDMA device rxe0 port 1, GID\[[0-9]+\] ::ffff:198\.18\.1\.1, link layer Ethernet \(IB transport\)" "$log"; then
+		record PASS ndkinfo "verbs adapters on siwd0 (siw0, iWARP) and rxed0 (rxe0, RoCE v2, GID ::ffff:198.18.1.1)"
 	else
 		record FAIL ndkinfo "verbs adapters missing or wrong technology (results/ndkinfo.log)"
 	fi
@@ -160,6 +163,57 @@ cell_tools() {
 	else record FAIL "tools-$dev" "failed:$bad (results/tools-$dev.log)"; fi
 }
 
+# ---- cost (issue 16 item 3, bench/verbs-guest.sh): ndkperf over verbs against perftest on the same
+# device, interleaved (the order flips every repetition): bandwidth with both busy-polling, a fixed
+# iteration count (perftest's -D mode counts no iteration under TCG) and the same window (32);
+# latency with both waiting for completion events (busy-polling both ends of a ping-pong on the
+# guest's 2 vCPUs measures the scheduler). Under TCG only the ratio means anything. Writes
+# results/bench-<dev>.csv: dev,id,rep,tool,value,unit.
+bench_num() { # FILE KEY: the first number after "KEY": in ndkperf's JSON
+	grep -oE "\"$2\"[ ]*:[ ]*[0-9.eE+-]+" "$1" | head -n 1 | sed 's/.*:[ ]*//'
+}
+cell_bench() {
+	local dev=$1 ip=$2 csv=$RES/bench-$1.csv log=$RES/bench-$1.log port=18700 r t v bad="" order
+	local reps=${BENCH_REPS:-3} size=${BENCH_BW_SIZE:-65536} bw_iters=${BENCH_BW_ITERS:-1000} iters=${BENCH_LAT_ITERS:-1000}
+	echo "dev,id,rep,tool,value,unit" >"$csv"
+	: >"$log"
+	for r in $(seq 1 "$reps"); do
+		order="ndk pt"
+		[ $((r % 2)) = 0 ] && order="pt ndk"
+		for t in $order; do
+			port=$((port + 1))
+			if [ "$t" = ndk ]; then
+				pair "$log" 120 "ndkperf -s $ip:$port --once --poll --provider verbs" \
+					"ndkperf -c $ip:$port -t write -z $size -n $bw_iters -d 32 --poll --json --provider verbs"
+				v=$(bench_num /tmp/pair.client bw_avg_MBps)
+				# ndkperf's MB/s are 10^6 B/s; perftest's --report_gbits are 10^9 bit/s
+				[ -n "$v" ] && v=$(awk -v v="$v" 'BEGIN { printf "%.4f", v * 8 / 1000 }')
+			else
+				pair "$log" 120 "ib_write_bw -R -d ${dev}0 -s $size -n $bw_iters -t 32 -p $port -F --report_gbits" \
+					"ib_write_bw -R -d ${dev}0 -s $size -n $bw_iters -t 32 -p $port -F --report_gbits $ip"
+				v=$(awk -v s="$size" '$1 == s && NF >= 5 { print $4 }' /tmp/pair.client | tail -n 1)
+			fi
+			# a run that moved nothing (0) is no measurement
+			if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then echo "$dev,write.bw.$size,$r,$t,$v,Gbit/s" >>"$csv"
+			else bad="$bad write-$t#$r"; fi
+			port=$((port + 1))
+			if [ "$t" = ndk ]; then
+				pair "$log" 120 "ndkperf -s $ip:$port --once --provider verbs" \
+					"ndkperf -c $ip:$port -t send --lat -z 8 -n $iters --json --provider verbs"
+				v=$(bench_num /tmp/pair.client t_typical_us)
+			else
+				pair "$log" 120 "ib_send_lat -R -d ${dev}0 -s 8 -n $iters -e -p $port -F" \
+					"ib_send_lat -R -d ${dev}0 -s 8 -n $iters -e -p $port -F $ip"
+				v=$(awk '$1 == 8 && NF >= 5 { print $5 }' /tmp/pair.client | tail -n 1)
+			fi
+			if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then echo "$dev,send.lat.8,$r,$t,$v,us" >>"$csv"
+			else bad="$bad lat-$t#$r"; fi
+		done
+	done
+	if [ -z "$bad" ]; then record PASS "bench-$dev" "$reps repetitions of write bw ($size B) and send latency (8 B), ndkperf and perftest"
+	else record FAIL "bench-$dev" "no result:$bad (results/bench-$dev.log)"; fi
+}
+
 for g in $CELLS; do
 	case $g in
 	ndkinfo) cell_ndkinfo ;;
@@ -172,6 +226,8 @@ for g in $CELLS; do
 	cross-siw) cell_cross ;;
 	tools-rxe) cell_tools rxe "$RXE_IP" ;;
 	tools-siw) cell_tools siw "$SIW_IP" ;;
+	bench-rxe) cell_bench rxe "$RXE_IP" ;;
+	bench-siw) cell_bench siw "$SIW_IP" ;;
 	esac
 done
 say "done"
