@@ -2,17 +2,21 @@
 # bench/verbs-guest.sh - the verbs rows of `make bench` (issue 16 item 3): in the interop QEMU
 # guest (tests/interop/verbs.sh, cells bench-rxe and bench-siw), ndkperf over the verbs provider
 # against perftest on the same device (rxe0, siw0), interleaved: each repetition runs ndkperf and
-# perftest back to back, in the order ndkperf-perftest and then perftest-ndkperf, both busy-polling.
-#   write bandwidth  ndkperf -t write -z SIZE -d 32 --poll   vs  ib_write_bw -R -s SIZE --report_gbits
-#   send latency     ndkperf -t send --lat -z 8 --poll       vs  ib_send_lat -R -s 8 (t_typical)
-# The guest runs under TCG, so only the ratios mean anything: bandwidth ndkperf/perftest (1.0 =
-# the same, below 1 slower), latency ndkperf/perftest (1.0 = the same, above 1 slower).
+# perftest back to back, in the order ndkperf-perftest and then perftest-ndkperf.
+#   write bandwidth  ndkperf -t write -z SIZE -n N -d 32 --poll  vs  ib_write_bw -R -s SIZE -n N -t 32
+#   send latency     ndkperf -t send --lat -z 8 -n N (events)     vs  ib_send_lat -R -s 8 -n N -e
+# Both tools are timed alike from outside: two client runs with N1 and N2 iterations, the
+# difference of their wall-clock times (start-up and connection set-up cancel; perftest's cycle
+# counter is unusable under TCG). Latency is half a round trip. Only the ratios mean anything:
+# bandwidth ndkperf/perftest (1.0 = the same, below 1 slower), latency ndkperf/perftest (above 1
+# slower).
 #
 #   bench/verbs-guest.sh BUILD_DIR OUT_DIR
 # Writes OUT_DIR/verbs-guest.md and OUT_DIR/verbs-guest.csv; exit 77 with one line when the guest
 # cannot boot here (no qemu, no image and not root, no verbs provider built), 1 when a cell failed.
 # Environment: BENCH_VERBS (1; 0 skips), BENCH_VERBS_REPS (3), BENCH_BW_SIZE (65536),
-# BENCH_BW_ITERS (1000 per bandwidth run), BENCH_LAT_ITERS (1000), INTEROP_CACHE (guest image cache).
+# BENCH_BW_ITERS1/BENCH_BW_ITERS (200/1000), BENCH_LAT_ITERS1/BENCH_LAT_ITERS (200/1000),
+# INTEROP_CACHE (guest image cache).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,7 +64,7 @@ awk -F, '
 		}
 		close("sort")
 		print ""
-		print "Bandwidth: a ratio below 1 means ndkperf is slower; latency (median one-way, t_typical): above 1 means slower."
+		print "Both timed from outside (wall-clock difference of an N1- and an N2-iteration run). Bandwidth: a ratio below 1 means ndkperf is slower; latency (half a round trip, median of the repetitions): above 1 means slower."
 	}' "$csv" >"$md"
 cat "$md"
 [ $rc = 0 ] || { echo "bench: a verbs bench cell failed (rc $rc; $log)"; exit 1; }

@@ -164,53 +164,68 @@ cell_tools() {
 }
 
 # ---- cost (issue 16 item 3, bench/verbs-guest.sh): ndkperf over verbs against perftest on the same
-# device, interleaved (the order flips every repetition): bandwidth with both busy-polling, a fixed
-# iteration count (perftest's -D mode counts no iteration under TCG) and the same window (32);
-# latency with both waiting for completion events (busy-polling both ends of a ping-pong on the
-# guest's 2 vCPUs measures the scheduler). Under TCG only the ratio means anything. Writes
-# results/bench-<dev>.csv: dev,id,rep,tool,value,unit.
-bench_num() { # FILE KEY: the first number after "KEY": in ndkperf's JSON
-	grep -oE "\"$2\"[ ]*:[ ]*[0-9.eE+-]+" "$1" | head -n 1 | sed 's/.*:[ ]*//'
+# device, interleaved (the order flips every repetition). Both are timed the same way, from outside:
+# each measurement runs the client twice, with N1 and N2 iterations, and takes the difference of
+# the two wall-clock times, so that start-up and connection set-up cancel and neither tool's own
+# clock counts (perftest's cycle counter is unreliable under TCG: -D counts no iteration, latencies
+# come out as inf). Bandwidth: RDMA Write of SIZE, window 32, both busy-polling; latency: 8-byte
+# Send ping-pong, both waiting for completion events (two busy-polling ends on the guest's 2 vCPUs
+# measure the scheduler), reported as half the round trip. Under TCG only the ratio means anything.
+# Writes results/bench-<dev>.csv: dev,id,rep,tool,value,unit.
+bench_wall() { # COMMAND: the command, then a line "WALL start end" (seconds)
+	printf 'a=$(date +%%s.%%N); %s; rc=$?; echo "WALL $a $(date +%%s.%%N)"; exit $rc' "$1"
+}
+bench_run() { # TOOL KIND ITERS PORT DEV IP SIZE: one timed client run; echoes its seconds or nothing
+	local tool=$1 kind=$2 n=$3 port=$4 dev=$5 ip=$6 size=$7 scmd ccmd
+	if [ "$tool" = ndk ] && [ "$kind" = bw ]; then
+		scmd="ndkperf -s $ip:$port --once --poll --provider verbs"
+		ccmd="ndkperf -c $ip:$port -t write -z $size -n $n -d 32 --poll --provider verbs"
+	elif [ "$tool" = ndk ]; then
+		scmd="ndkperf -s $ip:$port --once --provider verbs"
+		ccmd="ndkperf -c $ip:$port -t send --lat -z 8 -n $n --provider verbs"
+	elif [ "$kind" = bw ]; then
+		scmd="ib_write_bw -R -d ${dev}0 -s $size -n $n -t 32 -p $port -F"
+		ccmd="ib_write_bw -R -d ${dev}0 -s $size -n $n -t 32 -p $port -F $ip"
+	else
+		scmd="ib_send_lat -R -d ${dev}0 -s 8 -n $n -e -p $port -F"
+		ccmd="ib_send_lat -R -d ${dev}0 -s 8 -n $n -e -p $port -F $ip"
+	fi
+	pair "$BENCH_LOG" 300 "$scmd" "$(bench_wall "$ccmd")"
+	[ "$PAIR_CRC" = 0 ] || return 0
+	awk '$1 == "WALL" { printf "%.6f\n", $3 - $2 }' /tmp/pair.client | tail -n 1
 }
 cell_bench() {
-	local dev=$1 ip=$2 csv=$RES/bench-$1.csv log=$RES/bench-$1.log port=18700 r t v bad="" order
-	local reps=${BENCH_REPS:-3} size=${BENCH_BW_SIZE:-65536} bw_iters=${BENCH_BW_ITERS:-1000} iters=${BENCH_LAT_ITERS:-1000}
+	local dev=$1 ip=$2 csv=$RES/bench-$1.csv port=18700 r t k v t1 t2 bad="" order
+	local reps=${BENCH_REPS:-3} size=${BENCH_BW_SIZE:-65536}
+	local bw1=${BENCH_BW_ITERS1:-200} bw2=${BENCH_BW_ITERS:-1000} lat1=${BENCH_LAT_ITERS1:-200} lat2=${BENCH_LAT_ITERS:-1000}
+	BENCH_LOG=$RES/bench-$1.log
 	echo "dev,id,rep,tool,value,unit" >"$csv"
-	: >"$log"
+	: >"$BENCH_LOG"
 	for r in $(seq 1 "$reps"); do
 		order="ndk pt"
 		[ $((r % 2)) = 0 ] && order="pt ndk"
 		for t in $order; do
-			port=$((port + 1))
-			if [ "$t" = ndk ]; then
-				pair "$log" 120 "ndkperf -s $ip:$port --once --poll --provider verbs" \
-					"ndkperf -c $ip:$port -t write -z $size -n $bw_iters -d 32 --poll --json --provider verbs"
-				v=$(bench_num /tmp/pair.client bw_avg_MBps)
-				# ndkperf's MB/s are 10^6 B/s; perftest's --report_gbits are 10^9 bit/s
-				[ -n "$v" ] && v=$(awk -v v="$v" 'BEGIN { printf "%.4f", v * 8 / 1000 }')
-			else
-				pair "$log" 120 "ib_write_bw -R -d ${dev}0 -s $size -n $bw_iters -t 32 -p $port -F --report_gbits" \
-					"ib_write_bw -R -d ${dev}0 -s $size -n $bw_iters -t 32 -p $port -F --report_gbits $ip"
-				v=$(awk -v s="$size" '$1 == s && NF >= 5 { print $4 }' /tmp/pair.client | tail -n 1)
-			fi
-			# a run that moved nothing (0) is no measurement
-			if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then echo "$dev,write.bw.$size,$r,$t,$v,Gbit/s" >>"$csv"
-			else bad="$bad write-$t#$r"; fi
-			port=$((port + 1))
-			if [ "$t" = ndk ]; then
-				pair "$log" 120 "ndkperf -s $ip:$port --once --provider verbs" \
-					"ndkperf -c $ip:$port -t send --lat -z 8 -n $iters --json --provider verbs"
-				v=$(bench_num /tmp/pair.client t_typical_us)
-			else
-				pair "$log" 120 "ib_send_lat -R -d ${dev}0 -s 8 -n $iters -e -p $port -F" \
-					"ib_send_lat -R -d ${dev}0 -s 8 -n $iters -e -p $port -F $ip"
-				v=$(awk '$1 == 8 && NF >= 5 { print $5 }' /tmp/pair.client | tail -n 1)
-			fi
-			if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'; then echo "$dev,send.lat.8,$r,$t,$v,us" >>"$csv"
-			else bad="$bad lat-$t#$r"; fi
+			for k in bw lat; do
+				if [ $k = bw ]; then
+					port=$((port + 2))
+					t1=$(bench_run "$t" bw "$bw1" $((port - 1)) "$dev" "$ip" "$size")
+					t2=$(bench_run "$t" bw "$bw2" "$port" "$dev" "$ip" "$size")
+					v=$(awk -v a="$t1" -v b="$t2" -v n=$((bw2 - bw1)) -v s="$size" \
+						'BEGIN { if (a != "" && b != "" && b > a) printf "%.6f", n * s * 8 / (b - a) / 1e9 }')
+					[ -n "$v" ] && echo "$dev,write.bw.$size,$r,$t,$v,Gbit/s" >>"$csv"
+				else
+					port=$((port + 2))
+					t1=$(bench_run "$t" lat "$lat1" $((port - 1)) "$dev" "$ip" 8)
+					t2=$(bench_run "$t" lat "$lat2" "$port" "$dev" "$ip" 8)
+					v=$(awk -v a="$t1" -v b="$t2" -v n=$((lat2 - lat1)) \
+						'BEGIN { if (a != "" && b != "" && b > a) printf "%.3f", (b - a) / n / 2 * 1e6 }')
+					[ -n "$v" ] && echo "$dev,send.lat.8,$r,$t,$v,us" >>"$csv"
+				fi
+				[ -n "$v" ] || bad="$bad $k-$t#$r"
+			done
 		done
 	done
-	if [ -z "$bad" ]; then record PASS "bench-$dev" "$reps repetitions of write bw ($size B) and send latency (8 B), ndkperf and perftest"
+	if [ -z "$bad" ]; then record PASS "bench-$dev" "$reps repetitions of write bw ($size B) and send latency (8 B), ndkperf and perftest, wall-clock differences"
 	else record FAIL "bench-$dev" "no result:$bad (results/bench-$dev.log)"; fi
 }
 
