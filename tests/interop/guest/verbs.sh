@@ -172,8 +172,9 @@ cell_tools() {
 # Send ping-pong, both waiting for completion events (two busy-polling ends on the guest's 2 vCPUs
 # measure the scheduler), reported as half the round trip. Under TCG only the ratio means anything.
 # Writes results/bench-<dev>.csv: dev,id,rep,tool,value,unit.
-bench_wall() { # COMMAND: the command, then a line "WALL start end" (seconds)
-	printf 'a=$(date +%%s.%%N); %s; rc=$?; echo "WALL $a $(date +%%s.%%N)"; exit $rc' "$1"
+bench_wall() { # COMMAND: the command, then a line "WALL start end" (seconds of uptime, 10 ms steps;
+	# the guest's date has no %N)
+	printf 'read -r a _ </proc/uptime; %s; rc=$?; read -r b _ </proc/uptime; echo "WALL $a $b"; exit $rc' "$1"
 }
 bench_run() { # TOOL KIND ITERS PORT DEV IP SIZE: one timed client run; echoes its seconds or nothing
 	local tool=$1 kind=$2 n=$3 port=$4 dev=$5 ip=$6 size=$7 scmd ccmd
