@@ -639,3 +639,8 @@ other=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((ours1 - ou
 awk -v out="$out" -f "$here/report.awk" "$out/machine.txt" "$samples"
 cat "$out/table.md"
 say "wrote $out/table.md, results.csv, results.json (samples.csv has every repetition)"
+
+# ---------- verbs rows: ndkperf over the verbs provider against perftest in the interop guest ----------
+if [ "$quick" = 0 ]; then
+  "$here/verbs-guest.sh" "$build" "$out" || true
+fi

@@ -103,7 +103,29 @@ typedef struct _NDK_MINIPORT_CHARACTERISTICS {
     NDK_MINIPORT_UNLOAD_HANDLER           UnloadHandler;          /* optional */
     /* The NDK optional handlers (Header Type 0xB2, Revision 1, Size as the macro says). */
     NDIS_NDK_PROVIDER_CHARACTERISTICS     NdkCharacteristics;
+    /* NDK_PROVIDER_FLAG_*; zeroed by the runtime before the entry point runs. */
+    ULONG                                 ProviderFlags;
 } NDK_MINIPORT_CHARACTERISTICS;
+
+/* The provider is an RNIC in software over the host's network stack (the iwarp provider); a
+ * provider without the flag drives RDMA devices (verbs). Where both serve one interface, an
+ * adapter lookup by address, interface name or index returns the device-backed adapter first
+ * (NDK_PREFER_SOFTWARE=1 in the environment reverses that); see libndk(3). */
+#define NDK_PROVIDER_FLAG_SOFTWARE 0x00000001u
+
+/* OpenNDK's own query OID (vendor range), answered by providers that drive an RDMA device
+ * (verbs): which device port serves the adapter. Through ndk_rt_query_oid(); providers without
+ * a device answer NDIS_STATUS_INVALID_OID. */
+#define OID_OPENNDK_RDMA_DEVICE 0xFF4E0001u
+typedef struct _NDK_RDMA_DEVICE_INFO {
+    ULONG Size;                       /* sizeof(NDK_RDMA_DEVICE_INFO) */
+    char  Device[64];                 /* rdma-core device name, e.g. "rxe0", "mlx5_0" */
+    ULONG Port;                       /* port number (1-based) */
+    ULONG GidIndex;                   /* the GID table entry below */
+    UCHAR Gid[16];                    /* the GID rdma_cm uses for the interface's address */
+    char  LinkLayer[16];              /* "Ethernet", "InfiniBand" */
+    char  Transport[16];              /* "IB" (IB and RoCE), "iWARP" */
+} NDK_RDMA_DEVICE_INFO;
 
 /* The exported entry point. Fill *Characteristics and *DriverContext; return STATUS_SUCCESS,
  * or a failure status, after which the runtime unloads the module and reports it. */

@@ -58,6 +58,7 @@ typedef struct ndk_rt_provider_info {
     NTSTATUS status;                        /* STATUS_SUCCESS when loaded and initialised */
     char     message[256];                  /* why it was skipped, when status is a failure */
     ULONG    adapter_count;
+    ULONG    flags;                         /* NDK_PROVIDER_FLAG_* it declared (ndk/provider.h) */
 } ndk_rt_provider_info;
 
 /* Providers found in the provider path, loaded or not, in load order. */

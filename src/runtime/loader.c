@@ -122,6 +122,7 @@ static void load_one(struct ndk_rt *rt, const char *dir, const char *file)
     pthread_mutex_lock(&rt->lock);
     snprintf(p->info.name, sizeof p->info.name, "%s", p->chars.Name);
     snprintf(p->info.description, sizeof p->info.description, "%s", p->chars.Description);
+    p->info.flags = p->chars.ProviderFlags;
     p->info.status = STATUS_SUCCESS;
     ndk_list_for_each(it, &rt->providers) {
         struct rt_provider *q = ndk_list_entry(it, struct rt_provider, link);

@@ -261,8 +261,8 @@ static NTSTATUS find_adapter(ndk_rt *rt, enum find_by by, const void *key, const
     *out = 0;
     struct ndk_list *it;
     /* Several providers may serve one interface (the software iwarp RNIC and verbs on an RDMA
-     * device): without a provider named, a device-backed adapter wins over the software one,
-     * unless NDK_PREFER_SOFTWARE=1 (issue 16). */
+     * device): without a provider named, an adapter of a provider that drives a device wins over
+     * one whose provider declared NDK_PROVIDER_FLAG_SOFTWARE, unless NDK_PREFER_SOFTWARE=1. */
     const char *pref = getenv("NDK_PREFER_SOFTWARE");
     int want_soft = pref && pref[0] == '1', best = -1;
     pthread_mutex_lock(&rt->lock);
@@ -279,7 +279,7 @@ static NTSTATUS find_adapter(ndk_rt *rt, enum find_by by, const void *key, const
             for (size_t i = 0; i < a->netif.naddrs && !match; i++)
                 match = ndk_netif_addr_equal((const struct sockaddr *)&a->netif.addrs[i].addr, key);
         if (match) {
-            int rank = (strcmp(a->prov->info.name, "iwarp") == 0) == want_soft;
+            int rank = ((a->prov->chars.ProviderFlags & NDK_PROVIDER_FLAG_SOFTWARE) != 0) == want_soft;
             if (rank > best) {
                 best = rank;
                 *out = a->id;

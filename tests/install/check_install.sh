@@ -18,7 +18,7 @@ for f in include/ndkpi.h include/ndkinfo.h include/ndisndk.h include/ndk/nt.h in
 done
 [ -n "$pc" ] || { echo "FAIL: openndk.pc not installed"; exit 1; }
 for f in man1/ndkinfo.1 man1/ndkping.1 man1/ndkperf.1 man1/ndkconform.1 man3/libndk.3 man5/openndk.conf.5 \
-         man7/ndk-iwarp.7; do
+         man7/ndk-iwarp.7 man7/ndk-verbs.7; do
   [ -s "$p/share/man/$f" ] || { echo "FAIL: man page $f not installed in share/man"; exit 1; }
   if grep -q '@[A-Z_]*@' "$p/share/man/$f"; then
     echo "FAIL: $f has an unconfigured @VARIABLE@"; exit 1

@@ -9,8 +9,9 @@
 # Usage: tests/interop/verbs.sh BUILD_DIR
 # Exit status: 0 every cell passed; 1 a cell failed; 77 the harness cannot run here (one
 # "SKIPPED: reason" line). Environment: INTEROP_CACHE, INTEROP_OUT (default BUILD_DIR/interop-verbs),
-# INTEROP_VM_TIMEOUT (s, default 1500), VERBS_CELLS (cell groups, default all),
-# VERBS_CONFORM_CASES ("all" or case names; default all).
+# INTEROP_VM_TIMEOUT (s, default 1500), VERBS_CELLS (cell groups, default all but bench-rxe
+# bench-siw, which bench/verbs-guest.sh runs), VERBS_CONFORM_CASES ("all" or case names; default
+# all), BENCH_REPS BENCH_BW_SIZE BENCH_BW_ITERS[1] BENCH_LAT_ITERS[1] (the bench cells).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -49,6 +50,10 @@ cp -L "$BUILD"/providers/*.so "$OUT/share/ndk/providers/"
 cp "$SRC_ROOT"/tests/conformance/exclude/verbs-*.txt "$OUT/share/exclude/"
 install -m 755 "$HERE/guest/verbs.sh" "$OUT/share/verbs.sh"
 printf 'CELLS="%s"\nCONFORM_CASES="%s"\n' "$CELLS" "$CONFORM_CASES" >"$OUT/share/params.env"
+# the bench cells' settings (bench/verbs-guest.sh)
+for v in BENCH_REPS BENCH_BW_SIZE BENCH_BW_ITERS BENCH_BW_ITERS1 BENCH_LAT_ITERS BENCH_LAT_ITERS1; do
+	if [ -n "${!v:-}" ]; then printf '%s="%s"\n' "$v" "${!v}" >>"$OUT/share/params.env"; fi
+done
 printf '#!/bin/sh\nexec bash /mnt/host/verbs.sh\n' >"$OUT/share/start.sh"
 
 log "image"

@@ -32,20 +32,20 @@ int main(int argc, char **argv)
     if (!s)
         return 1;
     struct perf_hello h;
+    struct perf_hello_wire hw;
     memset(&h, 0, sizeof h);
-    memcpy(h.magic, PERF_MAGIC, sizeof PERF_MAGIC);
-    h.version = htobe16(PERF_VERSION);
-    h.op = htobe16(OP_WRITE);
-    h.conn_count = htobe32(1);
-    h.depth = htobe32(1);
-    h.max_size = htobe64(4096);
-    h.slots = htobe32(1);
+    h.op = OP_WRITE;
+    h.conn_count = 1;
+    h.depth = 1;
+    h.max_size = 4096;
+    h.slots = 1;
+    perf_hello_encode(&h, &hw);
     unsigned up = 0;
     for (; up < n; up++) {
         ndk_tool_session_cfg cfg = { .rq_depth = 1, .iq_depth = 1, .nrecv = 1, .rbuf = 64 };
         NTSTATUS st = ndk_tool_session_open(&s[up], &ad, &cfg);
         if (st == STATUS_SUCCESS)
-            st = ndk_tool_conn_connect(&s[up].conn, &src, &dst, 1, 1, &h, sizeof h, NDK_TOOL_CONNECT_TIMEOUT_MS);
+            st = ndk_tool_conn_connect(&s[up].conn, &src, &dst, 1, 1, &hw, sizeof hw, NDK_TOOL_CONNECT_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("connection %u: %s", up + 1, ndk_tool_status(st));
             ndk_tool_session_close(&s[up]);

@@ -258,7 +258,14 @@ EXPORT NTSTATUS NdkProviderEntry(CONST NDK_RUNTIME_SERVICES *Services, NDIS_HAND
     services = Services;
     driver_handle = DriverHandle;
     Characteristics->AbiVersion = NDK_PROVIDER_ABI_VERSION;
+#ifdef PROV_NAME
+    strcpy(Characteristics->Name, PROV_NAME);   /* the ranking variants (test_rank.c) */
+#else
     strcpy(Characteristics->Name, "testgood");
+#endif
+#ifdef PROV_SOFTWARE
+    Characteristics->ProviderFlags = NDK_PROVIDER_FLAG_SOFTWARE;
+#endif
     strcpy(Characteristics->Description, "runtime test provider");
     Characteristics->InitializeHandler = initialize;
     Characteristics->HaltHandler = halt;

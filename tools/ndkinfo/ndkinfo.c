@@ -305,8 +305,29 @@ static int adapter_selected(const ndk_rt_adapter_info *a)
     return 0;
 }
 
+/* The RDMA device port behind an adapter (OID_OPENNDK_RDMA_DEVICE); false for providers that
+ * drive no device (they answer that the OID is not theirs). */
+static bool query_rdma_device(ndk_rt *rt, const ndk_rt_adapter_info *a, NDK_RDMA_DEVICE_INFO *d, char *gid,
+                              size_t gid_len)
+{
+    ULONG written = 0, needed = 0;
+    memset(d, 0, sizeof *d);
+    if (ndk_rt_query_oid(rt, a->id, OID_OPENNDK_RDMA_DEVICE, d, sizeof *d, &written, &needed) != STATUS_SUCCESS ||
+        written < sizeof *d)
+        return false;
+    d->Device[sizeof d->Device - 1] = 0;
+    d->LinkLayer[sizeof d->LinkLayer - 1] = 0;
+    d->Transport[sizeof d->Transport - 1] = 0;
+    if (!inet_ntop(AF_INET6, d->Gid, gid, (socklen_t)gid_len))
+        snprintf(gid, gid_len, "?");
+    return true;
+}
+
 static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
 {
+    NDK_RDMA_DEVICE_INFO dev;
+    char gid[INET6_ADDRSTRLEN];
+    bool have_dev = query_rdma_device(rt, a, &dev, gid, sizeof gid);
     char buf[256];
     NDK_ADAPTER_INFO info = a->info;
     NTSTATUS live = query_live_info(rt, a, &info);
@@ -327,6 +348,16 @@ static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
             ndk_tool_json_str(&json, NULL, addr_str(&a->addresses[i], 0, buf, sizeof buf));
         }
         ndk_tool_json_close(&json, ']');
+        if (have_dev) {
+            ndk_tool_json_open(&json, "rdma_device", '{');
+            ndk_tool_json_str(&json, "device", dev.Device);
+            ndk_tool_json_u64(&json, "port", dev.Port);
+            ndk_tool_json_u64(&json, "gid_index", dev.GidIndex);
+            ndk_tool_json_str(&json, "gid", gid);
+            ndk_tool_json_str(&json, "link_layer", dev.LinkLayer);
+            ndk_tool_json_str(&json, "transport", dev.Transport);
+            ndk_tool_json_close(&json, '}');
+        }
         ndk_tool_json_open(&json, "adapter_info", '{');
         snprintf(buf, sizeof buf, "%u.%u", info.Version.Major, info.Version.Minor);
         ndk_tool_json_str(&json, "Version", buf);
@@ -350,6 +381,9 @@ static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
         for (ULONG i = 0; i < a->address_count; i++)
             printf("    %-5s %s\n", a->addresses[i].si_family == AF_INET ? "IPv4" : "IPv6",
                    addr_str(&a->addresses[i], 0, buf, sizeof buf));
+        if (have_dev)
+            printf("    RDMA device %s port %u, GID[%u] %s, link layer %s (%s transport)\n", dev.Device, dev.Port,
+                   dev.GidIndex, gid, dev.LinkLayer, dev.Transport);
         printf("    NDK_ADAPTER_INFO (%s):\n", live == STATUS_SUCCESS ? "NdkQueryAdapterInfo"
                                                                        : "as advertised; the adapter could not be opened now");
         printf("      %-24s %u.%u\n", "Version", info.Version.Major, info.Version.Minor);
@@ -436,9 +470,11 @@ int main(int argc, char **argv)
             ndk_tool_json_str(&json, "description", p.description);
             ndk_tool_json_str(&json, "message", p.message);
             ndk_tool_json_u64(&json, "adapters", p.adapter_count);
+            ndk_tool_json_bool(&json, "software", (p.flags & NDK_PROVIDER_FLAG_SOFTWARE) != 0);
             ndk_tool_json_close(&json, '}');
         } else if (p.status == STATUS_SUCCESS) {
-            printf("  %-14s loaded   %u adapter(s)  %s  (%s)\n", p.name, p.adapter_count, p.description, p.path);
+            printf("  %-14s loaded   %u adapter(s)  %s%s  (%s)\n", p.name, p.adapter_count,
+                   (p.flags & NDK_PROVIDER_FLAG_SOFTWARE) ? "[software] " : "", p.description, p.path);
         } else {
             printf("  %-14s SKIPPED  %s: %s  (%s)\n", p.name, ndk_rt_status_name(p.status), p.message, p.path);
         }

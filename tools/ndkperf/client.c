@@ -944,24 +944,29 @@ int cli_run(ndk_rt *rt)
             break;
         }
         struct perf_hello h;
+        struct perf_hello_wire hw;
         memset(&h, 0, sizeof h);
-        memcpy(h.magic, PERF_MAGIC, sizeof PERF_MAGIC);
-        h.version = htobe16(PERF_VERSION);
-        h.op = htobe16((uint16_t)perf_opt.op);
-        h.flags = htobe32((perf_opt.lat ? HELLO_LAT : 0) | (perf_opt.verify ? HELLO_VERIFY : 0));
-        h.session = htobe64(session);
-        h.conn_index = htobe32(c);
-        h.conn_count = htobe32(cl.nconns);
-        h.depth = htobe32(depth);
-        h.inline_size = htobe32(perf_opt.inline_size);
-        h.max_size = htobe64(max_size);
+        h.op = (uint16_t)perf_opt.op;
+        h.flags = (perf_opt.lat ? HELLO_LAT : 0) | (perf_opt.verify ? HELLO_VERIFY : 0);
+        h.session = session;
+        h.conn_index = c;
+        h.conn_count = cl.nconns;
+        h.depth = depth;
+        h.inline_size = perf_opt.inline_size;
+        h.max_size = max_size;
         size_t dst_off = perf_opt.lat && perf_opt.op == OP_WRITE ? (size_t)((pc->data_len - 64) / 2) : 0;
-        h.client_buf = htobe64((uint64_t)(uintptr_t)(perf_data(pc) + dst_off));
-        h.client_token = htobe32(pc->s.mem.rtoken);
-        h.client_buf_len = htobe32((uint32_t)max_size);
-        h.slots = htobe32(slots);
+        h.client_buf = (uint64_t)(uintptr_t)(perf_data(pc) + dst_off);
+        h.client_token = pc->s.mem.rtoken;
+        h.client_buf_len = (uint32_t)max_size;
+        h.slots = slots;
+        if (perf_hello_encode(&h, &hw) != 0) {
+            ndk_tool_err("the test (depth %u, %u slots of %llu bytes) does not fit ndkperf's connect hello", depth,
+                         slots, (unsigned long long)max_size);
+            rc = 1;
+            break;
+        }
         ULONG ird = info->MaxInboundReadLimit, ord = info->MaxOutboundReadLimit;
-        st = ndk_tool_conn_connect(&pc->s.conn, &cl.src, &cl.dst, ird, ord, &h, sizeof h, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        st = ndk_tool_conn_connect(&pc->s.conn, &cl.src, &cl.dst, ird, ord, &hw, sizeof hw, NDK_TOOL_CONNECT_TIMEOUT_MS);
         struct perf_refusal ref;
         if (st == STATUS_CONNECTION_REFUSED && pc->s.conn.peer_data_len > offsetof(struct perf_refusal, reason) &&
             !memcmp(pc->s.conn.peer_data, PERF_MAGIC, sizeof PERF_MAGIC)) {

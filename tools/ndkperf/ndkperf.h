@@ -4,6 +4,7 @@
  * ndk_tool_session with the control ring and the data area) with its helpers in perf.c.
  *   ndkperf.c  the command line (perftest's and NdkPerfCmd's shapes) and main
  *   perf.c     test connections, control messages, payload patterns, output
+ *   hello.c    the connect hello's wire form
  *   server.c   ndkperf -s: one thread per connection, the test in the CQ notification callback
  *   client.c   ndkperf -c: the phases, bandwidth and latency, and the result table / JSON
  */
@@ -17,7 +18,7 @@
 #include "ndk_tool_session.h"
 
 #define PERF_DEFAULT_PORT 18515
-#define PERF_VERSION      1
+#define PERF_VERSION      2
 #define PERF_MAGIC        "NDKPERF"
 #define CTL_MAGIC         "NDKPCTL"
 #define CTL_SIZE          64u
@@ -34,7 +35,9 @@ extern const char *const perf_op_title[];    /* perftest's titles: "RDMA_Write",
 
 enum { HELLO_LAT = 1, HELLO_VERIFY = 2 };
 
-/* Connect private data, client -> server (big-endian). */
+/* The test a client asks for (host order). It travels as the connect private data in the
+ * packed form below (hello.c), which fits the smallest caller data of the transports: an IB/RoCE
+ * CM REQ carries 56 bytes after rdma_cm's header (MaxCallerData 54 on the verbs provider). */
 struct perf_hello {
     char     magic[8];
     uint16_t version;
@@ -52,7 +55,32 @@ struct perf_hello {
     uint32_t slots;          /* payload slots of max_size in the server's buffer */
     uint32_t reserved;
 };
-_Static_assert(sizeof(struct perf_hello) == 72, "hello is 72 bytes");
+
+/* The hello on the wire: big-endian, no padding; 48 bytes (PERF_VERSION 2; version 1 sent
+ * struct perf_hello as is, 72 bytes, and is refused as an invalid request). */
+#define PERF_HELLO_WIRE 48u
+struct perf_hello_wire {
+    char     magic[8];       /*  0 PERF_MAGIC */
+    uint16_t version;        /*  8 */
+    uint8_t  op;             /* 10 enum perf_op */
+    uint8_t  flags;          /* 11 HELLO_* */
+    uint8_t  conn_index;     /* 12 < conn_count <= MAX_CONNS */
+    uint8_t  conn_count;     /* 13 */
+    uint16_t depth;          /* 14 */
+    uint16_t slots;          /* 16 */
+    uint16_t reserved;       /* 18 zero */
+    uint32_t inline_size;    /* 20 */
+    uint32_t session;        /* 24 the client's session id, low 32 bits */
+    uint32_t max_size;       /* 28 at most MaxTransferLength, a ULONG */
+    uint64_t client_buf;     /* 32 */
+    uint32_t client_token;   /* 40 */
+    uint32_t client_buf_len; /* 44 */
+} __attribute__((packed));
+_Static_assert(sizeof(struct perf_hello_wire) == PERF_HELLO_WIRE, "hello is 48 bytes on the wire");
+/* hello.c: 0, or -1 when a field does not fit its wire width (the test cannot be asked for). */
+int perf_hello_encode(const struct perf_hello *h, struct perf_hello_wire *w);
+/* hello.c: true when buf holds a hello of this version (magic, version, length). */
+bool perf_hello_decode(const void *buf, size_t len, struct perf_hello *h);
 
 /* Accept private data, server -> client. */
 struct perf_accept {

@@ -556,26 +556,12 @@ int srv_run(ndk_rt *rt)
         if (st != STATUS_SUCCESS)
             break;
         struct srv_conn *sc = calloc(1, sizeof *sc);
-        struct perf_hello h;
-        ULONG ird = 0, ord = 0, len = sizeof h;
-        memset(&h, 0, sizeof h);
-        st = ndk_tool_connector_data(incoming, &ird, &ord, &h, &len);
-        bool ok = sc && st == STATUS_SUCCESS && len >= sizeof h && !memcmp(h.magic, PERF_MAGIC, sizeof PERF_MAGIC) &&
-                  be16toh(h.version) == PERF_VERSION;
+        uint8_t hbuf[256];          /* RDS can exceed the hello: IB pads a REQ to 56 bytes */
+        ULONG ird = 0, ord = 0, len = sizeof hbuf;
+        memset(hbuf, 0, sizeof hbuf);
+        st = ndk_tool_connector_data(incoming, &ird, &ord, hbuf, &len);
+        bool ok = sc && st == STATUS_SUCCESS && perf_hello_decode(hbuf, len, &sc->h);
         if (ok) {
-            sc->h = h;
-            sc->h.op = be16toh(h.op);
-            sc->h.flags = be32toh(h.flags);
-            sc->h.session = be64toh(h.session);
-            sc->h.conn_index = be32toh(h.conn_index);
-            sc->h.conn_count = be32toh(h.conn_count);
-            sc->h.depth = be32toh(h.depth);
-            sc->h.inline_size = be32toh(h.inline_size);
-            sc->h.max_size = be64toh(h.max_size);
-            sc->h.client_buf = be64toh(h.client_buf);
-            sc->h.client_token = be32toh(h.client_token);
-            sc->h.client_buf_len = be32toh(h.client_buf_len);
-            sc->h.slots = be32toh(h.slots);
             ok = sc->h.op >= OP_WRITE && sc->h.op <= OP_SEND && sc->h.max_size >= 1 &&
                  sc->h.max_size <= ad->info.MaxTransferLength && sc->h.depth >= 1 && sc->h.depth <= 4096 &&
                  sc->h.slots >= 1 && sc->h.slots <= 4096 && sc->h.max_size * sc->h.slots <= 4 * PERF_MEM_BUDGET &&

@@ -151,6 +151,7 @@ IW_EXPORT NTSTATUS NdkProviderEntry(CONST NDK_RUNTIME_SERVICES *Services, NDIS_H
     Characteristics->HaltHandler = iw_halt;
     Characteristics->OidRequestHandler = iw_oid_request;
     Characteristics->UnloadHandler = iw_unload;
+    Characteristics->ProviderFlags = NDK_PROVIDER_FLAG_SOFTWARE;
     Characteristics->NdkCharacteristics.Header.Type = NDIS_OBJECT_TYPE_NDK_PROVIDER_CHARACTERISTICS;
     Characteristics->NdkCharacteristics.Header.Revision = NDIS_NDK_PROVIDER_CHARACTERISTICS_REVISION_1;
     Characteristics->NdkCharacteristics.Header.Size = NDIS_SIZEOF_NDK_PROVIDER_CHARACTERISTICS_REVISION_1;

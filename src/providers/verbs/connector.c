@@ -139,8 +139,12 @@ static void vb_connector_peer_gone(struct vb_connector *c, int reason)
     c->disc_reason = (uint32_t)reason;
     /* No flush merely for the event: the consumer's NdkDisconnect or close flushes (§5.11.6);
      * requests posted from now on fail inline instead of waiting out the transport's retries. */
-    if (c->qp)
+    if (c->qp) {
         atomic_store(&c->qp->peer_gone, true);
+        /* iWARP over siw: the connection's end flushes the QP in the device (siw_qp_llp_close),
+         * but not what siw dropped (drain.c); completing that is the same flush, not a new one. */
+        vb_drain_error_seen(c->qp);
+    }
     if (c->state == VB_C_ESTABLISHED)
         VB_COUNT(c->obj.dev, connection_error);
     if (c->disc_ex || c->disc) {

@@ -108,6 +108,16 @@ void vb_cq_push_soft(struct vb_cq *cq, const NDK_RESULT_EX *r)
     pthread_mutex_unlock(&cq->lock);
 }
 
+/* Any thread: wake an armed consumer so that it polls (a QP error whose completions the poll
+ * itself may have to make, drain.c). A spurious wake-up costs one empty poll. */
+void vb_cq_kick(struct vb_cq *cq)
+{
+    pthread_mutex_lock(&cq->lock);
+    if (cq->armed == NDK_CQ_NOTIFY_ANY || cq->armed == NDK_CQ_NOTIFY_SOLICITED)
+        vb_cq_queue_notify_locked(cq, STATUS_SUCCESS);
+    pthread_mutex_unlock(&cq->lock);
+}
+
 static int vb_arm_rank(int t)
 {
     return t == NDK_CQ_NOTIFY_ANY ? 3 : t == NDK_CQ_NOTIFY_SOLICITED ? 2 : t == NDK_CQ_NOTIFY_ERRORS ? 1 : 0;
@@ -133,7 +143,8 @@ static VOID vb_cq_arm(NDK_CQ *c, ULONG type)
     }
     if (eff != NDK_CQ_NOTIFY_ERRORS && ibv_req_notify_cq(cq->cq, eff == NDK_CQ_NOTIFY_SOLICITED))
         vb_err(cq->obj.dev, "ibv_req_notify_cq: %s", strerror(errno));
-    have_soft = !ndk_list_empty(&cq->swc);
+    /* Dropped requests of a failed QP waiting to be completed by a poll count as queued. */
+    have_soft = !ndk_list_empty(&cq->swc) || atomic_load(&cq->obj.dev->ndrain);
     poll_ahead = eff != NDK_CQ_NOTIFY_ERRORS;
     pthread_mutex_unlock(&cq->lock);
     if (!poll_ahead)
@@ -143,7 +154,7 @@ static VOID vb_cq_arm(NDK_CQ *c, ULONG type)
         cq->have_ahead = true;
     pthread_mutex_lock(&cq->lock);
     if ((cq->have_ahead && (eff == NDK_CQ_NOTIFY_ANY || cq->ahead.status != IBV_WC_SUCCESS)) ||
-        (have_soft && eff == NDK_CQ_NOTIFY_ANY))
+        (have_soft && (eff == NDK_CQ_NOTIFY_ANY || atomic_load(&cq->obj.dev->ndrain))))
         vb_cq_queue_notify_locked(cq, STATUS_SUCCESS);
     pthread_mutex_unlock(&cq->lock);
 }
@@ -171,23 +182,35 @@ static bool vb_cq_translate(struct vb_cq *cq, const struct ibv_wc *wc, NDK_RESUL
     return keep;
 }
 
+/* Provider-made completions first (they were made when their request ended). */
+static ULONG vb_cq_pop_soft(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG got, ULONG n)
+{
+    if (!atomic_load(&cq->nswc))
+        return got;
+    pthread_mutex_lock(&cq->lock);
+    while (got < n && !ndk_list_empty(&cq->swc)) {
+        struct vb_swc *s = ndk_list_entry(cq->swc.next, struct vb_swc, link);
+        ndk_list_del(&s->link);
+        atomic_fetch_sub(&cq->nswc, 1);
+        out[got++] = s->r;
+        free(s);
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return got;
+}
+
 static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
 {
+    struct vb_device *dev = cq->obj.dev;
     ULONG got = 0;
+    bool empty = false;
+    /* Read before polling: a QP marked at or before this epoch had its flush in the CQ already
+     * (drain.c), so an empty device CQ below means its remaining requests were dropped. */
+    uint64_t epoch = atomic_load(&dev->ndrain) ? atomic_load(&dev->drain_epoch) : 0;
 
     if (!n)
         return 0;
-    if (atomic_load(&cq->nswc)) {
-        pthread_mutex_lock(&cq->lock);
-        while (got < n && !ndk_list_empty(&cq->swc)) {
-            struct vb_swc *s = ndk_list_entry(cq->swc.next, struct vb_swc, link);
-            ndk_list_del(&s->link);
-            atomic_fetch_sub(&cq->nswc, 1);
-            out[got++] = s->r;
-            free(s);
-        }
-        pthread_mutex_unlock(&cq->lock);
-    }
+    got = vb_cq_pop_soft(cq, out, got, n);
     if (got < n && cq->have_ahead) {
         cq->have_ahead = false;
         if (vb_cq_translate(cq, &cq->ahead, &out[got]))
@@ -197,14 +220,20 @@ static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
         struct ibv_wc wc[16];
         int want = (int)(n - got < 16 ? n - got : 16);
         int k = ibv_poll_cq(cq->cq, want, wc);
-        if (k <= 0)
+        if (k <= 0) {
+            empty = k == 0;
             break;
+        }
         for (int i = 0; i < k; i++)
             if (vb_cq_translate(cq, &wc[i], &out[got]))
                 got++;
-        if (k < want)
+        if (k < want) {
+            empty = true;
             break;
+        }
     }
+    if (empty && epoch && !cq->have_ahead && vb_drain_cq(cq, epoch))
+        got = vb_cq_pop_soft(cq, out, got, n);
     return got;
 }
 

@@ -4,9 +4,11 @@
 #include "verbs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* At load: counts the RDMA devices and writes prov->why. May block (sysfs, device open). */
 int vb_device_scan(struct vb_provider *prov)
@@ -19,8 +21,9 @@ int vb_device_scan(struct vb_provider *prov)
     list = ibv_get_device_list(&n);
     err = errno;
     if (!list || n == 0) {
+        /* libibverbs says ENOSYS when the kernel has no user-space verbs (no ib_uverbs). */
         snprintf(prov->why, sizeof prov->why, "no RDMA device (%s); load rdma_rxe/siw or install an RNIC",
-                 list ? "none registered" : strerror(err ? err : ENODEV));
+                 list ? "none registered" : err == ENOSYS ? "no ib_uverbs in the kernel" : strerror(err ? err : ENODEV));
         if (list)
             ibv_free_device_list(list);
         return 0;
@@ -180,6 +183,41 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     c->NdkInfo = &dev->info;
 }
 
+/* The GID rdma_cm addresses the interface by: on RoCE the RoCE v2 (else v1) entry of this
+ * netdev holding its first IPv4 address as ::ffff:a.b.c.d, else the first entry of the netdev;
+ * iWARP and IB ports: entry 0 (siw's is its MAC). */
+static void vb_device_find_gid(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc, int gids)
+{
+    int best = -1, best_rank = 0;
+
+    dev->gid_index = 0;
+    if (ibv_query_gid(dev->ctx, dev->port, 0, &dev->gid))
+        memset(&dev->gid, 0, sizeof dev->gid);
+    if (dev->iwarp || dev->link_layer != IBV_LINK_LAYER_ETHERNET)
+        return;
+    for (int i = 0; i < gids; i++) {
+        struct ibv_gid_entry e;
+        int rank;
+        if (ibv_query_gid_ex(dev->ctx, dev->port, (uint32_t)i, &e, 0) || e.ndev_ifindex != ifc->IfIndex)
+            continue;
+        rank = 1 + (e.gid_type == IBV_GID_TYPE_ROCE_V2);
+        for (ULONG k = 0; k < ifc->AddressCount; k++) {
+            static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+            const SOCKADDR_INET *a = &ifc->Addresses[k];
+            if (a->si_family == AF_INET && !memcmp(e.gid.raw, v4map, 12) &&
+                !memcmp(e.gid.raw + 12, &a->Ipv4.sin_addr, 4))
+                rank += 2;
+        }
+        if (rank > best_rank) {
+            best = i;
+            best_rank = rank;
+            dev->gid = e.gid;
+        }
+    }
+    if (best >= 0)
+        dev->gid_index = (uint32_t)best;
+}
+
 static void vb_pnp_work(struct vb_work *w)
 {
     struct vb_device *dev = ndk_container_of(w, struct vb_device, pnp_work);
@@ -229,12 +267,16 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     dev->iwarp = dev->transport == IBV_TRANSPORT_IWARP;
     dev->link_layer = pa.link_layer;
     dev->rxe_inv_quirk = ax.orig_attr.vendor_id == 0xffffff && !dev->iwarp && pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+    /* siw (vendor "bmt", 0x626d74) flushes a QP's queues inside the state change and never after
+     * (siw_qp_modify, siw_post_send): drain.c completes what it leaves behind. */
+    dev->flush_sync = ax.orig_attr.vendor_id == 0x626d74 && dev->iwarp;
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
     ndk_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->seps);
+    ndk_list_init(&dev->listeners);
     ndk_list_init(&dev->work);
     ndk_list_init(&dev->srqs);
     for (size_t b = 0; b < sizeof dev->qpt / sizeof dev->qpt[0]; b++)
@@ -243,6 +285,8 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->pnp_work.link);
     atomic_init(&dev->enabled, true);
     vb_device_set_addrs(dev, ifc);
+    if ((err = vb_token_init(dev)) != 0)
+        goto fail;
     dev->probe_pd = ibv_alloc_pd(ctx);
     if (!dev->probe_pd) {
         err = -errno;
@@ -250,6 +294,7 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     }
     vb_device_probe(dev, &ax, &pa);
     vb_fill_info(dev, &ax, &pa);
+    vb_device_find_gid(dev, ifc, pa.gid_tbl_len);
     err = vb_progress_start(dev);
     if (err)
         goto fail;
@@ -262,6 +307,7 @@ fail:
     vb_err(dev, "%s: cannot bind: %s", ifc->IfName, strerror(-err));
     if (dev->probe_pd)
         ibv_dealloc_pd(dev->probe_pd);
+    vb_token_fini(dev);
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
@@ -279,6 +325,7 @@ void vb_device_destroy(struct vb_device *dev)
     /* The runtime closed every adapter instance first, so every object is gone. */
     vb_progress_stop(dev);
     ibv_dealloc_pd(dev->probe_pd);
+    vb_token_fini(dev);
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
@@ -356,6 +403,78 @@ static NDIS_STATUS vb_oid_connections(struct vb_device *dev, NDK_OID_REQUEST *re
     return NDIS_STATUS_SUCCESS;
 }
 
+/* OID_NDK_LOCAL_ENDPOINTS: listeners and shared endpoints (§6.8). On iWARP every ND endpoint
+ * is also a TCP endpoint (siw binds a kernel socket to the ND port, map §1.7), so each appears
+ * twice, as the iwarp provider reports them; on IB/RoCE the RDMA_PS_TCP port space is rdma_cm's
+ * own. */
+static NDIS_STATUS vb_oid_endpoints(struct vb_device *dev, NDK_OID_REQUEST *req)
+{
+    NDIS_NDK_LOCAL_ENDPOINTS *r = req->InformationBuffer;
+    struct ndk_list *pos;
+    ULONG n = 0, i = 0, per = dev->iwarp ? 2 : 1;
+    size_t need;
+
+    pthread_mutex_lock(&dev->lock);
+    ndk_list_for_each(pos, &dev->listeners)
+        n++;
+    ndk_list_for_each(pos, &dev->seps)
+        n++;
+    need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(n ? per * n : 1);
+    if (!r || req->InformationBufferLength < need) {
+        pthread_mutex_unlock(&dev->lock);
+        req->BytesNeeded = (ULONG)need;
+        return NDIS_STATUS_BUFFER_TOO_SHORT;
+    }
+    memset(r, 0, need);
+    NDIS_NDK_LOCAL_ENDPOINT_ENTRY *e =
+        (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints));
+    for (int pass = 0; pass < 2; pass++) {
+        ndk_list_for_each(pos, pass ? &dev->seps : &dev->listeners) {
+            const SOCKADDR_INET *a = pass ? &ndk_list_entry(pos, struct vb_sep, link)->addr
+                                          : &ndk_list_entry(pos, struct vb_listener, link)->addr;
+            e[i].Local = *a;
+            e[i].UserModeOwner = TRUE;      /* a user-space process, as OID_NDK_CONNECTIONS says */
+            e[i].Listener = !pass;
+            e[i].OwnerPid = (ULONG)getpid();
+            i++;
+            if (dev->iwarp)
+                e[i++].Local = *a;          /* the TCP endpoint behind it */
+        }
+    }
+    pthread_mutex_unlock(&dev->lock);
+    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
+    r->Header.Revision = NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1;
+    r->Header.Size = (USHORT)need;
+    r->Count = i;
+    r->NDLocalEndpointsMappedtoTCPLocalEndpoints = dev->iwarp;
+    req->BytesWritten = (ULONG)need;
+    return NDIS_STATUS_SUCCESS;
+}
+
+/* OID_OPENNDK_RDMA_DEVICE (ndk/provider.h): which RDMA device port serves the adapter. */
+static NDIS_STATUS vb_oid_rdma_device(struct vb_device *dev, NDK_OID_REQUEST *req)
+{
+    NDK_RDMA_DEVICE_INFO *d = req->InformationBuffer;
+
+    if (!d || req->InformationBufferLength < sizeof(*d)) {
+        req->BytesNeeded = (ULONG)sizeof(*d);
+        return NDIS_STATUS_BUFFER_TOO_SHORT;
+    }
+    memset(d, 0, sizeof(*d));
+    d->Size = (ULONG)sizeof(*d);
+    snprintf(d->Device, sizeof d->Device, "%s", dev->devname);
+    d->Port = dev->port;
+    d->GidIndex = dev->gid_index;
+    memcpy(d->Gid, dev->gid.raw, sizeof d->Gid);
+    snprintf(d->LinkLayer, sizeof d->LinkLayer, "%s",
+             dev->link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+             : dev->link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "unspecified");
+    snprintf(d->Transport, sizeof d->Transport, "%s",
+             dev->transport == IBV_TRANSPORT_IWARP ? "iWARP" : dev->transport == IBV_TRANSPORT_IB ? "IB" : "other");
+    req->BytesWritten = (ULONG)sizeof(*d);
+    return NDIS_STATUS_SUCCESS;
+}
+
 NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req)
 {
     req->BytesWritten = req->BytesRead = req->BytesNeeded = 0;
@@ -380,6 +499,10 @@ NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req)
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_statistics(dev, req);
     case OID_NDK_CONNECTIONS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_connections(dev, req);
+    case OID_NDK_LOCAL_ENDPOINTS:
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_endpoints(dev, req);
+    case OID_OPENNDK_RDMA_DEVICE:
+        return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_rdma_device(dev, req);
     default:
         return NDIS_STATUS_INVALID_OID;
     }

@@ -97,6 +97,7 @@ static NTSTATUS vb_listener_listen(NDK_LISTENER *n, CONST PSOCKADDR addr, ULONG 
     else
         l->addr.Ipv4.sin_port = port;
     l->listening = true;
+    ndk_list_add_tail(&dev->listeners, &l->link);
     pthread_mutex_unlock(&dev->lock);
     return STATUS_SUCCESS;
 }
@@ -132,6 +133,8 @@ static void vb_listener_close_start(struct vb_obj *o)
     struct vb_listener *l = ndk_container_of(o, struct vb_listener, obj);
 
     pthread_mutex_lock(&o->dev->lock);
+    if (l->listening)
+        ndk_list_del(&l->link);
     l->listening = false;
     pthread_mutex_unlock(&o->dev->lock);
 }

@@ -1,6 +1,8 @@
 /* mr.c - memory regions (§2.6, map §1.3): NdkRegisterMr is ibv_reg_mr over the MDL chain's
- * contiguous span; a fast-register MR holds no registration until NdkFastRegister makes one
- * (user-space verbs has no FRWR: option B of the mapping) and an invalidate drops it. */
+ * contiguous span; a fast-register MR holds no registration of its pages until NdkFastRegister
+ * makes one (user-space verbs has no FRWR: option B of the mapping) and an invalidate drops it.
+ * Its tokens are minted at NdkInitializeFastRegisterMr (token.c), so they are valid and stable
+ * from then on as §2.6 requires. */
 #include "verbs.h"
 
 #include <errno.h>
@@ -85,14 +87,33 @@ static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_
     if (npages > VB_MAX_FRMR_PAGES)
         return STATUS_IMPLEMENTATION_LIMIT;
     pthread_mutex_lock(&mr->lock);
+    if (!mr->ph) {
+        /* The tokens (token.c): once per MR, as the initialisation may be repeated (§2.6). */
+        struct ibv_mr *ph = vb_token_placeholder(mr->obj.dev, mr->pd->pd);
+        if (!ph) {
+            int err = errno ? errno : ENOMEM;
+            pthread_mutex_unlock(&mr->lock);
+            return vb_status_from_errno(err);
+        }
+        if (mr->obj.dev->has_mw2 && !(mr->ph_mw = ibv_alloc_mw(mr->pd->pd, IBV_MW_TYPE_2))) {
+            int err = errno ? errno : ENOMEM;
+            ibv_dereg_mr(ph);
+            pthread_mutex_unlock(&mr->lock);
+            return vb_status_from_errno(err);
+        }
+        mr->ph = ph;
+        vb_token_add(mr);
+    }
     mr->max_pages = npages;
     mr->remote = remote != FALSE;
     pthread_mutex_unlock(&mr->lock);
     return STATUS_SUCCESS;
 }
 
-/* Posting thread: replaces the fast-register MR's registration. Returns 0 or -errno. */
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags)
+/* Posting thread: replaces the fast-register MR's registration, addressed at iova; SGEs carrying
+ * the MR's local token are shifted by delta (a label base the device cannot take, post.c).
+ * Returns 0 or -errno. */
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags)
 {
     struct vb_device *dev = mr->obj.dev;
     ULONG f = 0;
@@ -107,6 +128,10 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
     if (flags & NDK_OP_FLAG_RDMA_READ_SINK)
         f |= NDK_MR_FLAG_RDMA_READ_SINK;
     pthread_mutex_lock(&mr->lock);
+    if (!mr->ph) {
+        pthread_mutex_unlock(&mr->lock);
+        return -EINVAL;     /* not initialised (§2.6 NdkInitializeFastRegisterMr) */
+    }
     if (mr->mr) {
         pthread_mutex_unlock(&mr->lock);
         return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
@@ -120,6 +145,7 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
     }
     mr->mr = r;
     mr->access = vb_mr_access(f, dev->iwarp, false);
+    vb_token_set(mr, r->lkey, delta);
     pthread_mutex_unlock(&mr->lock);
     return 0;
 }
@@ -129,6 +155,8 @@ int vb_mr_invalidate(struct vb_mr *mr)
     int err = 0;
 
     pthread_mutex_lock(&mr->lock);
+    if (mr->ph)
+        vb_token_set(mr, mr->ph->lkey, 0);
     if (mr->mr && ibv_dereg_mr(mr->mr))
         err = -errno;
     else
@@ -143,7 +171,7 @@ static UINT32 vb_mr_remote_token(NDK_MR *m)
     UINT32 t;
 
     pthread_mutex_lock(&mr->lock);
-    t = mr->mr ? mr->mr->rkey : 0;
+    t = mr->mr ? mr->mr->rkey : mr->ph_mw ? mr->ph_mw->rkey : mr->ph ? mr->ph->rkey : 0;
     pthread_mutex_unlock(&mr->lock);
     return t;
 }
@@ -154,7 +182,7 @@ static UINT32 vb_mr_local_token(NDK_MR *m)
     UINT32 t;
 
     pthread_mutex_lock(&mr->lock);
-    t = mr->mr ? mr->mr->lkey : 0;
+    t = mr->fast ? (mr->ph ? mr->ph->lkey : 0) : mr->mr ? mr->mr->lkey : 0;
     pthread_mutex_unlock(&mr->lock);
     return t;
 }
@@ -165,6 +193,11 @@ static void vb_mr_destroy(struct vb_obj *o)
 
     if (mr->mr && ibv_dereg_mr(mr->mr))
         vb_err(o->dev, "ibv_dereg_mr: %s", strerror(errno));
+    vb_token_del(mr);
+    if (mr->ph_mw && ibv_dealloc_mw(mr->ph_mw))
+        vb_err(o->dev, "ibv_dealloc_mw (token placeholder): %s", strerror(errno));
+    if (mr->ph && ibv_dereg_mr(mr->ph))
+        vb_err(o->dev, "ibv_dereg_mr (token placeholder): %s", strerror(errno));
     pthread_mutex_destroy(&mr->lock);
     free(mr);
 }

@@ -3,7 +3,9 @@
  * as its own MR with the window's rights, whose rkey is the window token, and NdkInvalidate
  * deregisters it. The device then enforces bounds and rights as for a real window; the costs are
  * a registration per bind and that a peer's Send-with-Invalidate cannot end it (libsiw does not
- * report remote invalidation anyway, map §1.6). */
+ * report remote invalidation anyway, map §1.6). Unbound, the window's token is the rkey of a
+ * placeholder registration without rights (token.c): a real key of this window alone, so two
+ * windows never share a token and none names the privileged region (§2.5). */
 #include "verbs.h"
 
 #include <errno.h>
@@ -40,6 +42,8 @@ void vb_mw_emu_invalidate(struct vb_mw *mw)
     pthread_mutex_lock(&mw->lock);
     old = mw->emu;
     mw->emu = NULL;
+    if (mw->ph)
+        atomic_store(&mw->rkey, mw->ph->rkey);
     pthread_mutex_unlock(&mw->lock);
     if (old)
         ibv_dereg_mr(old);
@@ -52,6 +56,8 @@ static void vb_mw_destroy(struct vb_obj *o)
     if (mw->mw && ibv_dealloc_mw(mw->mw))
         vb_err(o->dev, "ibv_dealloc_mw: %s", strerror(errno));
     vb_mw_emu_invalidate(mw);
+    if (mw->ph && ibv_dereg_mr(mw->ph))
+        vb_err(o->dev, "ibv_dereg_mr (window placeholder): %s", strerror(errno));
     pthread_mutex_destroy(&mw->lock);
     free(mw);
 }
@@ -86,7 +92,13 @@ NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     vb_obj_init(&mw->obj, &vb_mw_ops, VB_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &vb_mw_dispatch);
     vb_obj_set_ante(&mw->obj, 0, &pd->obj);
     if (!pd->obj.dev->has_mw2) {
-        atomic_init(&mw->rkey, 0);
+        mw->ph = vb_token_placeholder(pd->obj.dev, pd->pd);
+        if (!mw->ph) {
+            int err = errno ? errno : ENOMEM;
+            vb_obj_abort_create(&mw->obj);
+            return vb_status_from_errno(err);
+        }
+        atomic_init(&mw->rkey, mw->ph->rkey);
         *out = &mw->ndk;
         return STATUS_SUCCESS;
     }

@@ -7,7 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-/* NDK SGEs to verbs SGEs; the privileged token is translated (map §1.1). Returns 0 or -errno. */
+/* NDK SGEs to verbs SGEs; the privileged token (map §1.1) and fast-register MRs' minted tokens
+ * (token.c) are translated. Returns 0 or -errno. */
 int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *out)
 {
     for (ULONG k = 0; k < n; k++) {
@@ -18,6 +19,8 @@ int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *
             int err = vb_pd_priv_lkey(pd, (uintptr_t)sgl[k].VirtualAddress, sgl[k].Length, &out[k].lkey);
             if (err)
                 return err;
+        } else {
+            vb_token_translate(pd->obj.dev, &out[k]);
         }
     }
     return 0;
@@ -255,8 +258,10 @@ static void vb_post_soft(struct vb_qp *qp, void *ctx, NDK_OPERATION_TYPE type, U
 }
 
 /* NdkFastRegister: user-space verbs has no FRWR. The MR is registered over the pages with
- * ibv_reg_mr_iova2 at BaseVirtualAddress (map §1.3 option B; siw ignores the iova, so there
- * only BaseVirtualAddress == page VA works). */
+ * ibv_reg_mr_iova2 at BaseVirtualAddress (map §1.3 option B). siw ignores the iova
+ * (siw_reg_user_mr leaves rnic_va unused), so there a label base works only for local access:
+ * the registration stays at the pages' address and SGEs with the MR's token are shifted to it
+ * (token.c); a peer's requests name the label, which siw cannot map. */
 NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
                                ULONG fbo, SIZE_T len, PVOID base, ULONG flags)
 {
@@ -277,11 +282,20 @@ NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CO
         if ((uint64_t)pages[k].QuadPart != (uint64_t)pages[0].QuadPart + (uint64_t)k * PAGE_SIZE)
             return STATUS_NOT_SUPPORTED;   /* scattered pages need a real FRWR */
     va = (uintptr_t)pages[0].QuadPart + fbo;
-    if ((flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE)) && !mr->remote)
+    /* ALLOW_REMOTE_WRITE (0x30) contains ALLOW_LOCAL_WRITE (0x10): only its own bit is remote. */
+    bool remote = (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ) ||
+                  (flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE;
+    if (remote && !mr->remote)
         return vb_post_fail(qp, STATUS_ACCESS_VIOLATION);
-    if (base != (PVOID)va && qp->obj.dev->iwarp)
-        return vb_post_fail(qp, STATUS_NOT_SUPPORTED);
-    err = vb_mr_fast_register(mr, va, len, (uint64_t)(uintptr_t)base, flags);
+    uint64_t iova = (uint64_t)(uintptr_t)base;
+    int64_t delta = 0;
+    if (base != (PVOID)va && qp->obj.dev->iwarp) {
+        if (remote)
+            return vb_post_fail(qp, STATUS_NOT_SUPPORTED);
+        iova = va;
+        delta = (int64_t)(va - (uintptr_t)base);
+    }
+    err = vb_mr_fast_register(mr, va, len, iova, delta, flags);
     if (err)
         return vb_post_fail(qp, vb_post_fail_status(err));
     vb_post_soft(qp, ctx, NdkOperationTypeFastRegister, flags, STATUS_SUCCESS);

@@ -114,6 +114,14 @@ static void vb_on_async(struct vb_device *dev)
             if (e.element.srq->srq_context)
                 vb_srq_on_event(e.element.srq->srq_context, STATUS_INTERNAL_ERROR);
             break;
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+            /* The QP's remaining work must complete (flushed), also where the device drops it. */
+            vb_dbg(dev, "async event %s", ibv_event_type_str(e.event_type));
+            if (e.element.qp->qp_context)
+                vb_drain_on_qp_error(e.element.qp->qp_context);
+            break;
         case IBV_EVENT_DEVICE_FATAL:
             vb_err(dev, "device fatal error");
             break;

@@ -44,6 +44,10 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
         if (wc->wr_id & VB_WR_RING) {
             uint32_t c = (uint32_t)wc->wr_id;
             pthread_mutex_lock(&qp->rq_lock);
+            if ((uint32_t)(c - (uint32_t)qp->rq_tail) >= (uint32_t)(qp->rq_head - qp->rq_tail)) {
+                pthread_mutex_unlock(&qp->rq_lock);
+                return false;       /* already completed by the provider (drain.c) */
+            }
             r->RequestContext = qp->rq[c & (qp->rq_n - 1)];
             qp->rq_tail += (uint32_t)(c - (uint32_t)qp->rq_tail) + 1;
             pthread_mutex_unlock(&qp->rq_lock);
@@ -68,21 +72,32 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
     uint32_t c = (uint32_t)wc->wr_id;
     struct vb_sslot s;
     pthread_mutex_lock(&qp->sq_lock);
+    if ((uint32_t)(c - (uint32_t)qp->sq_tail) >= (uint32_t)(qp->sq_head - qp->sq_tail)) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        return false;               /* already completed by the provider (drain.c) */
+    }
     s = qp->sq[c & (qp->sq_n - 1)];
     /* Verbs retires every unsignaled WR before a completed one (RC completes in order). */
     qp->sq_tail += (uint32_t)(c - (uint32_t)qp->sq_tail) + 1;
     if (s.forced)
         qp->forced_inflight = false;
     pthread_mutex_unlock(&qp->sq_lock);
-    if (!ok)
+    if (!ok) {
         atomic_store(&qp->peer_gone, true);   /* the QP is in error: later posts fail inline */
+        vb_drain_error_seen(qp);
+    }
     if (ok && s.silent)
         return false;      /* a hidden signal on a silent-success request (map §1.4) */
     r->RequestContext = s.ctx;
-    r->Type = s.type == VB_SOP_SEND ? NdkOperationTypeSend : s.type == VB_SOP_WRITE ? NdkOperationTypeWrite
-            : s.type == VB_SOP_READ ? NdkOperationTypeRead : s.type == VB_SOP_BIND ? NdkOperationTypeBind
-            : NdkOperationTypeInvalidate;
+    r->Type = vb_qp_op_type(s.type);
     return true;
+}
+
+NDK_OPERATION_TYPE vb_qp_op_type(uint8_t sop)
+{
+    return sop == VB_SOP_SEND ? NdkOperationTypeSend : sop == VB_SOP_WRITE ? NdkOperationTypeWrite
+         : sop == VB_SOP_READ ? NdkOperationTypeRead : sop == VB_SOP_BIND ? NdkOperationTypeBind
+         : NdkOperationTypeInvalidate;
 }
 
 /* IB/RoCE: INIT -> RTR -> RTS with the attributes rdma_cm negotiated (map D1). iWARP: the kernel
@@ -123,6 +138,7 @@ void vb_qp_to_err(struct vb_qp *qp)
         return;
     if (ibv_modify_qp(qp->qp, &a, IBV_QP_STATE))
         vb_warn(qp->obj.dev, "QP %u to ERR: %s", qp->qpn, strerror(errno));
+    vb_drain_arm(qp);
 }
 
 void vb_qp_flush(NDK_QP *q)
@@ -144,6 +160,7 @@ static void vb_qp_destroy(struct vb_obj *o)
         if (qp->qpt_link.next)
             ndk_list_del(&qp->qpt_link);
         pthread_mutex_unlock(&o->dev->qpt_lock);
+        vb_drain_forget(qp);
         if (ibv_destroy_qp(qp->qp))
             vb_err(o->dev, "ibv_destroy_qp: %s", strerror(errno));
     }
@@ -222,6 +239,9 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
     atomic_init(&qp->flushed, false);
     atomic_init(&qp->connected, false);
     atomic_init(&qp->peer_gone, false);
+    atomic_init(&qp->drain_sq, 0);
+    atomic_init(&qp->drain_rq, 0);
+    atomic_init(&qp->err_queued, false);
     vb_obj_set_ante(&qp->obj, 0, &pd->obj);
     vb_obj_set_ante(&qp->obj, 1, &qp->rcq->obj);
     vb_obj_set_ante(&qp->obj, 2, &qp->scq->obj);

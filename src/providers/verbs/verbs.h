@@ -155,6 +155,23 @@ struct vb_device {
     struct ndk_list adapters;
     struct ndk_list connectors;
     struct ndk_list seps;
+    struct ndk_list listeners;      /* listening listeners, for OID_NDK_LOCAL_ENDPOINTS */
+    /* The GID rdma_cm uses for the interface's address (RoCE) or the port's first (iWARP, IB). */
+    union ibv_gid gid;
+    uint32_t gid_index;
+
+    /* token.c: provider-minted local tokens (fast-register MRs) and the placeholder page their
+     * registrations cover. Job of tok_lock (a leaf): the buckets and each entry's translation. */
+    pthread_mutex_t tok_lock;
+    struct ndk_list tok[64];
+    atomic_uint ntok;
+    void *ph_page;
+
+    /* drain.c: siw completes nothing posted after its QP reached ERROR and skips the SQ flush on
+     * some transitions (siw_qp.c), so the provider completes what the device dropped. */
+    bool flush_sync;                /* the device's flush is done when ibv_modify_qp(ERR) returns */
+    atomic_uint ndrain;             /* QP rings whose dropped requests wait for a CQ poll */
+    _Atomic uint64_t drain_epoch;
 };
 
 NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
@@ -164,6 +181,17 @@ void vb_device_destroy(struct vb_device *dev);
 NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req);
 bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa);
 int vb_device_scan(struct vb_provider *prov);
+
+/* ---- token table (token.c, map D4) ---- */
+int vb_token_init(struct vb_device *dev);
+void vb_token_fini(struct vb_device *dev);
+struct ibv_mr *vb_token_placeholder(struct vb_device *dev, struct ibv_pd *pd);
+struct vb_mr;
+void vb_token_add(struct vb_mr *mr);
+void vb_token_del(struct vb_mr *mr);
+void vb_token_set(struct vb_mr *mr, uint32_t lkey, int64_t delta);
+/* Rewrites an SGE whose lkey is a minted token; false if it is none. tok_lock inside. */
+bool vb_token_translate(struct vb_device *dev, struct ibv_sge *sge);
 
 /* ---- progress (progress.c) ---- */
 int vb_progress_start(struct vb_device *dev);
@@ -287,6 +315,7 @@ struct vb_cq {
 NTSTATUS vb_cq_create(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK fn, PVOID fctx, GROUP_AFFINITY *aff,
                       NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_CQ **out);
 void vb_cq_push_soft(struct vb_cq *cq, const NDK_RESULT_EX *r);
+void vb_cq_kick(struct vb_cq *cq);
 void vb_cq_on_event(struct vb_device *dev, struct ibv_cq *cq);
 void vb_cq_on_error(struct vb_cq *cq, NTSTATUS st);
 
@@ -368,6 +397,10 @@ struct vb_qp {
     atomic_bool connected;
     atomic_bool peer_gone;          /* the peer disconnected: new initiator requests fail inline */
     struct vb_connector *conn;      /* set under dev->lock while a connector uses the QP */
+    /* drain.c: the drain epoch at which each ring was marked (0 none, UINT64_MAX done). */
+    _Atomic uint64_t drain_sq, drain_rq;
+    atomic_bool err_queued;
+    struct vb_work err_work;
 };
 #define to_vb_qp(p) ndk_container_of((p), struct vb_qp, ndk)
 NTSTATUS vb_qp_create(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, PVOID qpctx, ULONG rq_depth, ULONG sq_depth, ULONG max_rsge,
@@ -380,6 +413,14 @@ void vb_qp_to_err(struct vb_qp *qp);
 void vb_qp_flush(NDK_QP *q);
 /* The CQ's translation of one ibv_wc of this QP; returns false for hidden entries. */
 bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r);
+NDK_OPERATION_TYPE vb_qp_op_type(uint8_t sop);
+
+/* ---- drain (drain.c): completions the device dropped after a QP error ---- */
+void vb_drain_arm(struct vb_qp *qp);
+bool vb_drain_cq(struct vb_cq *cq, uint64_t epoch);
+void vb_drain_forget(struct vb_qp *qp);
+void vb_drain_on_qp_error(struct vb_qp *qp);
+void vb_drain_error_seen(struct vb_qp *qp);
 
 NTSTATUS vb_post_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags);
 NTSTATUS vb_post_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags, UINT32 token);
@@ -401,6 +442,16 @@ struct vb_mr {
     bool fast;                      /* fast-register MR (map §1.3 option C) */
     ULONG max_pages;
     bool remote;
+    /* A fast-register MR's stable tokens (§2.6: valid from NdkInitializeFastRegisterMr on): the
+     * keys of a placeholder registration; SGEs carrying its lkey are rewritten to the current
+     * registration (tok_lkey, tok_delta: address shift of a label base; token.c). */
+    struct ibv_mr *ph;
+    struct ibv_mw *ph_mw;           /* unbound window whose rkey is the remote token until the first
+                                     * fast register, where the device has MWs (rxe gives a rights-less
+                                     * MR rkey 0) */
+    struct ndk_list tok_link;       /* dev->tok (dev->tok_lock) */
+    uint32_t tok_lkey;
+    int64_t tok_delta;
     /* Job of lock: mr (the registration; replaced by fast registers) and nmw. */
     pthread_mutex_t lock;
     struct ibv_mr *mr;
@@ -409,7 +460,7 @@ struct vb_mr {
 };
 #define to_vb_mr(p) ndk_container_of((p), struct vb_mr, ndk)
 NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, ULONG flags);
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags);
 int vb_mr_invalidate(struct vb_mr *mr);
 int vb_mr_access(ULONG ndk_flags, bool iwarp, bool mw);
 
@@ -421,6 +472,7 @@ struct vb_mw {
     /* Job of lock: emu, the emulated window's registration of the bound range. */
     pthread_mutex_t lock;
     struct ibv_mr *emu;
+    struct ibv_mr *ph;              /* emulated window: placeholder whose rkey is the unbound token */
     atomic_uint rkey;               /* the token of the current (or pending) binding */
     struct vb_mr *bound;            /* MR under the binding; taken as antecedent (§1.7) */
 };
@@ -492,6 +544,7 @@ struct vb_listener {
     int nids;
     bool paused, listening;
     SOCKADDR_INET addr;
+    struct ndk_list link;           /* dev->listeners while listening (dev->lock) */
 };
 #define to_vb_listener(p) ndk_container_of((p), struct vb_listener, ndk)
 NTSTATUS vb_listener_create(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK fn, PVOID fctx, NDK_FN_CREATE_COMPLETION cb,

@@ -46,9 +46,12 @@ export NDK_CONFORM_MAX_TRANSFER=${NDK_CONFORM_MAX_TRANSFER:-8388608}
 cell_ndkinfo() {
 	local log=$RES/ndkinfo.log
 	NDK_PROVIDERS=verbs ndkinfo >"$log" 2>&1
+	# the device behind each adapter (OID_OPENNDK_RDMA_DEVICE): rxe's GID is the address, ::ffff:198.18.1.1
 	if grep -q "verbs on siwd0" "$log" && grep -q "verbs on rxed0" "$log" && grep -q "RdmaTechnology *iWARP" "$log" &&
-		grep -q "RdmaTechnology *RoCEv2" "$log"; then
-		record PASS ndkinfo "verbs adapters on siwd0 (iWARP) and rxed0 (RoCE v2)"
+		grep -q "RdmaTechnology *RoCEv2" "$log" &&
+		grep -qE "RDMA device siw0 port 1, GID\[0\] .*link layer Ethernet \(iWARP transport\)" "$log" &&
+		grep -qE "RDMA device rxe0 port 1, GID\[[0-9]+\] ::ffff:198\.18\.1\.1, link layer Ethernet \(IB transport\)" "$log"; then
+		record PASS ndkinfo "verbs adapters on siwd0 (siw0, iWARP) and rxed0 (rxe0, RoCE v2, GID ::ffff:198.18.1.1)"
 	else
 		record FAIL ndkinfo "verbs adapters missing or wrong technology (results/ndkinfo.log)"
 	fi
@@ -105,11 +108,6 @@ pair() {
 # ---- ndkperf --verify Write/Read/Send and ndkping, both ends on the verbs provider
 cell_perf() {
 	local dev=$1 ip=$2 log=$RES/perf-$1.log op bad="" port=18600
-	if [ "$dev" = rxe ]; then
-		# ndkperf states its test in 72 bytes of connect private data; an IB/RoCE CM REQ carries 56
-		record SKIP "perf-$dev" "ndkperf's 72-byte connect private data exceeds RoCE's REQ (MaxCallerData 54)"
-		return
-	fi
 	: >"$log"
 	for op in write read send; do
 		port=$((port + 1))
@@ -165,6 +163,73 @@ cell_tools() {
 	else record FAIL "tools-$dev" "failed:$bad (results/tools-$dev.log)"; fi
 }
 
+# ---- cost (issue 16 item 3, bench/verbs-guest.sh): ndkperf over verbs against perftest on the same
+# device, interleaved (the order flips every repetition). Both are timed the same way, from outside:
+# each measurement runs the client twice, with N1 and N2 iterations, and takes the difference of
+# the two wall-clock times, so that start-up and connection set-up cancel and neither tool's own
+# clock counts (perftest's cycle counter is unreliable under TCG: -D counts no iteration, latencies
+# come out as inf). Bandwidth: RDMA Write of SIZE, window 32, both busy-polling; latency: 8-byte
+# Send ping-pong, both waiting for completion events (two busy-polling ends on the guest's 2 vCPUs
+# measure the scheduler), reported as half the round trip. Under TCG only the ratio means anything.
+# Writes results/bench-<dev>.csv: dev,id,rep,tool,value,unit.
+bench_wall() { # COMMAND: the command, then a line "WALL start end" (seconds of uptime, 10 ms steps;
+	# the guest's date has no %N)
+	printf 'read -r a _ </proc/uptime; %s; rc=$?; read -r b _ </proc/uptime; echo "WALL $a $b"; exit $rc' "$1"
+}
+bench_run() { # TOOL KIND ITERS PORT DEV IP SIZE: one timed client run; echoes its seconds or nothing
+	local tool=$1 kind=$2 n=$3 port=$4 dev=$5 ip=$6 size=$7 scmd ccmd
+	if [ "$tool" = ndk ] && [ "$kind" = bw ]; then
+		scmd="ndkperf -s $ip:$port --once --poll --provider verbs"
+		ccmd="ndkperf -c $ip:$port -t write -z $size -n $n -d 32 --poll --provider verbs"
+	elif [ "$tool" = ndk ]; then
+		scmd="ndkperf -s $ip:$port --once --provider verbs"
+		ccmd="ndkperf -c $ip:$port -t send --lat -z 8 -n $n --provider verbs"
+	elif [ "$kind" = bw ]; then
+		scmd="ib_write_bw -R -d ${dev}0 -s $size -n $n -t 32 -p $port -F"
+		ccmd="ib_write_bw -R -d ${dev}0 -s $size -n $n -t 32 -p $port -F $ip"
+	else
+		scmd="ib_send_lat -R -d ${dev}0 -s 8 -n $n -e -p $port -F"
+		ccmd="ib_send_lat -R -d ${dev}0 -s 8 -n $n -e -p $port -F $ip"
+	fi
+	pair "$BENCH_LOG" 300 "$scmd" "$(bench_wall "$ccmd")"
+	[ "$PAIR_CRC" = 0 ] || return 0
+	awk '$1 == "WALL" { printf "%.6f\n", $3 - $2 }' /tmp/pair.client | tail -n 1
+}
+cell_bench() {
+	local dev=$1 ip=$2 csv=$RES/bench-$1.csv port=18700 r t k v t1 t2 bad="" order
+	local reps=${BENCH_REPS:-3} size=${BENCH_BW_SIZE:-65536}
+	local bw1=${BENCH_BW_ITERS1:-200} bw2=${BENCH_BW_ITERS:-1000} lat1=${BENCH_LAT_ITERS1:-200} lat2=${BENCH_LAT_ITERS:-1000}
+	BENCH_LOG=$RES/bench-$1.log
+	echo "dev,id,rep,tool,value,unit" >"$csv"
+	: >"$BENCH_LOG"
+	for r in $(seq 1 "$reps"); do
+		order="ndk pt"
+		[ $((r % 2)) = 0 ] && order="pt ndk"
+		for t in $order; do
+			for k in bw lat; do
+				if [ $k = bw ]; then
+					port=$((port + 2))
+					t1=$(bench_run "$t" bw "$bw1" $((port - 1)) "$dev" "$ip" "$size")
+					t2=$(bench_run "$t" bw "$bw2" "$port" "$dev" "$ip" "$size")
+					v=$(awk -v a="$t1" -v b="$t2" -v n=$((bw2 - bw1)) -v s="$size" \
+						'BEGIN { if (a != "" && b != "" && b > a) printf "%.6f", n * s * 8 / (b - a) / 1e9 }')
+					[ -n "$v" ] && echo "$dev,write.bw.$size,$r,$t,$v,Gbit/s" >>"$csv"
+				else
+					port=$((port + 2))
+					t1=$(bench_run "$t" lat "$lat1" $((port - 1)) "$dev" "$ip" 8)
+					t2=$(bench_run "$t" lat "$lat2" "$port" "$dev" "$ip" 8)
+					v=$(awk -v a="$t1" -v b="$t2" -v n=$((lat2 - lat1)) \
+						'BEGIN { if (a != "" && b != "" && b > a) printf "%.3f", (b - a) / n / 2 * 1e6 }')
+					[ -n "$v" ] && echo "$dev,send.lat.8,$r,$t,$v,us" >>"$csv"
+				fi
+				[ -n "$v" ] || bad="$bad $k-$t#$r"
+			done
+		done
+	done
+	if [ -z "$bad" ]; then record PASS "bench-$dev" "$reps repetitions of write bw ($size B) and send latency (8 B), ndkperf and perftest, wall-clock differences"
+	else record FAIL "bench-$dev" "no result:$bad (results/bench-$dev.log)"; fi
+}
+
 for g in $CELLS; do
 	case $g in
 	ndkinfo) cell_ndkinfo ;;
@@ -177,6 +242,8 @@ for g in $CELLS; do
 	cross-siw) cell_cross ;;
 	tools-rxe) cell_tools rxe "$RXE_IP" ;;
 	tools-siw) cell_tools siw "$SIW_IP" ;;
+	bench-rxe) cell_bench rxe "$RXE_IP" ;;
+	bench-siw) cell_bench siw "$SIW_IP" ;;
 	esac
 done
 say "done"
