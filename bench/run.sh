@@ -627,3 +627,10 @@ other=$(awk -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((ours1 - ou
 awk -v out="$out" -f "$here/report.awk" "$out/machine.txt" "$samples"
 cat "$out/table.md"
 say "wrote $out/table.md, results.csv, results.json (samples.csv has every repetition)"
+
+# ---------- scale section (bench/scale.sh; BENCH_SCALE=0 leaves it out) ----------
+if [ "${BENCH_SCALE:-1}" = 1 ]; then
+  scale_args=()
+  [ "$quick" = 1 ] && scale_args+=(--quick)
+  "$here/scale.sh" "${scale_args[@]}" "$build" || say "the scale section failed"
+fi
