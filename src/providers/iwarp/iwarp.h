@@ -501,6 +501,14 @@ struct iw_cq {
      * provider: taken with no other lock held. */
     pthread_mutex_t qps_lock;
     struct ndk_list qps;              /* struct dp_cq_ref (datapath.h) */
+    uint32_t poll_nqps;               /* entries of qps (qps_lock) */
+    /* With two or more QPs, a busy poll asks this epoll set which sockets have data instead of
+     * reading each (issue 14 item 5); made at the second QP, closed with the last (qps_lock). */
+    int poll_ep;
+    bool poll_ep_on;
+    /* TX engines of these QPs that found their socket full since the poller last looked: the
+     * poller retries them (a hint: the poller recounts; incremented by tx.c, any thread). */
+    atomic_uint poll_tx_blocked;
 };
 static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, struct iw_cq, ndk); }
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,

@@ -380,7 +380,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
         case DP_TX_SENDING:
             err = tx_write(dp);
             if (err == -EAGAIN) {
-                atomic_store_explicit(&dp->tx_blocked, true, memory_order_relaxed);
+                iw_poll_tx_blocked(dp, true);
                 if (!tx->want_out) {
                     tx->want_out = true;
                     iw_qp_want_writable(qp, true);
@@ -391,7 +391,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
             }
-            atomic_store_explicit(&dp->tx_blocked, false, memory_order_relaxed);
+            iw_poll_tx_blocked(dp, false);
             tx_goto(qp, dp, DP_TX_IDLE);
             tx_batch_done(qp, dp);
             if (tx->state == DP_TX_DEAD)
