@@ -644,3 +644,10 @@ say "wrote $out/table.md, results.csv, results.json (samples.csv has every repet
 if [ "$quick" = 0 ]; then
   "$here/verbs-guest.sh" "$build" "$out" || true
 fi
+
+# ---------- scale section (bench/scale.sh; BENCH_SCALE=0 leaves it out) ----------
+if [ "${BENCH_SCALE:-1}" = 1 ]; then
+  scale_args=()
+  [ "$quick" = 1 ] && scale_args+=(--quick)
+  "$here/scale.sh" "${scale_args[@]}" "$build" || say "the scale section failed"
+fi

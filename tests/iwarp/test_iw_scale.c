@@ -7,15 +7,26 @@
  *             fresh connector and QP: no cycle may fail (ports in TIME_WAIT must not run the
  *             active side out of ports).
  *
+ *   bench N   hold N for make bench (bench/scale.sh): prints "scale <side> <key> <value>" lines
+ *             with the connect rate of the 500 connects after 1,000, 5,000 and 19,000 were open,
+ *             RSS, heap (mallinfo2) and descriptors per connection and per idle QP, and the CPU
+ *             both processes use while the N connections sit idle (NDK_SCALE_IDLE_S seconds, 5;
+ *             while the file NDK_SCALE_HOLD_FILE exists, up to 300 s, so that a latency run
+ *             can go beside them).
+ *
  * Both processes raise RLIMIT_NOFILE to its hard limit; hold skips with the reason when the
  * limit cannot hold N connections at one descriptor each. Rates are printed for the record. */
 #include "iwtest.h"
 
+#include <dirent.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TMO 60000
@@ -26,8 +37,77 @@ struct arg {
     int family;
     int n;
     bool churn;
+    bool bench;
     struct iwt_chan ch;
 };
+
+/* ---- bench figures ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+
+struct mem {
+    double rss, heap, fds;        /* bytes, bytes, descriptors */
+};
+
+static struct mem mem_now(void)
+{
+    struct mem m = { 0, 0, 0 };
+    long pages = 0, res = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    m.rss = (double)res * (double)sysconf(_SC_PAGESIZE);
+    struct mallinfo2 mi = mallinfo2();
+    m.heap = (double)mi.uordblks + (double)mi.hblkhd;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        while (readdir(d))
+            m.fds++;
+        closedir(d);
+    }
+    return m;
+}
+
+static double cpu_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Per-connection differences: objects made (idle QP, not connected) and connected. */
+static void mem_report(const char *side, struct mem m0, struct mem m1, struct mem m2, int n)
+{
+    printf("scale %s qp_rss_bytes %.0f\n", side, (m1.rss - m0.rss) / n);
+    printf("scale %s qp_heap_bytes %.0f\n", side, (m1.heap - m0.heap) / n);
+    printf("scale %s conn_rss_bytes %.0f\n", side, (m2.rss - m0.rss) / n);
+    printf("scale %s conn_heap_bytes %.0f\n", side, (m2.heap - m0.heap) / n);
+    printf("scale %s conn_fds %.2f\n", side, (m2.fds - m1.fds) / n);
+    fflush(stdout);
+}
+
+/* Sits idle with the connections up: NDK_SCALE_IDLE_S seconds, then as long as
+ * NDK_SCALE_HOLD_FILE exists (at most 300 s). Returns the seconds it sat. */
+static double idle_hold(void)
+{
+    const char *e = getenv("NDK_SCALE_IDLE_S"), *hold = getenv("NDK_SCALE_HOLD_FILE");
+    uint64_t t0 = now_ns();
+    struct stat stb;
+    usleep((useconds_t)((e ? atof(e) : 5.0) * 1e6));
+    for (int i = 0; hold && *hold && i < 3000 && stat(hold, &stb) == 0; i++)
+        usleep(100000);
+    return (double)(now_ns() - t0) / 1e9;
+}
 
 /* Spins politely until *flag >= v; fails after TMO. */
 static void wait_for(atomic_int *flag, int v, const char *what, int i)
@@ -178,8 +258,10 @@ static int server(void *p)
     iwt_raise_nofile(~0ul);
     iwt_open(&S.t, a->family);
     S.conns = calloc(S.churn ? 1 : (size_t)S.n, sizeof *S.conns);
+    struct mem m0 = mem_now(), m1, m2;
     for (int i = 0; !S.churn && i < S.n; i++)
         conn_objects(&S.t, &S.conns[i], i);
+    m1 = mem_now();
     la = iwt_addr(&S.t, 0);
     CHECK_STATUS(S.t.ad->Dispatch->NdkCreateListener(S.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
@@ -227,14 +309,32 @@ static int server(void *p)
             CHECK_STATUS(r.Status, STATUS_SUCCESS);
             CHECK_EQ(S.conns[i].buf[0], (uint8_t)i);
         }
+        if (a->bench) {
+            m2 = mem_now();
+            mem_report("server", m0, m1, m2, S.n);
+        }
+        double c0 = cpu_now();
+        uint64_t w0 = now_ns();
         iwt_send(iwt_srv_tx(&a->ch), 2);
-        CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 3);          /* client disconnected all */
+        if (a->bench) {
+            CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 400000), 4);  /* the client's idle time is over */
+            printf("scale server idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / ((double)(now_ns() - w0) / 1e9));
+            fflush(stdout);
+        }
+        CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 3);          /* client disconnects all */
+        /* Answer every disconnect first, then close: the client's NdkDisconnect waits for the
+         * answer only disconnect_timeout_ms, and closing 19,000 object sets takes longer. */
         for (int i = 0; i < S.n; i++) {
             wait_for(&S.conns[i].disc, 1, "disconnect event", i);
-            struct iwt_req rq;
-            iwt_req_init(&rq);
-            NTSTATUS st = S.conns[i].c->Dispatch->NdkDisconnect(S.conns[i].c, iwt_req_cb, &rq);
-            CHECK_STATUS(req_wait(&rq, st, "NdkDisconnect", i), STATUS_SUCCESS);
+            iwt_req_init(&S.conns[i].rq);
+            NTSTATUS st = S.conns[i].c->Dispatch->NdkDisconnect(S.conns[i].c, iwt_req_cb, &S.conns[i].rq);
+            if (st != STATUS_PENDING) {
+                atomic_store(&S.conns[i].rq.status, st);
+                atomic_store(&S.conns[i].rq.done, 1);
+            }
+        }
+        for (int i = 0; i < S.n; i++) {
+            CHECK_STATUS(req_wait(&S.conns[i].rq, STATUS_PENDING, "NdkDisconnect", i), STATUS_SUCCESS);
             conn_free(&S.conns[i], i);
         }
     }
@@ -310,18 +410,40 @@ static int client(void *p)
     } else {
         struct conn *ks = calloc((size_t)a->n, sizeof *ks);
         int started = 0, done = 0;
+        struct mem m0 = mem_now(), m1;
         for (int i = 0; i < a->n; i++)
             conn_objects(&t, &ks[i], i);
-        uint64_t t1 = ndk_test_now_ms();
+        m1 = mem_now();
+        /* bench: the connect rate of the 500 connects after each level was open */
+        static const int level[] = { 1000, 5000, 19000 };
+        uint64_t level_t0[3] = { 0, 0, 0 };
+        double level_c0[3] = { 0, 0, 0 };
+        uint64_t step = now_ns();
         while (done < a->n) {
             while (started < a->n && started - done < WINDOW)
                 connect_start(&t, &ks[started], started & 1 ? port2 : port, started), started++;
             connect_finish(&ks[done], done);
             done++;
-            if (done % 5000 == 0) {
-                printf("hold: %d connected, %.0f/s (descriptor limit %lu)\n", done,
-                       done * 1000.0 / (double)(ndk_test_now_ms() - t1 + 1), lim);
+            for (int j = 0; j < 3; j++) {
+                if (done == level[j]) {
+                    level_t0[j] = now_ns();
+                    level_c0[j] = cpu_now();
+                }
+                if (a->bench && done == level[j] + 500 && level_t0[j]) {
+                    /* The CPU this process spent per connect says the same as the rate on a
+                     * machine that others load too. */
+                    printf("scale client rate_at_%d %.0f\n", level[j], 500 * 1e9 / (double)(now_ns() - level_t0[j]));
+                    printf("scale client cpu_us_per_connect_at_%d %.1f\n", level[j], (cpu_now() - level_c0[j]) * 1e6 / 500);
+                    fflush(stdout);
+                }
+            }
+            if (done % 1000 == 0) {
+                /* The step rate over the last 1,000: what a connect costs with done open. */
+                uint64_t now = now_ns();
+                printf("hold: %d connected, %.0f/s over the last 1000 (descriptor limit %lu)\n", done,
+                       1000 * 1e9 / (double)(now - step + 1), lim);
                 fflush(stdout);
+                step = now;
             }
         }
         for (int i = 0; i < a->n; i += 97) {
@@ -333,24 +455,39 @@ static int client(void *p)
             CHECK_MSG(iwt_cq_wait(ks[i].cq, &r, TMO), "connection %d: Send did not complete", i);
             CHECK_STATUS(r.Status, STATUS_SUCCESS);
         }
+        if (a->bench)
+            mem_report("client", m0, m1, mem_now(), a->n);
         iwt_send(iwt_cli_tx(&a->ch), 1);
         CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 2);
-        /* Start every disconnect, then let the server answer each. */
+        if (a->bench) {
+            double c0 = cpu_now();
+            printf("scale client ready %d\n", a->n);
+            fflush(stdout);
+            double secs = idle_hold();
+            printf("scale client idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / secs);
+            fflush(stdout);
+            iwt_send(iwt_cli_tx(&a->ch), 4);
+        }
+        /* Disconnect, WINDOW at a time: each NdkDisconnect waits for the server's answer only
+         * disconnect_timeout_ms, which 19,000 started at once need not get on a loaded machine.
+         * The server answers each as its event comes. */
         struct iwt_req *rq = calloc((size_t)a->n, sizeof *rq);
-        for (int i = 0; i < a->n; i++) {
-            iwt_req_init(&rq[i]);
-            NTSTATUS st = ks[i].c->Dispatch->NdkDisconnect(ks[i].c, iwt_req_cb, &rq[i]);
-            if (st != STATUS_PENDING) {
-                atomic_store(&rq[i].status, st);
-                atomic_store(&rq[i].done, 1);
-            }
-        }
         iwt_send(iwt_cli_tx(&a->ch), 3);
-        for (int i = 0; i < a->n; i++) {
-            CHECK_STATUS(req_wait(&rq[i], STATUS_PENDING, "NdkDisconnect", i), STATUS_SUCCESS);
-            CHECK_EQ(atomic_load(&ks[i].disc), 0);           /* we disconnected: no event (§3.6) */
-            conn_free(&ks[i], i);
+        for (int i = 0, fin = 0; fin < a->n;) {
+            for (; i < a->n && i - fin < WINDOW; i++) {
+                iwt_req_init(&rq[i]);
+                NTSTATUS st = ks[i].c->Dispatch->NdkDisconnect(ks[i].c, iwt_req_cb, &rq[i]);
+                if (st != STATUS_PENDING) {
+                    atomic_store(&rq[i].status, st);
+                    atomic_store(&rq[i].done, 1);
+                }
+            }
+            CHECK_STATUS(req_wait(&rq[fin], STATUS_PENDING, "NdkDisconnect", fin), STATUS_SUCCESS);
+            CHECK_EQ(atomic_load(&ks[fin].disc), 0);         /* we disconnected: no event (§3.6) */
+            fin++;
         }
+        for (int i = 0; i < a->n; i++)
+            conn_free(&ks[i], i);
         free(rq);
         free(ks);
     }
@@ -364,11 +501,12 @@ int main(int argc, char **argv)
 {
     struct arg a = { .family = AF_INET };
 
-    if (argc != 3 || (strcmp(argv[1], "hold") && strcmp(argv[1], "churn"))) {
-        fprintf(stderr, "usage: %s hold|churn N\n", argv[0]);
+    if (argc != 3 || (strcmp(argv[1], "hold") && strcmp(argv[1], "churn") && strcmp(argv[1], "bench"))) {
+        fprintf(stderr, "usage: %s hold|churn|bench N\n", argv[0]);
         return 2;
     }
     a.churn = !strcmp(argv[1], "churn");
+    a.bench = !strcmp(argv[1], "bench");
     a.n = atoi(argv[2]);
     if (!a.churn) {
         /* One descriptor per connection and some for the runtime, the listener and the tests. */
@@ -378,7 +516,7 @@ int main(int argc, char **argv)
     }
     printf("%s %d\n", argv[1], a.n);
     iwt_chan_init(&a.ch);
-    iwt_run_pair(server, client, &a, a.churn ? 1500000 : 900000);
+    iwt_run_pair(server, client, &a, a.churn ? 1500000 : a.bench ? 1200000 : 900000);
     iwt_chan_close(&a.ch);
     printf("PASS\n");
     return 0;

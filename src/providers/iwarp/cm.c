@@ -72,6 +72,8 @@ int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
     }
     iw_ddbg(c->obj.dev, "CONN[%u] %s => %s", c->obj.id, iw_cm_state_name[c->state], iw_cm_state_name[to]);
     c->state = to;
+    if (to == IW_CM_CLOSED)
+        iw_connector_unindex_locked(c);   /* its 4-tuple is free for a new connection */
     return 0;
 }
 
@@ -920,6 +922,8 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
         if (!(events & EPOLLOUT))
             return;
         iw_ep_sockname(c->poll.fd, &c->local, false);
+        if (iw_hnode_linked(&c->tuple))
+            iw_connector_index_locked(c);     /* a wildcard source became the route's address */
         iw_cm_set_state(c, IW_CM_AWAIT_REPLY);
         act |= IW_CM_ACT_TX;
     }

@@ -34,6 +34,7 @@ static void iw_conn_destroy(struct iw_obj *o)
     pthread_mutex_lock(&dev->lock);
     ndk_list_del(&c->link);
     ndk_list_del(&c->ep_link);
+    iw_connector_unindex_locked(c);
     if (c->ep)
         iw_ep_put(dev, c->ep);     /* §5.11.5: -1 when the connector is closed */
     pthread_mutex_unlock(&dev->lock);
@@ -56,6 +57,33 @@ static const struct iw_obj_ops iw_conn_ops = {
 static NTSTATUS iw_close_connector(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
 {
     return iw_obj_close(&to_iw_connector((NDK_CONNECTOR *)h)->obj, cb, ctx);
+}
+
+static struct iw_hnode **iw_conn_bucket(struct iw_device *dev, const SOCKADDR_INET *local, const SOCKADDR_INET *peer)
+{
+    return &dev->conn_hash[(iw_sa_hash(local) ^ iw_sa_hash(peer) * 31u) % IW_CONN_BUCKETS];
+}
+
+void iw_connector_index_locked(struct iw_connector *c)
+{
+    iw_hnode_del(&c->tuple);
+    iw_hnode_add(iw_conn_bucket(c->obj.dev, &c->local, &c->peer), &c->tuple);
+}
+
+void iw_connector_unindex_locked(struct iw_connector *c)
+{
+    iw_hnode_del(&c->tuple);
+}
+
+struct iw_connector *iw_connector_find_locked(struct iw_device *dev, const SOCKADDR_INET *local,
+                                              const SOCKADDR_INET *peer, const struct iw_connector *self)
+{
+    for (struct iw_hnode *n = *iw_conn_bucket(dev, local, peer); n; n = n->next) {
+        struct iw_connector *o = ndk_container_of(n, struct iw_connector, tuple);
+        if (o != self && o->state != IW_CM_CLOSED && iw_sa_equal(&o->local, local) && iw_sa_equal(&o->peer, peer))
+            return o;
+    }
+    return NULL;
 }
 
 static uint32_t iw_cap(ULONG v, uint32_t max)
@@ -197,15 +225,9 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
     if ((st = iw_conn_begin(c, s.si_family, IW_SOCK_CONNECT, &fd)) != STATUS_SUCCESS)
         return st;
     /* §5.11.5: duplicate 4-tuple -> STATUS_ADDRESS_ALREADY_EXISTS. */
-    if (iw_sa_port(&s)) {
-        struct ndk_list *pos;
-        ndk_list_for_each(pos, &dev->connectors) {
-            struct iw_connector *o = ndk_list_entry(pos, struct iw_connector, link);
-            if (o != c && o->state != IW_CM_CLOSED && iw_sa_equal(&o->local, &s) && iw_sa_equal(&o->peer, &d)) {
-                st = STATUS_ADDRESS_ALREADY_EXISTS;
-                goto fail;
-            }
-        }
+    if (iw_sa_port(&s) && iw_connector_find_locked(dev, &s, &d, c)) {
+        st = STATUS_ADDRESS_ALREADY_EXISTS;
+        goto fail;
     }
     err = iw_conn_attach_qp(c, q);
     if (err) {
@@ -221,6 +243,7 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
         if (err != -ENOPROTOOPT) {       /* else an older kernel: probe ports ourselves, below */
             st = err ? ndk_status_from_errno(err) : iw_conn_start(c, fd, &d, true, ird, ord, pd, pdlen, cb, ctx);
             if (st == STATUS_PENDING) {
+                iw_connector_index_locked(c);
                 pthread_mutex_unlock(&dev->lock);
                 return STATUS_PENDING;
             }
@@ -256,6 +279,7 @@ static NTSTATUS iw_connect(NDK_CONNECTOR *nc, NDK_QP *q, CONST PSOCKADDR src, UL
             return st;
         }
     }
+    iw_connector_index_locked(c);
     pthread_mutex_unlock(&dev->lock);
     return STATUS_PENDING;
 fail_qp:
@@ -274,7 +298,6 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
     struct iw_device *dev = c->obj.dev;
     struct iw_shared_endpoint *sep;
     SOCKADDR_INET d;
-    struct ndk_list *pos;
     int err, fd;
     NTSTATUS st;
 
@@ -288,12 +311,9 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
     if ((st = iw_conn_begin(c, d.si_family, IW_SOCK_SEP_CONN, &fd)) != STATUS_SUCCESS)
         return st;
     /* §2.11: this endpoint already has a connection to that destination. */
-    ndk_list_for_each(pos, &sep->ep->conns) {
-        struct iw_connector *o = ndk_list_entry(pos, struct iw_connector, ep_link);
-        if (o->state != IW_CM_CLOSED && iw_sa_equal(&o->peer, &d)) {
-            st = STATUS_ADDRESS_ALREADY_EXISTS;
-            goto fail;
-        }
+    if (iw_connector_find_locked(dev, &sep->local, &d, c)) {
+        st = STATUS_ADDRESS_ALREADY_EXISTS;
+        goto fail;
     }
     if (bind(fd, (const struct sockaddr *)&sep->local, iw_sa_len((const struct sockaddr *)&sep->local)) < 0) {
         st = ndk_status_from_errno(-errno);
@@ -314,6 +334,7 @@ static NTSTATUS iw_connect_sep(NDK_CONNECTOR *nc, NDK_QP *q, NDK_SHARED_ENDPOINT
     c->ep = sep->ep;
     iw_ep_get(c->ep);
     ndk_list_add_tail(&sep->ep->conns, &c->ep_link);
+    iw_connector_index_locked(c);
     c->sep = sep;
     iw_obj_set_ante(&c->obj, IW_CONN_ANTE_PARENT, &sep->obj);
     pthread_mutex_unlock(&dev->lock);
@@ -688,6 +709,7 @@ int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_IN
     iw_ep_get(c->ep);                /* §5.11.5: +1 per connector accepted through it */
     c->peer = *peer;
     iw_ep_sockname(fd, &c->local, false);
+    iw_connector_index_locked(c);
     iw_mpa_parser_init(&c->parser, IW_MPA_REQUEST, IW_MPA_MAX_PD_WIRE);
     ndk_list_add_tail(&l->pending, &c->ep_link);
     c->poll.fd = fd;

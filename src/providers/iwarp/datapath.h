@@ -239,7 +239,7 @@ struct dp_cq_ref {
 /* The IRQ holds IRD entries plus one: once the last bytes of a Read Response are on their way,
  * the peer may see them, free its ORD slot and send its next Read Request before our TX engine
  * has retired the entry (it does so after sendmsg returns, on another thread than RX). */
-#define DP_IRQ_SLOTS (IW_MAX_IRD + 1u)
+#define DP_IRQ_SLOTS(ird) ((ird) + 1u)
 
 struct iw_dp {
     struct iw_qp *qp;
@@ -264,10 +264,13 @@ struct iw_dp {
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */
     struct dp_sqe *sq;        /* [qp->sq.depth] */
     uint32_t ord, ird;
-    struct dp_orq_ent orq[IW_MAX_ORD];
-    uint32_t orq_head, orq_count;
-    struct dp_irq_ent irq[DP_IRQ_SLOTS];
-    uint32_t irq_head, irq_count;
+    /* Sized by the negotiated limits at establishment (issue 14 item 3: a QP's memory follows
+     * what it may have in flight, not the adapter maxima): orq_cap = max(ord, 1) entries,
+     * irq_slots = ird + 1 (DP_IRQ_SLOTS explains the one more). */
+    struct dp_orq_ent *orq;
+    uint32_t orq_cap, orq_head, orq_count;
+    struct dp_irq_ent *irq;
+    uint32_t irq_slots, irq_head, irq_count;
     bool rresp_last_out;      /* the head Read Response's last FPDUs are going to the socket */
     bool term_pending, term_sent;
     struct iw_fpdu_term term;
@@ -327,6 +330,9 @@ void iw_poll_attach(struct iw_qp *qp);
 /* Fills dp's list entries (at creation, before dp is published). */
 void iw_poll_init(struct iw_qp *qp, struct iw_dp *dp);
 void iw_poll_detach(struct iw_qp *qp);
+/* The TX engine found the socket full (on) or got its bytes out: a polling consumer retries it
+ * (there is no readiness for room in its CQs' epoll sets). dp->tx_mutex held. */
+void iw_poll_tx_blocked(struct iw_dp *dp, bool on);
 
 /* ---- posting (post.c): the QP dispatch slots (§2.9) ---- */
 NTSTATUS iw_post_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags);

@@ -130,12 +130,36 @@ static bool iw_ep_conflicts(const struct iw_endpoint *e, const SOCKADDR_INET *a)
     return iw_sa_addr_equal(&e->addr, a) || iw_sa_is_wildcard(&e->addr) || iw_sa_is_wildcard(a);
 }
 
+uint32_t iw_sa_hash(const SOCKADDR_INET *a)
+{
+    uint32_t h = 2166136261u;         /* FNV-1a over address and port */
+    const uint8_t *b;
+    size_t n;
+
+    if (a->si_family == AF_INET6) {
+        b = (const uint8_t *)&a->Ipv6.sin6_addr;
+        n = sizeof a->Ipv6.sin6_addr;
+    } else {
+        b = (const uint8_t *)&a->Ipv4.sin_addr;
+        n = sizeof a->Ipv4.sin_addr;
+    }
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    h = (h ^ (iw_sa_port(a) & 0xffu)) * 16777619u;
+    h = (h ^ (iw_sa_port(a) >> 8)) * 16777619u;
+    return h;
+}
+
+/* Every endpoint that could conflict with a has a's port, so one chain holds them all. */
+static struct iw_hnode **iw_ep_bucket(struct iw_device *dev, uint16_t port)
+{
+    return &dev->ep_hash[port % IW_EP_BUCKETS];
+}
+
 static bool iw_ep_in_use(struct iw_device *dev, const SOCKADDR_INET *a)
 {
-    struct ndk_list *pos;
-
-    ndk_list_for_each(pos, &dev->endpoints) {
-        if (iw_ep_conflicts(ndk_list_entry(pos, struct iw_endpoint, link), a))
+    for (struct iw_hnode *n = *iw_ep_bucket(dev, iw_sa_port(a)); n; n = n->next) {
+        if (iw_ep_conflicts(ndk_container_of(n, struct iw_endpoint, hash), a))
             return true;
     }
     return false;
@@ -228,6 +252,7 @@ static int iw_ep_new(struct iw_device *dev, const SOCKADDR_INET *a, enum iw_ep_k
     ep->refs = 1;
     ndk_list_init(&ep->conns);
     ndk_list_add_tail(&dev->endpoints, &ep->link);
+    iw_hnode_add(iw_ep_bucket(dev, iw_sa_port(a)), &ep->hash);
     *out = ep;
     return 0;
 }
@@ -302,6 +327,7 @@ void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep)
     if (--ep->refs)
         return;
     ndk_list_del(&ep->link);
+    iw_hnode_del(&ep->hash);
     iw_eph_hold(iw_sa_port(&ep->addr), -1);
     free(ep);
 }

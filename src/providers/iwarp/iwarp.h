@@ -115,6 +115,37 @@ struct iw_shared_endpoint;
 struct iw_endpoint;
 struct iw_dp;
 
+/* An intrusive hash chain (the endpoint and 4-tuple indexes of struct iw_device). A zeroed
+ * head is an empty chain and a zeroed node is on none, so the tables need no initialization
+ * in a calloc'ed device. Callers hold the lock of the table (dev->lock for both). */
+struct iw_hnode {
+    struct iw_hnode *next, **pprev;
+};
+static inline bool iw_hnode_linked(const struct iw_hnode *n)
+{
+    return n->pprev != NULL;
+}
+static inline void iw_hnode_add(struct iw_hnode **head, struct iw_hnode *n)
+{
+    n->next = *head;
+    if (n->next)
+        n->next->pprev = &n->next;
+    *head = n;
+    n->pprev = head;
+}
+static inline void iw_hnode_del(struct iw_hnode *n)
+{
+    if (!n->pprev)
+        return;
+    *n->pprev = n->next;
+    if (n->next)
+        n->next->pprev = n->pprev;
+    n->next = NULL;
+    n->pprev = NULL;
+}
+#define IW_EP_BUCKETS   4096u         /* endpoints by local port */
+#define IW_CONN_BUCKETS 16384u        /* connectors by 4-tuple */
+
 /* ====================================================================================
  * Progress engine (progress.c): one thread per device owning an epoll set, a work queue and
  * a timer heap. Handlers, work and timer callbacks run on that thread only.
@@ -278,8 +309,13 @@ struct iw_device {
      * socket I/O, the list of open adapter instances. Held only briefly, never
      * across a consumer callback. */
     pthread_mutex_t lock;
-    struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5) */
+    struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5), for the OID listing */
     struct ndk_list connectors;       /* every live iw_connector (OID_NDK_CONNECTIONS) */
+    /* Indexes under dev->lock, so a connect or accept costs the same with 20,000 connections
+     * as with one (issue 14): endpoints by local port (a conflict shares the port, §5.11.5),
+     * connectors not CLOSED by their 4-tuple (the duplicate check of NdkConnect). */
+    struct iw_hnode *ep_hash[IW_EP_BUCKETS];
+    struct iw_hnode *conn_hash[IW_CONN_BUCKETS];
     struct ndk_list listeners;        /* every listening iw_listener */
     struct ndk_list adapters;         /* open iw_adapter instances */
 
@@ -465,6 +501,14 @@ struct iw_cq {
      * provider: taken with no other lock held. */
     pthread_mutex_t qps_lock;
     struct ndk_list qps;              /* struct dp_cq_ref (datapath.h) */
+    uint32_t poll_nqps;               /* entries of qps (qps_lock) */
+    /* With two or more QPs, a busy poll asks this epoll set which sockets have data instead of
+     * reading each (issue 14 item 5); made at the second QP, closed with the last (qps_lock). */
+    int poll_ep;
+    bool poll_ep_on;
+    /* TX engines of these QPs that found their socket full since the poller last looked: the
+     * poller retries them (a hint: the poller recounts; incremented by tx.c, any thread). */
+    atomic_uint poll_tx_blocked;
 };
 static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, struct iw_cq, ndk); }
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
@@ -751,6 +795,7 @@ enum iw_ep_kind {
 
 struct iw_endpoint {
     struct ndk_list link;             /* in dev->endpoints; protected by dev->lock */
+    struct iw_hnode hash;             /* in dev->ep_hash by port; dev->lock */
     enum iw_ep_kind kind;
     SOCKADDR_INET addr;               /* local IP + port (port != 0 once acquired) */
     unsigned refs;                    /* protected by dev->lock */
@@ -805,6 +850,8 @@ bool iw_sa_addr_equal(const SOCKADDR_INET *a, const SOCKADDR_INET *b);  /* addre
 /* The "size in / size out / STATUS_BUFFER_TOO_SMALL" getter protocol (§5.11.7). */
 NTSTATUS iw_sa_copy_out(const SOCKADDR_INET *a, PSOCKADDR out, ULONG *len);
 const char *iw_sa_str(const SOCKADDR_INET *a, char *buf, size_t cap);
+/* A hash of address and port (the 4-tuple index). */
+uint32_t iw_sa_hash(const SOCKADDR_INET *a);
 
 /* ====================================================================================
  * Connection management (cm.c)
@@ -834,6 +881,8 @@ struct iw_connector {
     struct iw_obj obj;
     struct ndk_list link;             /* dev->connectors (dev->lock) */
     struct ndk_list ep_link;          /* shared endpoint's conns (dev->lock) */
+    struct iw_hnode tuple;            /* dev->conn_hash while local + peer are set and not
+                                       * CLOSED (dev->lock) */
     struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
     bool polled;                      /* registered with epoll (dev->lock) */
 
@@ -955,6 +1004,13 @@ NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG l
  * held. Returns 0, -ENOMEM (fd closed; accept the next), -ESHUTDOWN (the listener stopped; fd
  * closed). */
 int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_INET *peer);
+/* The 4-tuple index (dev->conn_hash): index c under its local and peer address, take it out
+ * (at CLOSED and destroy; idempotent), find a connector not CLOSED with that 4-tuple other
+ * than self. dev->lock held; never block. */
+void iw_connector_index_locked(struct iw_connector *c);
+void iw_connector_unindex_locked(struct iw_connector *c);
+struct iw_connector *iw_connector_find_locked(struct iw_device *dev, const SOCKADDR_INET *local,
+                                              const SOCKADDR_INET *peer, const struct iw_connector *self);
 /* Aborts a passive connector not yet delivered (its listener closes). dev->lock held. */
 void iw_cm_abort_locked(struct iw_connector *c);
 

@@ -12,6 +12,13 @@
  * polled it for poll_idle_ms (qp.c, the QP's poll timer: Read Requests and the peer's data
  * must not wait on a consumer that stopped polling without arming).
  *
+ * Readiness (issue 14 item 5): a CQ with one QP reads that QP's socket on every poll; from its
+ * second QP on, the CQ keeps an epoll set of its QPs' sockets (level-triggered EPOLLIN), so a
+ * poll runs only the QPs that have data, and 19,000 idle QPs beside a busy one cost one
+ * epoll_wait. A full socket has no readiness there: TX engines that found one are counted
+ * (iw_poll_tx_blocked) and retried by the poll until they get their bytes out. A QP nobody
+ * polls stays with the progress thread until its first data.
+ *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
  * the connection on the progress thread exactly as if that thread had found them.
  *
@@ -20,6 +27,8 @@
 #include "datapath.h"
 
 #include <errno.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 /* Runs the QP's engines once. Consumer thread; cq->qps_lock held (the QP cannot go away). */
 static void poll_qp(struct iw_qp *qp)
@@ -41,14 +50,76 @@ static void poll_qp(struct iw_qp *qp)
     }
 }
 
+#define POLL_EVENTS 64
+
+/* Runs the QPs whose TX engine waits for room; returns how many still wait. qps_lock held. */
+static unsigned poll_tx_sweep(struct iw_cq *cq)
+{
+    struct ndk_list *pos;
+    unsigned still = 0;
+
+    ndk_list_for_each(pos, &cq->qps) {
+        struct iw_qp *qp = ndk_container_of(pos, struct dp_cq_ref, link)->qp;
+        if (atomic_load_explicit(&qp->dp->tx_blocked, memory_order_relaxed)) {
+            poll_qp(qp);
+            still += atomic_load_explicit(&qp->dp->tx_blocked, memory_order_relaxed);
+        }
+    }
+    return still;
+}
+
 void iw_poll_cq(struct iw_cq *cq)
 {
     struct ndk_list *pos;
 
     pthread_mutex_lock(&cq->qps_lock);
-    ndk_list_for_each(pos, &cq->qps)
-        poll_qp(ndk_container_of(pos, struct dp_cq_ref, link)->qp);
+    if (!cq->poll_ep_on) {
+        ndk_list_for_each(pos, &cq->qps)
+            poll_qp(ndk_container_of(pos, struct dp_cq_ref, link)->qp);
+        pthread_mutex_unlock(&cq->qps_lock);
+        return;
+    }
+    /* Only the QPs with data (level-triggered: what one pass leaves is reported again). */
+    struct epoll_event evs[POLL_EVENTS];
+    int n = epoll_wait(cq->poll_ep, evs, POLL_EVENTS, 0);
+    for (int i = 0; i < n; i++)
+        poll_qp(((struct dp_cq_ref *)evs[i].data.ptr)->qp);
+    /* Increments after this load survive the subtraction below; those before it are replaced
+     * by the recount of the QPs still waiting. */
+    unsigned blocked = atomic_load_explicit(&cq->poll_tx_blocked, memory_order_acquire);
+    if (blocked) {
+        unsigned still = poll_tx_sweep(cq);
+        atomic_fetch_sub_explicit(&cq->poll_tx_blocked, blocked, memory_order_relaxed);
+        atomic_fetch_add_explicit(&cq->poll_tx_blocked, still, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&cq->qps_lock);
+}
+
+void iw_poll_tx_blocked(struct iw_dp *dp, bool on)
+{
+    if (!on) {
+        atomic_store_explicit(&dp->tx_blocked, false, memory_order_relaxed);
+        return;
+    }
+    if (atomic_exchange_explicit(&dp->tx_blocked, true, memory_order_relaxed))
+        return;
+    for (int i = 0; i < 2; i++) {
+        if (dp->cqref[i].cq)
+            atomic_fetch_add_explicit(&dp->cqref[i].cq->poll_tx_blocked, 1, memory_order_release);
+    }
+}
+
+/* Adds r's socket to its CQ's epoll set. qps_lock held. */
+static void ref_watch(struct dp_cq_ref *r)
+{
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = r };
+
+    if (epoll_ctl(r->cq->poll_ep, EPOLL_CTL_ADD, r->qp->dp->fd, &ev) < 0) {
+        /* No readiness for this one: back to reading every QP (correct, only slower). */
+        iw_warn("QP[%u] CQ epoll_ctl: %d; the CQ's busy polls read every QP", r->qp->obj.id, errno);
+        close(r->cq->poll_ep);
+        r->cq->poll_ep_on = false;
+    }
 }
 
 void iw_poll_cq_stop(struct iw_cq *cq)
@@ -74,6 +145,17 @@ static void ref_attach(struct dp_cq_ref *r)
     if (!r->on) {
         r->on = true;
         ndk_list_add_tail(&cq->qps, &r->link);
+        if (++cq->poll_nqps == 2 && !cq->poll_ep_on && !cq->obj.dev->no_poll_progress) {
+            cq->poll_ep = epoll_create1(EPOLL_CLOEXEC);
+            cq->poll_ep_on = cq->poll_ep >= 0;
+            struct ndk_list *pos;
+            ndk_list_for_each(pos, &cq->qps) {
+                if (cq->poll_ep_on)
+                    ref_watch(ndk_container_of(pos, struct dp_cq_ref, link));
+            }
+        } else if (cq->poll_ep_on) {
+            ref_watch(r);
+        }
     }
     pthread_mutex_unlock(&cq->qps_lock);
 }
@@ -88,6 +170,12 @@ static void ref_detach(struct dp_cq_ref *r)
     if (r->on) {
         ndk_list_del(&r->link);
         r->on = false;
+        if (cq->poll_ep_on)
+            epoll_ctl(cq->poll_ep, EPOLL_CTL_DEL, r->qp->dp->fd, NULL);
+        if (--cq->poll_nqps == 0 && cq->poll_ep_on) {
+            close(cq->poll_ep);
+            cq->poll_ep_on = false;
+        }
     }
     pthread_mutex_unlock(&cq->qps_lock);
 }

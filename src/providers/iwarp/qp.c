@@ -304,6 +304,16 @@ void iw_qp_connection_established(struct iw_qp *qp)
     dp->crc = qp->params.crc;
     dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
     dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
+    if (dp->sq && !dp->orq) {
+        dp->orq_cap = dp->ord ? dp->ord : 1;
+        dp->irq_slots = DP_IRQ_SLOTS(dp->ird);
+        dp->orq = calloc(dp->orq_cap, sizeof(*dp->orq));
+        dp->irq = calloc(dp->irq_slots, sizeof(*dp->irq));
+        if (!dp->orq || !dp->irq) {
+            free(dp->sq);
+            dp->sq = NULL;                /* fails the establishment below */
+        }
+    }
     iw_tx_init(qp, dp);
     iw_rx_init(qp, dp);
     pthread_mutex_unlock(&qp->lock);
@@ -394,7 +404,7 @@ void iw_qp_stop(struct iw_qp *qp)
         dp->orq_count = 0;
         while (dp->irq_count) {
             iw_access_sgl_release(&dp->irq[dp->irq_head].src);
-            dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
+            dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
             dp->irq_count--;
         }
         dp->rresp_last_out = false;
@@ -455,6 +465,8 @@ static void iw_qp_engines_free(struct iw_qp *qp)
         return;
     iw_qp_stop(qp);
     free(dp->sq);
+    free(dp->orq);
+    free(dp->irq);
     pthread_mutex_destroy(&dp->rx_mutex);
     pthread_mutex_destroy(&dp->tx_mutex);
     free(dp);

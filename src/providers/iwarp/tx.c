@@ -168,7 +168,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
             tx->h.rr.src_to = w->remote_addr;
             /* Into the ORQ before the request leaves, so its Response always finds it. */
             {
-                struct dp_orq_ent *o = &dp->orq[(dp->orq_head + dp->orq_count) % IW_MAX_ORD];
+                struct dp_orq_ent *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
                 o->slot = slot;
                 o->sink_stag = tx->h.rr.sink_stag;
                 o->sink_to = tx->h.rr.sink_to;
@@ -350,7 +350,7 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
     case DP_MSG_RRESP:
         drop = dp->irq[dp->irq_head].src;
         memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
-        dp->irq_head = (dp->irq_head + 1) % DP_IRQ_SLOTS;
+        dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
         dp->irq_count--;
         dp->rresp_last_out = false;
         break;
@@ -380,7 +380,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
         case DP_TX_SENDING:
             err = tx_write(dp);
             if (err == -EAGAIN) {
-                atomic_store_explicit(&dp->tx_blocked, true, memory_order_relaxed);
+                iw_poll_tx_blocked(dp, true);
                 if (!tx->want_out) {
                     tx->want_out = true;
                     iw_qp_want_writable(qp, true);
@@ -391,7 +391,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
             }
-            atomic_store_explicit(&dp->tx_blocked, false, memory_order_relaxed);
+            iw_poll_tx_blocked(dp, false);
             tx_goto(qp, dp, DP_TX_IDLE);
             tx_batch_done(qp, dp);
             if (tx->state == DP_TX_DEAD)
