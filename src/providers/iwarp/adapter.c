@@ -106,10 +106,11 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->endpoints);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->listeners);
-    ndk_list_init(&dev->adapters);
+    ndk_prov_adapter_list_init(&dev->adapters);
     err = iw_progress_start(dev);
     if (err) {
         iw_derr(dev, "%s: cannot start the progress engine: %s", dev->ifname, strerror(-err));
+        ndk_prov_adapter_list_destroy(&dev->adapters);
         pthread_mutex_destroy(&dev->lock);
         pthread_mutex_destroy(&dev->mem_lock);
         free(dev);
@@ -129,6 +130,8 @@ void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
 void iw_device_destroy(struct iw_device *dev)
 {
     /* The runtime closed every adapter instance first (provider.h), so no object is left. */
+    if (ndk_prov_adapter_list_destroy(&dev->adapters))
+        iw_derr(dev, "%s: halted with adapter instances still open", dev->ifname);
     iw_progress_stop(dev);
     iw_stag_table_destroy(&dev->stags);
     pthread_mutex_destroy(&dev->lock);
@@ -314,7 +317,7 @@ static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, UL
     if (!size)
         return STATUS_INVALID_PARAMETER;
     tmp = ad->dev->info;
-    tmp.Version = ad->version;
+    tmp.Version = ad->base.version;
     if (!iw_adapter_read_local_invalidate(ad))
         tmp.AdapterFlags &= ~(ULONG)NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
     if (info && *size >= full) {
@@ -331,11 +334,6 @@ static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, UL
     }
     *size = full;
     return STATUS_BUFFER_TOO_SMALL;
-}
-
-static NTSTATUS iw_adapter_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out)
-{
-    return iw_query_extension(o, id, v, out);
 }
 
 /* ---- LAM (§2.3 NdkBuildLAM): the "adapter logical address" of a page is its process virtual
@@ -381,7 +379,7 @@ void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
 }
 
 static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
-    .NdkQueryExtension = iw_adapter_query_extension,
+    .NdkQueryExtension = iw_query_extension,
     .NdkQueryAdapterInfo = iw_query_adapter_info,
     .NdkCreateCq = iw_create_cq,
     .NdkCreatePd = iw_create_pd,
@@ -392,71 +390,34 @@ static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
     .NdkReleaseLAM = iw_release_lam,
 };
 
-/* §2.2 version negotiation: the consumer names a major and the lowest minor it accepts; we run
- * at our highest minor of that major. Returns 0 and *out, or -1 for NDIS_STATUS_BAD_VERSION. */
-static int iw_negotiate(NDK_VERSION req, NDK_VERSION *out)
-{
-    USHORT max;
+static const struct ndk_prov_adapter_kind iw_adapter_kind = {
+    .minor_max = { IW_VERSION_1_MINOR_MAX, IW_VERSION_2_MINOR_MAX },
+    .dispatch = &iw_adapter_dispatch,
+    .hooks = &iw_obj_hooks,
+    .size = sizeof(struct iw_adapter),
+};
 
-    if (req.Major == 1)
-        max = IW_VERSION_1_MINOR_MAX;
-    else if (req.Major == 2)
-        max = IW_VERSION_2_MINOR_MAX;
-    else
-        return -1;
-    if (req.Minor > max)
-        return -1;
-    out->Major = req.Major;
-    out->Minor = max;
-    return 0;
-}
-
+/* PASSIVE, no lock held; takes the instance list's lock. */
 NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out)
 {
     struct iw_device *dev = ctx;
-    struct iw_adapter *ad;
-    NDK_VERSION v;
+    struct ndk_prov_adapter *base;
+    NDIS_STATUS st = ndk_prov_adapter_open(&iw_adapter_kind, &dev->adapters, atomic_load(&dev->enabled), params,
+                                           out, &base);
 
-    if (!params || !out)
-        return NDIS_STATUS_INVALID_PARAMETER;
-    if (!atomic_load(&dev->enabled))
-        return NDIS_STATUS_ADAPTER_NOT_READY;
-    if (iw_negotiate(params->Version, &v) < 0)
-        return NDIS_STATUS_BAD_VERSION;
-    ad = calloc(1, sizeof(*ad));
-    if (!ad)
-        return NDIS_STATUS_RESOURCES;
-    ad->dev = dev;
-    ad->version = v;
-    pthread_mutex_init(&ad->lock, NULL);
-    pthread_cond_init(&ad->cond, NULL);
-    ad->ndk.Header.Version = v;
-    ad->ndk.Header.ObjectType = NdkObjectTypeAdapter;
-    ad->ndk.Dispatch = &iw_adapter_dispatch;
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_add_tail(&dev->adapters, &ad->link);
-    pthread_mutex_unlock(&dev->lock);
-    *out = &ad->ndk;
-    return NDIS_STATUS_SUCCESS;
+    if (st == NDIS_STATUS_SUCCESS)
+        ndk_container_of(base, struct iw_adapter, base)->dev = dev;
+    return st;
 }
 
+/* Blocks (§2.2): never from an NDK callback. */
 void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
 {
     struct iw_device *dev = ctx;
-    struct iw_adapter *ad = to_iw_adapter(a);
 
     if (iw_progress_on_thread(dev))
         iw_derr(dev, "CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
     /* §8 item 1 decision: block until every object of the instance is closed and its close
      * completion has returned (objects are uncounted only after their completion returned). */
-    pthread_mutex_lock(&ad->lock);
-    while (ad->nobj)
-        pthread_cond_wait(&ad->cond, &ad->lock);
-    pthread_mutex_unlock(&ad->lock);
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_del(&ad->link);
-    pthread_mutex_unlock(&dev->lock);
-    pthread_cond_destroy(&ad->cond);
-    pthread_mutex_destroy(&ad->lock);
-    free(ad);
+    ndk_prov_adapter_close(&to_iw_adapter(a)->base);
 }

@@ -232,7 +232,7 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
-    ndk_list_init(&dev->adapters);
+    ndk_prov_adapter_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->seps);
     ndk_list_init(&dev->work);
@@ -277,6 +277,7 @@ void vb_device_update(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
 void vb_device_destroy(struct vb_device *dev)
 {
     /* The runtime closed every adapter instance first, so every object is gone. */
+    ndk_prov_adapter_list_destroy(&dev->adapters);
     vb_progress_stop(dev);
     ibv_dealloc_pd(dev->probe_pd);
     pthread_mutex_destroy(&dev->lock);

@@ -20,7 +20,8 @@
  * event's context pointer is always alive while it is handled (no destroy can race it).
  * Lock order (outermost first): dev->lock -> dev->qpt_lock (a poll's QP lookup) ->
  * qp->sq_lock / qp->rq_lock -> srq->lock -> mr->lock -> pd->lock -> cq->lock -> dev->wq_lock.
- * adapter->lock is a leaf.
+ * The adapter instance's locks (its LAM list's, and src/common/ndk_prov_adapter.h's object count
+ * and instance list) are leaves.
  */
 #ifndef VB_VERBS_H
 #define VB_VERBS_H
@@ -41,6 +42,7 @@
 
 #include "ndk_list.h"
 #include "ndk_status.h"
+#include "ndk_prov_adapter.h"
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
@@ -150,9 +152,9 @@ struct vb_device {
     struct ndk_list qpt[64];
     struct ndk_list srqs;           /* live SRQs, to validate an SRQ receive's wr_id */
 
-    /* Job of lock: adapters, connectors, listeners, addrs. */
+    /* Job of lock: connectors, listeners, addrs. */
     pthread_mutex_t lock;
-    struct ndk_list adapters;
+    struct ndk_prov_adapter_list adapters;   /* open instances (its own leaf lock) */
     struct ndk_list connectors;
     struct ndk_list seps;
 };
@@ -175,21 +177,18 @@ void vb_call_queue(struct vb_device *dev, struct vb_call *c, NDK_FN_REQUEST_COMP
 
 /* ---- adapter (adapter.c) ---- */
 struct vb_adapter {
-    NDK_ADAPTER ndk;
+    struct ndk_prov_adapter base;  /* first: base.ndk is handed to the consumer */
     struct vb_device *dev;
-    NDK_VERSION version;
-    struct ndk_list link;
-    /* Job of lock/cond: nobj and the LAM list. */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    ULONG nobj;
+    pthread_mutex_t lock;          /* job: lams. A leaf lock. */
     struct ndk_list lams;
 };
-#define to_vb_adapter(p) ndk_container_of((p), struct vb_adapter, ndk)
+#define to_vb_adapter(p) ndk_container_of((p), struct vb_adapter, base.ndk)
 NDIS_STATUS vb_adapter_open(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
 void vb_adapter_close(NDIS_HANDLE ctx, NDK_ADAPTER *a);
 
-/* ---- object base (obj.c) ---- */
+/* ---- object base (obj.c over src/common/ndk_prov_obj: §5.1; the rules are stated there) ----
+ * Every verbs object is destroyed on the progress thread (above), so every close returns
+ * STATUS_PENDING (§0.4 allows it) and a failed create's undo is queued too. */
 enum vb_obj_type {
     VB_OBJ_QP = NdkObjectTypeQp, VB_OBJ_CQ = NdkObjectTypeCq, VB_OBJ_MR = NdkObjectTypeMr,
     VB_OBJ_MW = NdkObjectTypeMw, VB_OBJ_PD = NdkObjectTypePd, VB_OBJ_SEP = NdkObjectTypeSharedEndpoint,
@@ -201,30 +200,37 @@ struct vb_obj_ops {
     void (*close_start)(struct vb_obj *o);   /* consumer thread, no lock: start flushing */
     void (*destroy)(struct vb_obj *o);       /* progress thread: free the verbs objects and o */
 };
-#define VB_OBJ_MAX_ANTE 4
 struct vb_obj {
+    struct ndk_prov_obj base;      /* refs, closing, close completion, antecedents */
     const struct vb_obj_ops *ops;
     enum vb_obj_type type;
     struct vb_adapter *adapter;
     struct vb_device *dev;
-    NDK_OBJECT_HEADER *hdr;
-    atomic_int refs;
-    atomic_bool closing;
-    struct vb_obj *ante[VB_OBJ_MAX_ANTE];
-    NDK_FN_CLOSE_COMPLETION close_cb;
-    void *close_ctx;
-    struct vb_work close_work;
+    struct vb_work close_work;     /* runs the finish on the progress thread */
 };
+/* The hooks of every verbs object (obj.c), named by every adapter instance. */
+extern const struct ndk_prov_obj_hooks vb_obj_hooks;
 void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
-static inline void vb_obj_get(struct vb_obj *o) { atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); }
-void vb_obj_put(struct vb_obj *o);
-void vb_obj_set_ante(struct vb_obj *o, int slot, struct vb_obj *ante);
-NTSTATUS vb_obj_close(struct vb_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
-void vb_obj_abort_create(struct vb_obj *o);
-static inline bool vb_obj_closing(const struct vb_obj *o) { return atomic_load(&o->closing); }
-NTSTATUS vb_obj_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out);
-bool vb_obj_check(const NDK_OBJECT_HEADER *hdr, enum vb_obj_type type);
+/* The contexts of these are ndk_prov_obj's (ndk_prov_obj.h); the provider's work-queue lock is
+ * dev->wq_lock. */
+static inline void vb_obj_get(struct vb_obj *o) { ndk_prov_obj_get(&o->base); }
+static inline void vb_obj_put(struct vb_obj *o) { ndk_prov_obj_put(&o->base); }
+static inline void vb_obj_set_ante(struct vb_obj *o, int slot, struct vb_obj *ante)
+{
+    ndk_prov_obj_set_ante(&o->base, slot, ante ? &ante->base : NULL);
+}
+static inline struct vb_obj *vb_obj_ante(const struct vb_obj *o, int slot)
+{
+    return o->base.ante[slot] ? ndk_container_of(o->base.ante[slot], struct vb_obj, base) : NULL;
+}
+static inline NTSTATUS vb_obj_close(struct vb_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx)
+{
+    return ndk_prov_obj_close(&o->base, cb, ctx);
+}
+static inline void vb_obj_abort_create(struct vb_obj *o) { ndk_prov_obj_abort_create(&o->base); }
+static inline bool vb_obj_closing(const struct vb_obj *o) { return ndk_prov_obj_closing(&o->base); }
+#define vb_obj_query_extension ndk_prov_obj_query_extension
 
 /* ---- status (status.c): the one table (map §3) ---- */
 NTSTATUS vb_status_from_wc(enum ibv_wc_status st, bool receive);
