@@ -28,6 +28,8 @@
 
 #include <ndkpi.h>
 
+#include "ndk_list.h"
+
 #define NDK_PROV_OBJ_MAX_ANTE 4          /* a QP: PD, receive CQ, initiator CQ, SRQ */
 
 struct ndk_prov_obj;
@@ -111,5 +113,52 @@ static inline bool ndk_prov_obj_check(const NDK_OBJECT_HEADER *hdr, NDK_OBJECT_T
 {
     return hdr && hdr->ObjectType == type;
 }
+
+/* A provider's typed face of the base, for an object struct T that embeds struct ndk_prov_obj as
+ * `base`: P##_get, _put, _tryget, _set_ante, _ante (the antecedent in a slot, or NULL), _close,
+ * _abort_create, _closing, each the ndk_prov_obj_ function of that name (same contexts). */
+#define NDK_PROV_OBJ_TYPED(P, T)                                                                   \
+    static inline void P##_get(T *o) { ndk_prov_obj_get(&o->base); }                              \
+    static inline void P##_put(T *o) { ndk_prov_obj_put(&o->base); }                              \
+    static inline bool P##_tryget(T *o) { return ndk_prov_obj_tryget(&o->base); }                 \
+    static inline void P##_set_ante(T *o, int slot, T *ante)                                       \
+    {                                                                                              \
+        ndk_prov_obj_set_ante(&o->base, slot, ante ? &ante->base : NULL);                          \
+    }                                                                                              \
+    static inline T *P##_ante(const T *o, int slot)                                                \
+    {                                                                                              \
+        return o->base.ante[slot] ? ndk_container_of(o->base.ante[slot], T, base) : NULL;          \
+    }                                                                                              \
+    static inline NTSTATUS P##_close(T *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx)                  \
+    {                                                                                              \
+        return ndk_prov_obj_close(&o->base, cb, ctx);                                              \
+    }                                                                                              \
+    static inline void P##_abort_create(T *o) { ndk_prov_obj_abort_create(&o->base); }            \
+    static inline bool P##_closing(const T *o) { return ndk_prov_obj_closing(&o->base); }
+
+/* Defines `const struct ndk_prov_obj_hooks NAME` for an object struct T that embeds struct
+ * ndk_prov_obj as `base` and names its typed operations `ops` (members close_start, quiesce,
+ * destroy, each taking T *; the first two may be NULL). QUEUE(T *) queues the finish to the
+ * progress thread (whose work function calls ndk_prov_obj_run_close); DEFER is always_defer.
+ * The contexts are those of struct ndk_prov_obj_hooks. */
+#define NDK_PROV_OBJ_HOOK_(NAME, T, OP)                                                            \
+    static void NAME##_##OP(struct ndk_prov_obj *b)                                                \
+    {                                                                                              \
+        T *o = ndk_container_of(b, T, base);                                                       \
+        if (o->ops->OP)                                                                            \
+            o->ops->OP(o);                                                                         \
+    }
+#define NDK_PROV_OBJ_HOOKS(NAME, T, QUEUE, DEFER)                                                  \
+    static void NAME##_queue(struct ndk_prov_obj *b) { QUEUE(ndk_container_of(b, T, base)); }      \
+    NDK_PROV_OBJ_HOOK_(NAME, T, close_start)                                                       \
+    NDK_PROV_OBJ_HOOK_(NAME, T, quiesce)                                                           \
+    NDK_PROV_OBJ_HOOK_(NAME, T, destroy)                                                           \
+    const struct ndk_prov_obj_hooks NAME = {                                                       \
+        .queue = NAME##_queue,                                                                     \
+        .close_start = NAME##_close_start,                                                         \
+        .quiesce = NAME##_quiesce,                                                                 \
+        .destroy = NAME##_destroy,                                                                 \
+        .always_defer = (DEFER),                                                                   \
+    }
 
 #endif

@@ -385,25 +385,9 @@ extern const struct ndk_prov_obj_hooks iw_obj_hooks;
  * NdkReserved, Dispatch). Counts the object on the adapter. refs starts at 1 (the consumer). */
 void iw_obj_init(struct iw_obj *o, const struct iw_obj_ops *ops, enum iw_obj_type type, struct iw_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
-/* The contexts of these are ndk_prov_obj's (ndk_prov_obj.h); the provider's work-queue lock is
- * dev->wq_lock. */
-static inline void iw_obj_get(struct iw_obj *o) { ndk_prov_obj_get(&o->base); }
-static inline void iw_obj_put(struct iw_obj *o) { ndk_prov_obj_put(&o->base); }
-static inline bool iw_obj_tryget(struct iw_obj *o) { return ndk_prov_obj_tryget(&o->base); }
-static inline void iw_obj_set_ante(struct iw_obj *o, int slot, struct iw_obj *ante)
-{
-    ndk_prov_obj_set_ante(&o->base, slot, ante ? &ante->base : NULL);
-}
-static inline struct iw_obj *iw_obj_ante(const struct iw_obj *o, int slot)
-{
-    return o->base.ante[slot] ? ndk_container_of(o->base.ante[slot], struct iw_obj, base) : NULL;
-}
-static inline NTSTATUS iw_obj_close(struct iw_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx)
-{
-    return ndk_prov_obj_close(&o->base, cb, ctx);
-}
-static inline void iw_obj_abort_create(struct iw_obj *o) { ndk_prov_obj_abort_create(&o->base); }
-static inline bool iw_obj_closing(const struct iw_obj *o) { return ndk_prov_obj_closing(&o->base); }
+/* iw_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
+ * (same contexts; the provider's work-queue lock is dev->wq_lock). */
+NDK_PROV_OBJ_TYPED(iw_obj, struct iw_obj)
 #define iw_query_extension ndk_prov_obj_query_extension
 
 /* ====================================================================================

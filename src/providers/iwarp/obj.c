@@ -8,58 +8,20 @@
 
 static atomic_uint iw_next_obj_id = 1;
 
-static struct iw_obj *iw_obj_of(struct ndk_prov_obj *b)
+/* Any thread, any lock held except dev->wq_lock. */
+static void iw_obj_queue(struct iw_obj *o)
 {
-    return ndk_container_of(b, struct iw_obj, base);
+    iw_progress_queue(o->dev, &o->close_work);
 }
+
+/* Nothing here needs the progress thread to be destroyed: a close may finish inline. */
+NDK_PROV_OBJ_HOOKS(iw_obj_hooks, struct iw_obj, iw_obj_queue, false);
 
 /* Progress thread, no lock held: the finish of an object whose close returned STATUS_PENDING. */
 static void iw_obj_close_work(struct iw_work *w)
 {
     ndk_prov_obj_run_close(&ndk_container_of(w, struct iw_obj, close_work)->base);
 }
-
-/* Any thread, any lock held except dev->wq_lock. */
-static void iw_obj_queue(struct ndk_prov_obj *b)
-{
-    struct iw_obj *o = iw_obj_of(b);
-
-    iw_progress_queue(o->dev, &o->close_work);
-}
-
-/* Consumer's thread, no lock held. */
-static void iw_obj_close_start(struct ndk_prov_obj *b)
-{
-    struct iw_obj *o = iw_obj_of(b);
-
-    if (o->ops->close_start)
-        o->ops->close_start(o);
-}
-
-/* Any thread, no lock held. */
-static void iw_obj_quiesce(struct ndk_prov_obj *b)
-{
-    struct iw_obj *o = iw_obj_of(b);
-
-    if (o->ops->quiesce)
-        o->ops->quiesce(o);
-}
-
-/* Any thread, no lock held; frees o. */
-static void iw_obj_destroy(struct ndk_prov_obj *b)
-{
-    struct iw_obj *o = iw_obj_of(b);
-
-    o->ops->destroy(o);
-}
-
-const struct ndk_prov_obj_hooks iw_obj_hooks = {
-    .queue = iw_obj_queue,
-    .close_start = iw_obj_close_start,
-    .quiesce = iw_obj_quiesce,
-    .destroy = iw_obj_destroy,
-    .always_defer = false,
-};
 
 void iw_obj_init(struct iw_obj *o, const struct iw_obj_ops *ops, enum iw_obj_type type, struct iw_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch)

@@ -198,6 +198,7 @@ enum vb_obj_type {
 struct vb_obj;
 struct vb_obj_ops {
     void (*close_start)(struct vb_obj *o);   /* consumer thread, no lock: start flushing */
+    void (*quiesce)(struct vb_obj *o);       /* optional, progress thread: flush before the completion */
     void (*destroy)(struct vb_obj *o);       /* progress thread: free the verbs objects and o */
 };
 struct vb_obj {
@@ -212,24 +213,9 @@ struct vb_obj {
 extern const struct ndk_prov_obj_hooks vb_obj_hooks;
 void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
-/* The contexts of these are ndk_prov_obj's (ndk_prov_obj.h); the provider's work-queue lock is
- * dev->wq_lock. */
-static inline void vb_obj_get(struct vb_obj *o) { ndk_prov_obj_get(&o->base); }
-static inline void vb_obj_put(struct vb_obj *o) { ndk_prov_obj_put(&o->base); }
-static inline void vb_obj_set_ante(struct vb_obj *o, int slot, struct vb_obj *ante)
-{
-    ndk_prov_obj_set_ante(&o->base, slot, ante ? &ante->base : NULL);
-}
-static inline struct vb_obj *vb_obj_ante(const struct vb_obj *o, int slot)
-{
-    return o->base.ante[slot] ? ndk_container_of(o->base.ante[slot], struct vb_obj, base) : NULL;
-}
-static inline NTSTATUS vb_obj_close(struct vb_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx)
-{
-    return ndk_prov_obj_close(&o->base, cb, ctx);
-}
-static inline void vb_obj_abort_create(struct vb_obj *o) { ndk_prov_obj_abort_create(&o->base); }
-static inline bool vb_obj_closing(const struct vb_obj *o) { return ndk_prov_obj_closing(&o->base); }
+/* vb_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
+ * (same contexts; the provider's work-queue lock is dev->wq_lock). */
+NDK_PROV_OBJ_TYPED(vb_obj, struct vb_obj)
 #define vb_obj_query_extension ndk_prov_obj_query_extension
 
 /* ---- status (status.c): the one table (map §3) ---- */
