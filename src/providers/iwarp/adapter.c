@@ -77,8 +77,8 @@ static void iw_pnp_work(struct iw_work *w)
     int ev = atomic_exchange(&dev->pnp_pending_event, 0);
 
     /* §6.5: NetPnPEvent only from our own thread, never inside the OID handler. */
-    if (ev && dev->prov->services->NetPnPEvent)
-        dev->prov->services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
+    if (ev && dev->prov->drv.services->NetPnPEvent)
+        dev->prov->drv.services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
 }
 
 NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
@@ -121,14 +121,18 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     return NDIS_STATUS_SUCCESS;
 }
 
-void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
+VOID iw_device_update(NDIS_HANDLE ctx, CONST NDK_PROVIDER_INTERFACE *ifc)
 {
+    struct iw_device *dev = ctx;
+
     /* Address membership is asked from the runtime at each use; only the MTU is cached. */
     dev->mtu = ifc->Mtu;
 }
 
-void iw_device_destroy(struct iw_device *dev)
+VOID iw_device_destroy(NDIS_HANDLE ctx)
 {
+    struct iw_device *dev = ctx;
+
     /* The runtime closed every adapter instance first (provider.h), so no object is left. */
     if (ndk_prov_adapter_list_destroy(&dev->adapters))
         iw_derr(dev, "%s: halted with adapter instances still open", dev->ifname);
@@ -272,8 +276,10 @@ static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
     return NDIS_STATUS_SUCCESS;
 }
 
-NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
+NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
 {
+    struct iw_device *dev = ctx;
+
     req->BytesWritten = 0;
     req->BytesRead = 0;
     req->BytesNeeded = 0;

@@ -67,6 +67,7 @@
 #include "ndk_list.h"
 #include "ndk_status.h"
 #include "ndk_prov_adapter.h"
+#include "ndk_prov_entry.h"
 #include "iwarp_wire.h"
 #include "mpa.h"
 
@@ -216,15 +217,11 @@ struct iw_config {
 /* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the
  * module gets its own, so no runtime state lives in a module global (provider.c). */
 struct iw_provider {
-    const NDK_RUNTIME_SERVICES *services;
-    NDIS_HANDLE driver_handle;
+    struct ndk_prov_driver drv;       /* first: services, driver handle (ndk_prov_entry.h) */
     struct iw_config cfg;
-    pthread_mutex_t lock;             /* job: the device list */
-    struct ndk_list devices;
     struct ndk_list reg_link;         /* process-wide registry of live instances (log.c) */
     unsigned log_users;               /* context-free loggers using this instance (registry lock) */
 };
-
 /* Logging through the runtime (Services->Log) of the right instance (log.c). Never blocks for
  * long; any context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log
  * (iw_err ...) uses the progress thread's device, else the oldest live instance. Lines carry no
@@ -256,7 +253,6 @@ struct iw_counters {
 
 /* One bound network interface (MiniportAdapterContext). */
 struct iw_device {
-    struct ndk_list link;             /* in iw_provider.devices */
     struct iw_provider *prov;
     NDIS_HANDLE miniport_handle;      /* the runtime's handle for NetPnPEvent / AdapterHasAddress */
     ULONG ifindex;
@@ -308,9 +304,10 @@ struct iw_device {
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
 NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
                              struct iw_device **out);
-void iw_device_destroy(struct iw_device *dev);
-void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
-NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req);
+/* The HaltHandler, InterfaceChangeHandler and OidRequestHandler (ctx: the struct iw_device). */
+VOID iw_device_destroy(NDIS_HANDLE ctx);
+VOID iw_device_update(NDIS_HANDLE ctx, CONST NDK_PROVIDER_INTERFACE *ifc);
+NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req);
 
 /* ====================================================================================
  * Adapter instance

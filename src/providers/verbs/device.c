@@ -185,8 +185,8 @@ static void vb_pnp_work(struct vb_work *w)
     struct vb_device *dev = ndk_container_of(w, struct vb_device, pnp_work);
     int ev = atomic_exchange(&dev->pnp_pending_event, 0);
 
-    if (ev && dev->prov->services->NetPnPEvent)
-        dev->prov->services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
+    if (ev && dev->prov->drv.services->NetPnPEvent)
+        dev->prov->drv.services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
 }
 
 static void vb_device_set_addrs(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
@@ -290,9 +290,9 @@ bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa)
 {
     if (vb_sa_is_wildcard(sa))
         return true;
-    if (!dev->prov->services->AdapterHasAddress)
+    if (!dev->prov->drv.services->AdapterHasAddress)
         return true;
-    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, sa) != FALSE;
+    return dev->prov->drv.services->AdapterHasAddress(dev->miniport_handle, sa) != FALSE;
 }
 
 static NDIS_STATUS vb_oid_statistics(struct vb_device *dev, NDK_OID_REQUEST *req)

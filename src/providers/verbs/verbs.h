@@ -43,6 +43,7 @@
 #include "ndk_list.h"
 #include "ndk_status.h"
 #include "ndk_prov_adapter.h"
+#include "ndk_prov_entry.h"
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
@@ -71,15 +72,10 @@ void vb_log(const struct vb_device *dev, int level, const char *fmt, ...) __attr
 
 /* ---- provider (provider.c) ---- */
 struct vb_provider {
-    const NDK_RUNTIME_SERVICES *services;
-    NDIS_HANDLE driver_handle;
-    /* Job of lock: the device list. */
-    pthread_mutex_t lock;
-    struct ndk_list devices;
+    struct ndk_prov_driver drv;   /* first: services, driver handle (ndk_prov_entry.h) */
     int ndevices;                 /* RDMA devices rdma-core saw at load */
     char why[96];                 /* one line: why no adapter can be offered, or the device names */
 };
-
 /* ---- progress thread work (progress.c) ---- */
 struct vb_work {
     void (*fn)(struct vb_work *w);
@@ -104,7 +100,6 @@ struct vb_counters {
 struct vb_device {
     struct vb_provider *prov;
     NDIS_HANDLE miniport_handle;
-    struct ndk_list link;
     ULONG ifindex;
     char ifname[NDK_PROVIDER_IFNAME_MAX];
 
