@@ -41,6 +41,7 @@ static int ndk_prov_adapter_negotiate(const struct ndk_prov_adapter_kind *k, NDK
 void ndk_prov_adapter_init(struct ndk_prov_adapter *ad, const struct ndk_prov_adapter_kind *k, NDK_VERSION v)
 {
     ad->version = v;
+    ad->kind = k;
     ad->hooks = k->hooks;
     ad->list = NULL;
     ndk_list_init(&ad->link);
@@ -53,8 +54,8 @@ void ndk_prov_adapter_init(struct ndk_prov_adapter *ad, const struct ndk_prov_ad
 }
 
 NDIS_STATUS ndk_prov_adapter_open(const struct ndk_prov_adapter_kind *k, struct ndk_prov_adapter_list *l,
-                                  bool enabled, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out,
-                                  struct ndk_prov_adapter **adp)
+                                  const NDK_ADAPTER_INFO *info, bool enabled, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params,
+                                  NDK_ADAPTER **out, struct ndk_prov_adapter **adp)
 {
     struct ndk_prov_adapter *ad;
     NDK_VERSION v;
@@ -69,6 +70,7 @@ NDIS_STATUS ndk_prov_adapter_open(const struct ndk_prov_adapter_kind *k, struct 
     if (!ad)
         return NDIS_STATUS_RESOURCES;
     ndk_prov_adapter_init(ad, k, v);
+    ad->info = info;
     ad->list = l;
     pthread_mutex_lock(&l->lock);
     ndk_list_add_tail(&l->head, &ad->link);
@@ -112,4 +114,30 @@ void ndk_prov_adapter_release(struct ndk_prov_adapter *ad)
     if (--ad->nobj == 0)
         pthread_cond_broadcast(&ad->cond);
     pthread_mutex_unlock(&ad->lock);
+}
+
+NTSTATUS ndk_prov_adapter_query_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size)
+{
+    struct ndk_prov_adapter *ad = ndk_container_of(a, struct ndk_prov_adapter, ndk);
+    ULONG full = (ULONG)sizeof(NDK_ADAPTER_INFO);
+    NDK_ADAPTER_INFO tmp;
+
+    if (!size)
+        return STATUS_INVALID_PARAMETER;
+    tmp = *ad->info;
+    tmp.Version = ad->version;
+    if (ad->version.Major == 1 && ad->version.Minor < 2)
+        tmp.AdapterFlags &= ~(ULONG)NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
+    if (info && *size >= full) {
+        *info = tmp;
+        *size = full;
+        return STATUS_SUCCESS;
+    }
+    if (info && *size >= NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY) {
+        memcpy(info, &tmp, NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY);
+        *size = NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY;
+        return STATUS_SUCCESS;
+    }
+    *size = full;
+    return STATUS_BUFFER_TOO_SMALL;
 }

@@ -28,12 +28,16 @@ struct ndk_prov_adapter_kind {
     const NDK_ADAPTER_DISPATCH *dispatch;
     const struct ndk_prov_obj_hooks *hooks;   /* for every object of the instance */
     size_t size;                      /* the provider's adapter struct, ndk_prov_adapter first */
+    /* Makes a PD on the instance (ndk_prov_pd_create): 0 and *out, or -errno. Any thread. */
+    int (*pd_new)(struct ndk_prov_adapter *ad, NDK_PD **out);
 };
 
 struct ndk_prov_adapter {
     NDK_ADAPTER ndk;                  /* first: handed to the consumer */
     NDK_VERSION version;              /* negotiated (§2.2); written into every object header */
-    const struct ndk_prov_obj_hooks *hooks;
+    const struct ndk_prov_adapter_kind *kind;
+    const struct ndk_prov_obj_hooks *hooks;   /* kind->hooks */
+    const NDK_ADAPTER_INFO *info;     /* the device's limits at its highest version */
     struct ndk_prov_adapter_list *list;   /* NULL when not listed (an instance set up by hand) */
     struct ndk_list link;             /* in list->head */
     pthread_mutex_t lock;             /* job: nobj and the close wait. A leaf lock. */
@@ -52,13 +56,19 @@ unsigned ndk_prov_adapter_list_destroy(struct ndk_prov_adapter_list *l);
 void ndk_prov_adapter_init(struct ndk_prov_adapter *ad, const struct ndk_prov_adapter_kind *k, NDK_VERSION v);
 
 /* OpenNDKAdapterHandler's common part: checks the parameters and the NDK state (enabled),
+ * keeps info (the device's, it outlives the instance),
  * negotiates the version, allocates kind->size zeroed bytes, sets the instance up, lists it and
  * returns it in *out and *ad; the provider fills its own fields before returning. Returns
  * NDIS_STATUS_SUCCESS, _INVALID_PARAMETER, _ADAPTER_NOT_READY, _BAD_VERSION or _RESOURCES.
  * PASSIVE (any thread but a provider callback); takes the list's lock. */
 NDIS_STATUS ndk_prov_adapter_open(const struct ndk_prov_adapter_kind *k, struct ndk_prov_adapter_list *l,
-                                  bool enabled, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out,
-                                  struct ndk_prov_adapter **ad);
+                                  const NDK_ADAPTER_INFO *info, bool enabled, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params,
+                                  NDK_ADAPTER **out, struct ndk_prov_adapter **ad);
+
+/* NdkQueryAdapterInfo (§2.3): the device's limits with the instance's version; an instance below
+ * 1.2 does not see RDMA_READ_LOCAL_INVALIDATE (a 1.2 flag, §4); a buffer that ends before
+ * RdmaTechnology (an older consumer, §8.38) gets that prefix. Any thread, no lock. */
+NTSTATUS ndk_prov_adapter_query_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size);
 
 /* Blocks until every object of the instance has finished, its close completion included (§5.1:
  * when the adapter close returns, every callback has returned). Never from a provider callback

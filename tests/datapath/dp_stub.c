@@ -235,7 +235,9 @@ static void *progress(void *arg)
 }
 
 /* The stub's adapter instance: iwarp's object hooks, no dispatch (nothing opens it). */
-static const struct ndk_prov_adapter_kind dpt_adapter_kind = { .hooks = &iw_obj_hooks, .size = sizeof(struct iw_adapter) };
+static const struct ndk_prov_adapter_kind dpt_adapter_kind = {
+    .hooks = &iw_obj_hooks, .size = sizeof(struct iw_adapter), .pd_new = iw_pd_new,
+};
 
 void dpt_env_init(struct dpt_env *e)
 {
@@ -252,7 +254,7 @@ void dpt_env_init(struct dpt_env *e)
     strcpy(e->dev.ifname, "dptest");
     e->ad.dev = &e->dev;
     ndk_prov_adapter_init(&e->ad.base, &dpt_adapter_kind, (NDK_VERSION){ .Major = 2, .Minor = 1 });
-    CHECK_STATUS(iw_create_pd(&e->ad.base.ndk, NULL, NULL, &e->pd), STATUS_SUCCESS);
+    CHECK_STATUS(ndk_prov_pd_create(&e->ad.base.ndk, NULL, NULL, &e->pd), STATUS_SUCCESS);
     e->seed = (unsigned)time(NULL);
     if (getenv("DPT_SEED"))
         e->seed = (unsigned)atoi(getenv("DPT_SEED"));

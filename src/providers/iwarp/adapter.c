@@ -314,34 +314,6 @@ NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
 
 /* ---- adapter instances ---- */
 
-static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size)
-{
-    struct iw_adapter *ad = to_iw_adapter(a);
-    NDK_ADAPTER_INFO tmp;
-    ULONG full = (ULONG)sizeof(NDK_ADAPTER_INFO);
-
-    if (!size)
-        return STATUS_INVALID_PARAMETER;
-    tmp = ad->dev->info;
-    tmp.Version = ad->base.version;
-    if (!iw_adapter_read_local_invalidate(ad))
-        tmp.AdapterFlags &= ~(ULONG)NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
-    if (info && *size >= full) {
-        *info = tmp;
-        *size = full;
-        return STATUS_SUCCESS;
-    }
-    /* §8.38 decision: a consumer built against the older header passes a buffer without
-     * RdmaTechnology; fill that prefix and report the bytes written. */
-    if (info && *size >= NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY) {
-        memcpy(info, &tmp, NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY);
-        *size = NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY;
-        return STATUS_SUCCESS;
-    }
-    *size = full;
-    return STATUS_BUFFER_TOO_SMALL;
-}
-
 /* ---- LAM (§2.3 NdkBuildLAM): the "adapter logical address" of a page is its process virtual
  * address, since our DMA engine is the CPU in this process. ---- */
 
@@ -386,9 +358,9 @@ void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
 
 static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
     .NdkQueryExtension = iw_query_extension,
-    .NdkQueryAdapterInfo = iw_query_adapter_info,
+    .NdkQueryAdapterInfo = ndk_prov_adapter_query_info,
     .NdkCreateCq = iw_create_cq,
-    .NdkCreatePd = iw_create_pd,
+    .NdkCreatePd = ndk_prov_pd_create,
     .NdkCreateSharedEndpoint = iw_create_shared_endpoint,
     .NdkCreateConnector = iw_create_connector,
     .NdkCreateListener = iw_create_listener,
@@ -396,11 +368,10 @@ static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
     .NdkReleaseLAM = iw_release_lam,
 };
 
+/* The instance, then what its objects use. */
 static const struct ndk_prov_adapter_kind iw_adapter_kind = {
-    .minor_max = { IW_VERSION_1_MINOR_MAX, IW_VERSION_2_MINOR_MAX },
-    .dispatch = &iw_adapter_dispatch,
-    .hooks = &iw_obj_hooks,
-    .size = sizeof(struct iw_adapter),
+    .minor_max = { IW_VERSION_1_MINOR_MAX, IW_VERSION_2_MINOR_MAX }, .size = sizeof(struct iw_adapter),
+    .dispatch = &iw_adapter_dispatch, .hooks = &iw_obj_hooks, .pd_new = iw_pd_new,
 };
 
 /* PASSIVE, no lock held; takes the instance list's lock. */
@@ -408,8 +379,8 @@ NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS p
 {
     struct iw_device *dev = ctx;
     struct ndk_prov_adapter *base;
-    NDIS_STATUS st = ndk_prov_adapter_open(&iw_adapter_kind, &dev->adapters, atomic_load(&dev->enabled), params,
-                                           out, &base);
+    NDIS_STATUS st = ndk_prov_adapter_open(&iw_adapter_kind, &dev->adapters, &dev->info, atomic_load(&dev->enabled),
+                                           params, out, &base);
 
     if (st == NDIS_STATUS_SUCCESS)
         ndk_container_of(base, struct iw_adapter, base)->dev = dev;

@@ -68,6 +68,7 @@
 #include "ndk_status.h"
 #include "ndk_prov_adapter.h"
 #include "ndk_prov_entry.h"
+#include "ndk_prov_pd.h"
 #include "iwarp_wire.h"
 #include "mpa.h"
 
@@ -395,7 +396,12 @@ struct iw_pd {
     struct iw_obj obj;
 };
 static inline struct iw_pd *to_iw_pd(NDK_PD *p) { return ndk_container_of(p, struct iw_pd, ndk); }
-NTSTATUS iw_create_pd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+/* The adapter kind's pd_new. ndk_prov_pd_close finds the base right after the public handle; the
+ * data path's privileged STag is the PD's token. */
+int iw_pd_new(struct ndk_prov_adapter *ad, NDK_PD **out);
+_Static_assert(offsetof(struct iw_pd, obj) == sizeof(struct ndk_prov_handle) && offsetof(struct iw_obj, base) == 0,
+               "iw_pd layout");
+_Static_assert(IW_PRIVILEGED_STAG == NDK_PROV_PD_PRIVILEGED_TOKEN, "privileged token");
 
 /* ====================================================================================
  * CQ (cq.c)

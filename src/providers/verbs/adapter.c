@@ -1,40 +1,16 @@
-/* adapter.c - NDK_ADAPTER instances opened on a bound device (§2.2, §2.3): version negotiation,
- * NdkQueryAdapterInfo from the probed limits, the dispatch table, the blocking close. */
+/* adapter.c - NDK_ADAPTER instances opened on a bound device (§2.2, §2.3) over
+ * src/common/ndk_prov_adapter (negotiation, NdkQueryAdapterInfo from the probed limits, the
+ * blocking close): the dispatch table and the instance's LAM records. */
 #include "verbs.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static NTSTATUS vb_adapter_query_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size)
-{
-    struct vb_adapter *ad = to_vb_adapter(a);
-    NDK_ADAPTER_INFO tmp;
-    ULONG full = (ULONG)sizeof(NDK_ADAPTER_INFO);
-
-    if (!size)
-        return STATUS_INVALID_PARAMETER;
-    tmp = ad->dev->info;
-    tmp.Version = ad->base.version;
-    if (info && *size >= full) {
-        *info = tmp;
-        *size = full;
-        return STATUS_SUCCESS;
-    }
-    /* §8.38: an older consumer's buffer ends before RdmaTechnology. */
-    if (info && *size >= NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY) {
-        memcpy(info, &tmp, NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY);
-        *size = NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY;
-        return STATUS_SUCCESS;
-    }
-    *size = full;
-    return STATUS_BUFFER_TOO_SMALL;
-}
-
 static const NDK_ADAPTER_DISPATCH vb_adapter_dispatch = {
     .NdkQueryExtension = vb_obj_query_extension,
-    .NdkQueryAdapterInfo = vb_adapter_query_info,
+    .NdkQueryAdapterInfo = ndk_prov_adapter_query_info,
     .NdkCreateCq = vb_cq_create,
-    .NdkCreatePd = vb_pd_create,
+    .NdkCreatePd = ndk_prov_pd_create,
     .NdkCreateSharedEndpoint = vb_sep_create,
     .NdkCreateConnector = vb_connector_create,
     .NdkCreateListener = vb_listener_create,
@@ -42,11 +18,10 @@ static const NDK_ADAPTER_DISPATCH vb_adapter_dispatch = {
     .NdkReleaseLAM = vb_lam_release,
 };
 
+/* The instance, then what its objects use. */
 static const struct ndk_prov_adapter_kind vb_adapter_kind = {
-    .minor_max = { VB_VERSION_1_MINOR_MAX, VB_VERSION_2_MINOR_MAX },
-    .dispatch = &vb_adapter_dispatch,
-    .hooks = &vb_obj_hooks,
-    .size = sizeof(struct vb_adapter),
+    .minor_max = { VB_VERSION_1_MINOR_MAX, VB_VERSION_2_MINOR_MAX }, .size = sizeof(struct vb_adapter),
+    .dispatch = &vb_adapter_dispatch, .hooks = &vb_obj_hooks, .pd_new = vb_pd_new,
 };
 
 /* PASSIVE, no lock held; takes the instance list's lock. */
@@ -55,8 +30,8 @@ NDIS_STATUS vb_adapter_open(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS p
     struct vb_device *dev = ctx;
     struct ndk_prov_adapter *base;
     struct vb_adapter *ad;
-    NDIS_STATUS st = ndk_prov_adapter_open(&vb_adapter_kind, &dev->adapters, atomic_load(&dev->enabled), params,
-                                           out, &base);
+    NDIS_STATUS st = ndk_prov_adapter_open(&vb_adapter_kind, &dev->adapters, &dev->info, atomic_load(&dev->enabled),
+                                           params, out, &base);
 
     if (st != NDIS_STATUS_SUCCESS)
         return st;

@@ -44,6 +44,7 @@
 #include "ndk_status.h"
 #include "ndk_prov_adapter.h"
 #include "ndk_prov_entry.h"
+#include "ndk_prov_pd.h"
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
@@ -230,7 +231,12 @@ struct vb_pd {
     struct ndk_list lam_mrs;
 };
 #define to_vb_pd(p) ndk_container_of((p), struct vb_pd, ndk)
-NTSTATUS vb_pd_create(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+int vb_pd_new(struct ndk_prov_adapter *ad, NDK_PD **out);   /* the adapter kind's */
+/* ndk_prov_pd_close finds the base right after the public handle; the posting path's privileged
+ * token is the PD's. */
+_Static_assert(offsetof(struct vb_pd, obj) == sizeof(struct ndk_prov_handle) && offsetof(struct vb_obj, base) == 0,
+               "vb_pd layout");
+_Static_assert(VB_PRIV_TOKEN == NDK_PROV_PD_PRIVILEGED_TOKEN, "privileged token");
 int vb_pd_priv_lkey(struct vb_pd *pd, uintptr_t va, size_t len, uint32_t *lkey);
 
 /* ---- LAM (lam.c) ---- */
