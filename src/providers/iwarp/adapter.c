@@ -145,17 +145,10 @@ VOID iw_device_destroy(NDIS_HANDLE ctx)
 
 static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
-    ULONG need = (ULONG)sizeof(NDIS_NDK_STATISTICS_INFO);
+    NDIS_NDK_STATISTICS_INFO *s = ndk_prov_oid_begin(req, sizeof(*s), NDIS_NDK_STATISTICS_INFO_REVISION_1);
 
-    if (req->InformationBufferLength < need || !s) {
-        req->BytesNeeded = need;
+    if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(s, 0, need);
-    s->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
-    s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
 #define LD(f) atomic_load_explicit(&dev->counters.f, memory_order_relaxed)
     s->CounterSet.Connect = LD(connect);
     s->CounterSet.Accept = LD(accept);
@@ -168,7 +161,7 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
     s->CounterSet.RDMAInFrames = LD(rdma_in_frames);
     s->CounterSet.RDMAOutFrames = LD(rdma_out_frames);
 #undef LD
-    req->BytesWritten = need;
+    req->BytesWritten = (ULONG)sizeof(*s);
     return NDIS_STATUS_SUCCESS;
 }
 
@@ -176,23 +169,6 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
  * OIDs (§6.7, §6.8): TCP-mapped pairs, even index = ND addressing, odd = TCP (identical here
  * because the ND port is the TCP port).
  * ==================================================================================== */
-
-/* The part the two listings share: the size check (BytesNeeded when the buffer is short), a
- * zeroed buffer and its NDIS header. Returns the buffer, or NULL when short. dev->lock held. */
-static void *iw_oid_list_begin(NDK_OID_REQUEST *req, size_t need, UCHAR revision)
-{
-    NDIS_OBJECT_HEADER *h = req->InformationBuffer;
-
-    if (!h || req->InformationBufferLength < need) {
-        req->BytesNeeded = (ULONG)need;
-        return NULL;
-    }
-    memset(h, 0, need);
-    h->Type = NDIS_OBJECT_TYPE_DEFAULT;
-    h->Revision = revision;
-    h->Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
-    return h;
-}
 
 static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
@@ -209,7 +185,7 @@ static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *re
             n++;
     }
     need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * n);
-    r = iw_oid_list_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
+    r = ndk_prov_oid_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
     if (!r) {
         pthread_mutex_unlock(&dev->lock);
         return NDIS_STATUS_BUFFER_TOO_SHORT;
@@ -251,7 +227,7 @@ static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
             n++;
     }
     need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * n);
-    r = iw_oid_list_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    r = ndk_prov_oid_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
     if (!r) {
         pthread_mutex_unlock(&dev->lock);
         return NDIS_STATUS_BUFFER_TOO_SHORT;
@@ -285,21 +261,15 @@ NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
     req->BytesNeeded = 0;
     switch (req->Oid) {
     case OID_NDK_SET_STATE: {
-        if (!req->IsSet)
-            return NDIS_STATUS_NOT_SUPPORTED;
-        if (req->InformationBufferLength < sizeof(BOOLEAN) || !req->InformationBuffer) {
-            req->BytesNeeded = sizeof(BOOLEAN);
-            return NDIS_STATUS_INVALID_LENGTH;
-        }
-        bool on = *(BOOLEAN *)req->InformationBuffer != 0;
-        bool was = atomic_exchange(&dev->enabled, on);
-        req->BytesRead = sizeof(BOOLEAN);
-        if (was != on) {
-            iw_dinfo(dev, "%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
-            atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
+        int ev;
+        NDIS_STATUS st = ndk_prov_oid_set_state(req, &dev->enabled, &ev);
+
+        if (ev) {
+            iw_dinfo(dev, "%s: NDK %s", dev->ifname, ev == NetEventNDKEnable ? "enabled" : "disabled");
+            atomic_store(&dev->pnp_pending_event, ev);
             iw_progress_queue(dev, &dev->pnp_work);
         }
-        return NDIS_STATUS_SUCCESS;   /* §6.5: never pending */
+        return st;   /* §6.5: never pending */
     }
     case OID_NDK_STATISTICS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_statistics(dev, req);

@@ -69,6 +69,7 @@
 #include "ndk_prov_adapter.h"
 #include "ndk_prov_entry.h"
 #include "ndk_prov_pd.h"
+#include "ndk_prov_oid.h"
 #include "iwarp_wire.h"
 #include "mpa.h"
 

@@ -297,24 +297,17 @@ bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa)
 
 static NDIS_STATUS vb_oid_statistics(struct vb_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
-    ULONG need = (ULONG)sizeof(NDIS_NDK_STATISTICS_INFO);
+    NDIS_NDK_STATISTICS_INFO *s = ndk_prov_oid_begin(req, sizeof(*s), NDIS_NDK_STATISTICS_INFO_REVISION_1);
 
-    if (req->InformationBufferLength < need || !s) {
-        req->BytesNeeded = need;
+    if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(s, 0, need);
-    s->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
-    s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
     s->CounterSet.Connect = atomic_load(&dev->counters.connect);
     s->CounterSet.Accept = atomic_load(&dev->counters.accept);
     s->CounterSet.ConnectFailure = atomic_load(&dev->counters.connect_failure);
     s->CounterSet.ConnectionError = atomic_load(&dev->counters.connection_error);
     s->CounterSet.ActiveConnection = atomic_load(&dev->counters.active_connection);
     s->CounterSet.CQError = atomic_load(&dev->counters.cq_error);
-    req->BytesWritten = need;
+    req->BytesWritten = (ULONG)sizeof(*s);
     return NDIS_STATUS_SUCCESS;
 }
 
@@ -362,20 +355,14 @@ NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req)
     req->BytesWritten = req->BytesRead = req->BytesNeeded = 0;
     switch (req->Oid) {
     case OID_NDK_SET_STATE: {
-        if (!req->IsSet)
-            return NDIS_STATUS_NOT_SUPPORTED;
-        if (req->InformationBufferLength < sizeof(BOOLEAN) || !req->InformationBuffer) {
-            req->BytesNeeded = sizeof(BOOLEAN);
-            return NDIS_STATUS_INVALID_LENGTH;
-        }
-        bool on = *(BOOLEAN *)req->InformationBuffer != 0;
-        bool was = atomic_exchange(&dev->enabled, on);
-        req->BytesRead = sizeof(BOOLEAN);
-        if (was != on) {
-            atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
+        int ev;
+        NDIS_STATUS st = ndk_prov_oid_set_state(req, &dev->enabled, &ev);
+
+        if (ev) {
+            atomic_store(&dev->pnp_pending_event, ev);
             vb_work_queue(dev, &dev->pnp_work);
         }
-        return NDIS_STATUS_SUCCESS;
+        return st;
     }
     case OID_NDK_STATISTICS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_statistics(dev, req);

@@ -45,6 +45,7 @@
 #include "ndk_prov_adapter.h"
 #include "ndk_prov_entry.h"
 #include "ndk_prov_pd.h"
+#include "ndk_prov_oid.h"
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
