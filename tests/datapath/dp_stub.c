@@ -234,6 +234,11 @@ static void *progress(void *arg)
     return NULL;
 }
 
+/* The stub's adapter instance: iwarp's object hooks, no dispatch (nothing opens it). */
+static const struct ndk_prov_adapter_kind dpt_adapter_kind = {
+    .hooks = &iw_obj_hooks, .size = sizeof(struct iw_adapter), .pd_new = iw_pd_new,
+};
+
 void dpt_env_init(struct dpt_env *e)
 {
     memset(e, 0, sizeof(*e));
@@ -245,14 +250,11 @@ void dpt_env_init(struct dpt_env *e)
     ndk_list_init(&e->dev.endpoints);
     ndk_list_init(&e->dev.connectors);
     ndk_list_init(&e->dev.listeners);
-    ndk_list_init(&e->dev.adapters);
+    ndk_prov_adapter_list_init(&e->dev.adapters);
     strcpy(e->dev.ifname, "dptest");
     e->ad.dev = &e->dev;
-    e->ad.version.Major = 2;
-    e->ad.version.Minor = 1;
-    pthread_mutex_init(&e->ad.lock, NULL);
-    pthread_cond_init(&e->ad.cond, NULL);
-    CHECK_STATUS(iw_create_pd(&e->ad.ndk, NULL, NULL, &e->pd), STATUS_SUCCESS);
+    ndk_prov_adapter_init(&e->ad.base, &dpt_adapter_kind, (NDK_VERSION){ .Major = 2, .Minor = 1 });
+    CHECK_STATUS(ndk_prov_pd_create(&e->ad.base.ndk, NULL, NULL, &e->pd), STATUS_SUCCESS);
     e->seed = (unsigned)time(NULL);
     if (getenv("DPT_SEED"))
         e->seed = (unsigned)atoi(getenv("DPT_SEED"));
@@ -323,7 +325,7 @@ static void make_qp(struct dpt_env *e, int i, const struct dpt_conn_opts *o)
     uint32_t cqd = o->cq_depth ? o->cq_depth : 4096;
     uint32_t sqd = o->sq_depth ? o->sq_depth : 256, rqd = o->rq_depth ? o->rq_depth : 256;
 
-    CHECK_STATUS(iw_create_cq(&e->ad.ndk, cqd, NULL, NULL, NULL, NULL, NULL, &s->cq), STATUS_SUCCESS);
+    CHECK_STATUS(iw_create_cq(&e->ad.base.ndk, cqd, NULL, NULL, NULL, NULL, NULL, &s->cq), STATUS_SUCCESS);
     if (i == 1 && o->srq_b) {
         CHECK_STATUS(iw_create_srq(e->pd, rqd, IW_MAX_SGE, 0, NULL, NULL, NULL, NULL, NULL, &s->srq), STATUS_SUCCESS);
         CHECK_STATUS(iw_create_qp_with_srq(e->pd, s->cq, s->cq, s->srq, (void *)(uintptr_t)(0x1000 + i), sqd,

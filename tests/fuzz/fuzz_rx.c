@@ -169,6 +169,11 @@ static void run_work(void)
     }
 }
 
+/* The harness's adapter instance: iwarp's object hooks, no dispatch (nothing opens it). */
+static const struct ndk_prov_adapter_kind fz_adapter_kind = {
+    .hooks = &iw_obj_hooks, .size = sizeof(struct iw_adapter), .pd_new = iw_pd_new,
+};
+
 static void env_init(void)
 {
     static bool done;
@@ -182,14 +187,11 @@ static void env_init(void)
     ndk_list_init(&g_dev.endpoints);
     ndk_list_init(&g_dev.connectors);
     ndk_list_init(&g_dev.listeners);
-    ndk_list_init(&g_dev.adapters);
+    ndk_prov_adapter_list_init(&g_dev.adapters);
     strcpy(g_dev.ifname, "fuzz_rx");
     g_ad.dev = &g_dev;
-    g_ad.version.Major = 2;
-    g_ad.version.Minor = 1;
-    pthread_mutex_init(&g_ad.lock, NULL);
-    pthread_cond_init(&g_ad.cond, NULL);
-    FZ_CHECK(iw_create_pd(&g_ad.ndk, NULL, NULL, &g_pd) == STATUS_SUCCESS, "cannot create the PD");
+    ndk_prov_adapter_init(&g_ad.base, &fz_adapter_kind, (NDK_VERSION){ .Major = 2, .Minor = 1 });
+    FZ_CHECK(ndk_prov_pd_create(&g_ad.base.ndk, NULL, NULL, &g_pd) == STATUS_SUCCESS, "cannot create the PD");
 }
 
 /* ---- guard-paged regions ---- */
@@ -670,7 +672,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         region_make(&r.reg[i], 1u + fz_u16(&in) % REG_MAX, low, reg_flags[i]);
     region_allow(&r.reg[0], 0, r.reg[0].len);
 
-    FZ_CHECK(iw_create_cq(&g_ad.ndk, 256, NULL, NULL, NULL, NULL, NULL, &r.cq) == STATUS_SUCCESS, "create CQ");
+    FZ_CHECK(iw_create_cq(&g_ad.base.ndk, 256, NULL, NULL, NULL, NULL, NULL, &r.cq) == STATUS_SUCCESS, "create CQ");
     if (flags & 2) {
         FZ_CHECK(iw_create_srq(g_pd, 16, 2, 0, NULL, NULL, NULL, NULL, NULL, &r.srq) == STATUS_SUCCESS, "create SRQ");
         FZ_CHECK(iw_create_qp_with_srq(g_pd, r.cq, r.cq, r.srq, (void *)1, 8, 2, 64, NULL, NULL, &r.ndk) ==

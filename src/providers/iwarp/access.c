@@ -135,7 +135,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
         rights = mw_rights(mw);
         pthread_mutex_unlock(&mw->lock);
     }
-    pd = o->ante[0];
+    pd = iw_obj_ante(o, 0);
     /* 2. Same protection domain (RFC 5040 §7.2 code 3 / RFC 5041 code 2). */
     if (pd != &qp->pd->obj) {
         set_tc(tc, L, E, rdmap ? IW_TERM_RDMAP_STAG_NOT_STREAM : IW_TERM_DDP_T_STAG_NOT_STREAM);
@@ -218,7 +218,7 @@ int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, u
         } else {
             if (iw_mem_get(dev, sge[i].MemoryRegionToken, &o) < 0)
                 goto bad;
-            if (o->type != IW_OBJ_MR || o->ante[0] != &qp->pd->obj)
+            if (o->type != IW_OBJ_MR || iw_obj_ante(o, 0) != &qp->pd->obj)
                 goto bad_put;   /* windows are remote-only; other PDs are not ours (§5.10) */
             struct iw_mr *mr = obj_mr(o);
             pthread_mutex_lock(&mr->lock);
@@ -250,7 +250,7 @@ static int mem_iov(struct iw_obj *mem, uint64_t va, uint64_t len, struct iovec *
     if (max <= 0 || len == 0)
         return 0;
     if (mem && mem->type == IW_OBJ_MW)
-        mem = mem->ante[IW_MW_ANTE_MR];        /* a window's labels are its MR's labels */
+        mem = iw_obj_ante(mem, IW_MW_ANTE_MR);        /* a window's labels are its MR's labels */
     if (!mem || !obj_mr(mem)->fast_register) {
         iov[0].iov_base = (void *)(uintptr_t)va;
         iov[0].iov_len = len;
@@ -323,7 +323,7 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CANT_INVALIDATE);
         return -EACCES;
     }
-    if (o->ante[0] != &qp->pd->obj || (o->type == IW_OBJ_MR && !obj_mr(o)->fast_register)) {
+    if (iw_obj_ante(o, 0) != &qp->pd->obj || (o->type == IW_OBJ_MR && !obj_mr(o)->fast_register)) {
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_CANT_INVALIDATE);
         err = -EACCES;
     } else if (o->type == IW_OBJ_MR) {
@@ -367,7 +367,7 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
          in_bounds(mr->base_va, mr->length, w->va, w->length);
     pthread_mutex_unlock(&dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);
-    if (!ok || w->mem->ante[0] != w->mem2->ante[0] || w->mem->ante[0] != &qp->pd->obj)
+    if (!ok || iw_obj_ante(w->mem, 0) != iw_obj_ante(w->mem2, 0) || iw_obj_ante(w->mem, 0) != &qp->pd->obj)
         return STATUS_ACCESS_VIOLATION;
     pthread_mutex_lock(&mw->lock);
     mw->base_va = w->va;
@@ -388,7 +388,7 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
     struct iw_mr *mr = obj_mr(w->mem);
     NTSTATUS st = STATUS_SUCCESS;
 
-    if (w->mem->ante[0] != &qp->pd->obj)
+    if (iw_obj_ante(w->mem, 0) != &qp->pd->obj)
         return STATUS_ACCESS_VIOLATION;
     pthread_mutex_lock(&mr->lock);
     if (!mr->fast_register || !mr->frmr_initialized || w->page_count > mr->page_cap) {

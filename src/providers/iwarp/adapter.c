@@ -77,8 +77,8 @@ static void iw_pnp_work(struct iw_work *w)
     int ev = atomic_exchange(&dev->pnp_pending_event, 0);
 
     /* §6.5: NetPnPEvent only from our own thread, never inside the OID handler. */
-    if (ev && dev->prov->services->NetPnPEvent)
-        dev->prov->services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
+    if (ev && dev->prov->drv.services->NetPnPEvent)
+        dev->prov->drv.services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
 }
 
 NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
@@ -106,10 +106,11 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->endpoints);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->listeners);
-    ndk_list_init(&dev->adapters);
+    ndk_prov_adapter_list_init(&dev->adapters);
     err = iw_progress_start(dev);
     if (err) {
         iw_derr(dev, "%s: cannot start the progress engine: %s", dev->ifname, strerror(-err));
+        ndk_prov_adapter_list_destroy(&dev->adapters);
         pthread_mutex_destroy(&dev->lock);
         pthread_mutex_destroy(&dev->mem_lock);
         free(dev);
@@ -120,15 +121,21 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     return NDIS_STATUS_SUCCESS;
 }
 
-void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
+VOID iw_device_update(NDIS_HANDLE ctx, CONST NDK_PROVIDER_INTERFACE *ifc)
 {
+    struct iw_device *dev = ctx;
+
     /* Address membership is asked from the runtime at each use; only the MTU is cached. */
     dev->mtu = ifc->Mtu;
 }
 
-void iw_device_destroy(struct iw_device *dev)
+VOID iw_device_destroy(NDIS_HANDLE ctx)
 {
+    struct iw_device *dev = ctx;
+
     /* The runtime closed every adapter instance first (provider.h), so no object is left. */
+    if (ndk_prov_adapter_list_destroy(&dev->adapters))
+        iw_derr(dev, "%s: halted with adapter instances still open", dev->ifname);
     iw_progress_stop(dev);
     iw_stag_table_destroy(&dev->stags);
     pthread_mutex_destroy(&dev->lock);
@@ -138,17 +145,10 @@ void iw_device_destroy(struct iw_device *dev)
 
 static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
-    ULONG need = (ULONG)sizeof(NDIS_NDK_STATISTICS_INFO);
+    NDIS_NDK_STATISTICS_INFO *s = ndk_prov_oid_begin(req, sizeof(*s), NDIS_NDK_STATISTICS_INFO_REVISION_1);
 
-    if (req->InformationBufferLength < need || !s) {
-        req->BytesNeeded = need;
+    if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(s, 0, need);
-    s->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
-    s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
 #define LD(f) atomic_load_explicit(&dev->counters.f, memory_order_relaxed)
     s->CounterSet.Connect = LD(connect);
     s->CounterSet.Accept = LD(accept);
@@ -161,7 +161,7 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
     s->CounterSet.RDMAInFrames = LD(rdma_in_frames);
     s->CounterSet.RDMAOutFrames = LD(rdma_out_frames);
 #undef LD
-    req->BytesWritten = need;
+    req->BytesWritten = (ULONG)sizeof(*s);
     return NDIS_STATUS_SUCCESS;
 }
 
@@ -169,23 +169,6 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
  * OIDs (§6.7, §6.8): TCP-mapped pairs, even index = ND addressing, odd = TCP (identical here
  * because the ND port is the TCP port).
  * ==================================================================================== */
-
-/* The part the two listings share: the size check (BytesNeeded when the buffer is short), a
- * zeroed buffer and its NDIS header. Returns the buffer, or NULL when short. dev->lock held. */
-static void *iw_oid_list_begin(NDK_OID_REQUEST *req, size_t need, UCHAR revision)
-{
-    NDIS_OBJECT_HEADER *h = req->InformationBuffer;
-
-    if (!h || req->InformationBufferLength < need) {
-        req->BytesNeeded = (ULONG)need;
-        return NULL;
-    }
-    memset(h, 0, need);
-    h->Type = NDIS_OBJECT_TYPE_DEFAULT;
-    h->Revision = revision;
-    h->Size = (USHORT)(need > MAXUSHORT ? MAXUSHORT : need);
-    return h;
-}
 
 static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *req)
 {
@@ -202,7 +185,7 @@ static NDIS_STATUS iw_oid_connections(struct iw_device *dev, NDK_OID_REQUEST *re
             n++;
     }
     need = NDIS_SIZEOF_NDK_CONNECTIONS_REVISION_1(2 * n);
-    r = iw_oid_list_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
+    r = ndk_prov_oid_begin(req, need, NDIS_NDK_CONNECTIONS_REVISION_1);
     if (!r) {
         pthread_mutex_unlock(&dev->lock);
         return NDIS_STATUS_BUFFER_TOO_SHORT;
@@ -244,7 +227,7 @@ static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
             n++;
     }
     need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2 * n);
-    r = iw_oid_list_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    r = ndk_prov_oid_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
     if (!r) {
         pthread_mutex_unlock(&dev->lock);
         return NDIS_STATUS_BUFFER_TOO_SHORT;
@@ -269,28 +252,24 @@ static NDIS_STATUS iw_oid_endpoints(struct iw_device *dev, NDK_OID_REQUEST *req)
     return NDIS_STATUS_SUCCESS;
 }
 
-NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
+NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
 {
+    struct iw_device *dev = ctx;
+
     req->BytesWritten = 0;
     req->BytesRead = 0;
     req->BytesNeeded = 0;
     switch (req->Oid) {
     case OID_NDK_SET_STATE: {
-        if (!req->IsSet)
-            return NDIS_STATUS_NOT_SUPPORTED;
-        if (req->InformationBufferLength < sizeof(BOOLEAN) || !req->InformationBuffer) {
-            req->BytesNeeded = sizeof(BOOLEAN);
-            return NDIS_STATUS_INVALID_LENGTH;
-        }
-        bool on = *(BOOLEAN *)req->InformationBuffer != 0;
-        bool was = atomic_exchange(&dev->enabled, on);
-        req->BytesRead = sizeof(BOOLEAN);
-        if (was != on) {
-            iw_dinfo(dev, "%s: NDK %s", dev->ifname, on ? "enabled" : "disabled");
-            atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
+        int ev;
+        NDIS_STATUS st = ndk_prov_oid_set_state(req, &dev->enabled, &ev);
+
+        if (ev) {
+            iw_dinfo(dev, "%s: NDK %s", dev->ifname, ev == NetEventNDKEnable ? "enabled" : "disabled");
+            atomic_store(&dev->pnp_pending_event, ev);
             iw_progress_queue(dev, &dev->pnp_work);
         }
-        return NDIS_STATUS_SUCCESS;   /* §6.5: never pending */
+        return st;   /* §6.5: never pending */
     }
     case OID_NDK_STATISTICS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : iw_oid_statistics(dev, req);
@@ -304,39 +283,6 @@ NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req)
 }
 
 /* ---- adapter instances ---- */
-
-static NTSTATUS iw_query_adapter_info(NDK_ADAPTER *a, NDK_ADAPTER_INFO *info, ULONG *size)
-{
-    struct iw_adapter *ad = to_iw_adapter(a);
-    NDK_ADAPTER_INFO tmp;
-    ULONG full = (ULONG)sizeof(NDK_ADAPTER_INFO);
-
-    if (!size)
-        return STATUS_INVALID_PARAMETER;
-    tmp = ad->dev->info;
-    tmp.Version = ad->version;
-    if (!iw_adapter_read_local_invalidate(ad))
-        tmp.AdapterFlags &= ~(ULONG)NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED;
-    if (info && *size >= full) {
-        *info = tmp;
-        *size = full;
-        return STATUS_SUCCESS;
-    }
-    /* §8.38 decision: a consumer built against the older header passes a buffer without
-     * RdmaTechnology; fill that prefix and report the bytes written. */
-    if (info && *size >= NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY) {
-        memcpy(info, &tmp, NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY);
-        *size = NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY;
-        return STATUS_SUCCESS;
-    }
-    *size = full;
-    return STATUS_BUFFER_TOO_SMALL;
-}
-
-static NTSTATUS iw_adapter_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out)
-{
-    return iw_query_extension(o, id, v, out);
-}
 
 /* ---- LAM (§2.3 NdkBuildLAM): the "adapter logical address" of a page is its process virtual
  * address, since our DMA engine is the CPU in this process. ---- */
@@ -381,10 +327,10 @@ void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
 }
 
 static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
-    .NdkQueryExtension = iw_adapter_query_extension,
-    .NdkQueryAdapterInfo = iw_query_adapter_info,
+    .NdkQueryExtension = iw_query_extension,
+    .NdkQueryAdapterInfo = ndk_prov_adapter_query_info,
     .NdkCreateCq = iw_create_cq,
-    .NdkCreatePd = iw_create_pd,
+    .NdkCreatePd = ndk_prov_pd_create,
     .NdkCreateSharedEndpoint = iw_create_shared_endpoint,
     .NdkCreateConnector = iw_create_connector,
     .NdkCreateListener = iw_create_listener,
@@ -392,71 +338,33 @@ static const NDK_ADAPTER_DISPATCH iw_adapter_dispatch = {
     .NdkReleaseLAM = iw_release_lam,
 };
 
-/* §2.2 version negotiation: the consumer names a major and the lowest minor it accepts; we run
- * at our highest minor of that major. Returns 0 and *out, or -1 for NDIS_STATUS_BAD_VERSION. */
-static int iw_negotiate(NDK_VERSION req, NDK_VERSION *out)
-{
-    USHORT max;
+/* The instance, then what its objects use. */
+static const struct ndk_prov_adapter_kind iw_adapter_kind = {
+    .minor_max = { IW_VERSION_1_MINOR_MAX, IW_VERSION_2_MINOR_MAX }, .size = sizeof(struct iw_adapter),
+    .dispatch = &iw_adapter_dispatch, .hooks = &iw_obj_hooks, .pd_new = iw_pd_new,
+};
 
-    if (req.Major == 1)
-        max = IW_VERSION_1_MINOR_MAX;
-    else if (req.Major == 2)
-        max = IW_VERSION_2_MINOR_MAX;
-    else
-        return -1;
-    if (req.Minor > max)
-        return -1;
-    out->Major = req.Major;
-    out->Minor = max;
-    return 0;
-}
-
+/* PASSIVE, no lock held; takes the instance list's lock. */
 NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out)
 {
     struct iw_device *dev = ctx;
-    struct iw_adapter *ad;
-    NDK_VERSION v;
+    struct ndk_prov_adapter *base;
+    NDIS_STATUS st = ndk_prov_adapter_open(&iw_adapter_kind, &dev->adapters, &dev->info, atomic_load(&dev->enabled),
+                                           params, out, &base);
 
-    if (!params || !out)
-        return NDIS_STATUS_INVALID_PARAMETER;
-    if (!atomic_load(&dev->enabled))
-        return NDIS_STATUS_ADAPTER_NOT_READY;
-    if (iw_negotiate(params->Version, &v) < 0)
-        return NDIS_STATUS_BAD_VERSION;
-    ad = calloc(1, sizeof(*ad));
-    if (!ad)
-        return NDIS_STATUS_RESOURCES;
-    ad->dev = dev;
-    ad->version = v;
-    pthread_mutex_init(&ad->lock, NULL);
-    pthread_cond_init(&ad->cond, NULL);
-    ad->ndk.Header.Version = v;
-    ad->ndk.Header.ObjectType = NdkObjectTypeAdapter;
-    ad->ndk.Dispatch = &iw_adapter_dispatch;
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_add_tail(&dev->adapters, &ad->link);
-    pthread_mutex_unlock(&dev->lock);
-    *out = &ad->ndk;
-    return NDIS_STATUS_SUCCESS;
+    if (st == NDIS_STATUS_SUCCESS)
+        ndk_container_of(base, struct iw_adapter, base)->dev = dev;
+    return st;
 }
 
+/* Blocks (§2.2): never from an NDK callback. */
 void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *a)
 {
     struct iw_device *dev = ctx;
-    struct iw_adapter *ad = to_iw_adapter(a);
 
     if (iw_progress_on_thread(dev))
         iw_derr(dev, "CloseNDKAdapterHandler called from inside an NDK callback: this deadlocks (§5.1)");
     /* §8 item 1 decision: block until every object of the instance is closed and its close
      * completion has returned (objects are uncounted only after their completion returned). */
-    pthread_mutex_lock(&ad->lock);
-    while (ad->nobj)
-        pthread_cond_wait(&ad->cond, &ad->lock);
-    pthread_mutex_unlock(&ad->lock);
-    pthread_mutex_lock(&dev->lock);
-    ndk_list_del(&ad->link);
-    pthread_mutex_unlock(&dev->lock);
-    pthread_cond_destroy(&ad->cond);
-    pthread_mutex_destroy(&ad->lock);
-    free(ad);
+    ndk_prov_adapter_close(&to_iw_adapter(a)->base);
 }

@@ -1021,15 +1021,6 @@ void iw_cm_work(struct iw_work *w)
 
 /* ---- data path entry points into the CM ---- */
 
-static bool iw_obj_tryget(struct iw_obj *o)
-{
-    int r = atomic_load(&o->refs);
-    while (r > 0)
-        if (atomic_compare_exchange_weak(&o->refs, &r, r + 1))
-            return true;
-    return false;
-}
-
 static struct iw_connector *iw_qp_conn_get(struct iw_qp *qp)
 {
     struct iw_connector *c;

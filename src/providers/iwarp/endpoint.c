@@ -342,9 +342,9 @@ bool iw_ep_is_local(struct iw_device *dev, const struct sockaddr *addr)
      * endpoints and means "every address of this adapter". */
     if (iw_sa_is_wildcard(&a))
         return true;
-    if (!dev->prov->services->AdapterHasAddress)
+    if (!dev->prov->drv.services->AdapterHasAddress)
         return true;
-    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, addr) != FALSE;
+    return dev->prov->drv.services->AdapterHasAddress(dev->miniport_handle, addr) != FALSE;
 }
 
 int iw_ep_socket(int family, enum iw_sock_use use)

@@ -27,14 +27,14 @@
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): cq->qps_lock (consumer-driven progress) -> the data
  *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
- *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. adapter->lock and
- *     dev->timer_lock are leaves.
+ *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. The adapter instance's and the
+ *     instance list's locks (src/common/ndk_prov_adapter.h) and dev->timer_lock are leaves.
  *   - Names: a non-static function iw_<object>_* is defined in <object>.c: access, cm (cm.c,
  *     cm.h), connector, cq, listener, mem, obj, poll, post, progress, qp, rx, srq, tx, wq
  *     (with its entries, iw_wq_entry_*), crc32c / mpa / fpdu (the wire layer). Named otherwise,
  *     and where: the NDK entry points keep the NDK call's name in the object's file
  *     (iw_create_<object>; iw_open_adapter, iw_close_adapter, iw_build_lam, iw_release_lam in
- *     adapter.c; iw_query_extension in obj.c); adapter.c also holds the device (iw_device_*);
+ *     adapter.c; iw_query_extension is ndk_prov_obj's); adapter.c also holds the device (iw_device_*);
  *     endpoint.c holds endpoints (iw_ep_*) and socket addresses (iw_sa_*); log.c the loggers
  *     (iw_log, iw_dev_log, iw_prov_log). Engine-private functions are static and may carry a
  *     short prefix (tx_, rx_, post_); dp_ names only datapath.h's engine types.
@@ -66,6 +66,10 @@
 
 #include "ndk_list.h"
 #include "ndk_status.h"
+#include "ndk_prov_adapter.h"
+#include "ndk_prov_entry.h"
+#include "ndk_prov_pd.h"
+#include "ndk_prov_oid.h"
 #include "iwarp_wire.h"
 #include "mpa.h"
 
@@ -96,7 +100,6 @@
 #define IW_MAX_MR_COUNT          (1u << 20)
 #define IW_MAX_MW_COUNT          (1u << 20)
 #define IW_MAX_SRQ_COUNT         4096u
-#define IW_OBJ_MAX_ANTE          4            /* QP: PD, receive CQ, initiator CQ, SRQ */
 
 /* Version negotiation (§2.2): per supported major, the highest minor. */
 #define IW_VERSION_1_MINOR_MAX   2
@@ -247,15 +250,11 @@ struct iw_config {
 /* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the
  * module gets its own, so no runtime state lives in a module global (provider.c). */
 struct iw_provider {
-    const NDK_RUNTIME_SERVICES *services;
-    NDIS_HANDLE driver_handle;
+    struct ndk_prov_driver drv;       /* first: services, driver handle (ndk_prov_entry.h) */
     struct iw_config cfg;
-    pthread_mutex_t lock;             /* job: the device list */
-    struct ndk_list devices;
     struct ndk_list reg_link;         /* process-wide registry of live instances (log.c) */
     unsigned log_users;               /* context-free loggers using this instance (registry lock) */
 };
-
 /* Logging through the runtime (Services->Log) of the right instance (log.c). Never blocks for
  * long; any context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log
  * (iw_err ...) uses the progress thread's device, else the oldest live instance. Lines carry no
@@ -287,7 +286,6 @@ struct iw_counters {
 
 /* One bound network interface (MiniportAdapterContext). */
 struct iw_device {
-    struct ndk_list link;             /* in iw_provider.devices */
     struct iw_provider *prov;
     NDIS_HANDLE miniport_handle;      /* the runtime's handle for NetPnPEvent / AdapterHasAddress */
     ULONG ifindex;
@@ -306,8 +304,7 @@ struct iw_device {
     atomic_uint nqp, ncq, npd, nmr, nmw, nsrq;
 
     /* The CM lock. Job: the endpoint table, every listener's and connector's CM state and CM
-     * socket I/O, the list of open adapter instances. Held only briefly, never
-     * across a consumer callback. */
+     * socket I/O. Held only briefly, never across a consumer callback. */
     pthread_mutex_t lock;
     struct ndk_list endpoints;        /* struct iw_endpoint (§5.11.5), for the OID listing */
     struct ndk_list connectors;       /* every live iw_connector (OID_NDK_CONNECTIONS) */
@@ -317,7 +314,7 @@ struct iw_device {
     struct iw_hnode *ep_hash[IW_EP_BUCKETS];
     struct iw_hnode *conn_hash[IW_CONN_BUCKETS];
     struct ndk_list listeners;        /* every listening iw_listener */
-    struct ndk_list adapters;         /* open iw_adapter instances */
+    struct ndk_prov_adapter_list adapters;   /* open iw_adapter instances (its own leaf lock) */
 
     /* STag table (stag.c, used by mem.c). Job of mem_lock: the table and every MR's / MW's
      * stag, registered and bound fields. */
@@ -345,23 +342,18 @@ struct iw_device {
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
 NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
                              struct iw_device **out);
-void iw_device_destroy(struct iw_device *dev);
-void iw_device_update(struct iw_device *dev, const NDK_PROVIDER_INTERFACE *ifc);
-NDIS_STATUS iw_device_oid(struct iw_device *dev, NDK_OID_REQUEST *req);
+/* The HaltHandler, InterfaceChangeHandler and OidRequestHandler (ctx: the struct iw_device). */
+VOID iw_device_destroy(NDIS_HANDLE ctx);
+VOID iw_device_update(NDIS_HANDLE ctx, CONST NDK_PROVIDER_INTERFACE *ifc);
+NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req);
 
 /* ====================================================================================
  * Adapter instance
  * ==================================================================================== */
 
 struct iw_adapter {
-    NDK_ADAPTER ndk;                  /* must be first: handed to the consumer */
-    struct ndk_list link;             /* in dev->adapters */
+    struct ndk_prov_adapter base;     /* first: base.ndk is handed to the consumer */
     struct iw_device *dev;
-    NDK_VERSION version;              /* negotiated (§2.2); written into every object header */
-    /* Job of lock: nobj and the close wait. Leaf lock. */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    unsigned nobj;                    /* live objects of this instance (incl. close in progress) */
 };
 
 NDIS_STATUS iw_open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
@@ -370,23 +362,19 @@ void iw_close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *adapter);
  * version is fixed at open). Inline: the data path, built without adapter.c, asks it too. */
 static inline bool iw_adapter_read_local_invalidate(const struct iw_adapter *ad)
 {
-    return !ad || ad->version.Major > 1 || ad->version.Minor >= 2;
+    return !ad || ad->base.version.Major > 1 || ad->base.version.Minor >= 2;
 }
 
 static inline struct iw_adapter *to_iw_adapter(NDK_ADAPTER *a)
 {
-    return ndk_container_of(a, struct iw_adapter, ndk);
+    return ndk_container_of(a, struct iw_adapter, base.ndk);
 }
 
 /* ====================================================================================
- * Object base (obj.c) - §5.1 lifetime and close ordering
- *
- * refs: 1 for the consumer's handle (dropped by NdkCloseXxx), +1 per successor (taken through
- * iw_obj_set_ante on the successor), +1 per in-flight asynchronous request, work item or
- * running callback that names the object. When refs reaches 0 after a close that returned
- * STATUS_PENDING, the close completion is queued to the progress thread, which calls it, then
- * releases the object's own antecedent references (so an antecedent's close completion can never
- * run while ours is still running), then frees the object.
+ * Object base (obj.c over src/common/ndk_prov_obj: §5.1 lifetime and close ordering; the rules
+ * are stated there). The iwarp part adds the type, the device, the progress-thread work item
+ * that runs the finish, and an id for logs. A close that drops the last reference finishes
+ * inline and returns STATUS_SUCCESS (nothing here must be destroyed on the progress thread).
  * ==================================================================================== */
 
 enum iw_obj_type {
@@ -415,46 +403,27 @@ struct iw_obj_ops {
 };
 
 struct iw_obj {
+    struct ndk_prov_obj base;         /* refs, closing, close completion, antecedents */
     const struct iw_obj_ops *ops;
     enum iw_obj_type type;
     struct iw_adapter *adapter;
     struct iw_device *dev;
-    NDK_OBJECT_HEADER *hdr;           /* the public header, for logs and identity */
-    atomic_int refs;
-    atomic_bool closing;              /* NdkCloseXxx was called (or internal teardown) */
     bool handed_out;                  /* FALSE for connectors not yet given to the consumer */
-    NDK_FN_CLOSE_COMPLETION close_cb; /* set before the consumer ref is dropped */
-    void *close_ctx;
-    struct iw_obj *ante[IW_OBJ_MAX_ANTE];   /* each holds one reference on the antecedent */
-    struct iw_work close_work;        /* runs the close completion on the progress thread */
+    struct iw_work close_work;        /* runs the finish on the progress thread */
     uint32_t id;                      /* for logs */
 };
+
+/* The hooks of every iwarp object (obj.c), named by every adapter instance. */
+extern const struct ndk_prov_obj_hooks iw_obj_hooks;
 
 /* Initializes the base and the public header (Version = adapter's, ObjectType, zeroed
  * NdkReserved, Dispatch). Counts the object on the adapter. refs starts at 1 (the consumer). */
 void iw_obj_init(struct iw_obj *o, const struct iw_obj_ops *ops, enum iw_obj_type type, struct iw_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
-static inline void iw_obj_get(struct iw_obj *o)
-{
-    atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
-}
-/* Drops a reference; the last one finishes a pending close (queued to the progress thread).
- * Any thread, any lock held except those the destroy path takes (dev->wq_lock). */
-void iw_obj_put(struct iw_obj *o);
-/* Takes a reference on ante and stores it in slot (releasing what was there). */
-void iw_obj_set_ante(struct iw_obj *o, int slot, struct iw_obj *ante);
-/* The common NdkCloseXxx: marks closing, runs close_start, drops the consumer reference.
- * STATUS_SUCCESS when that was the last reference (antecedents released, object freed),
- * else STATUS_PENDING (completion later, exactly once, on the progress thread). */
-NTSTATUS iw_obj_close(struct iw_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
-/* Undoes a create that failed after iw_obj_init (no callback, frees at once). */
-void iw_obj_abort_create(struct iw_obj *o);
-static inline bool iw_obj_closing(const struct iw_obj *o)
-{
-    return atomic_load_explicit(&o->closing, memory_order_acquire);
-}
-
-NTSTATUS iw_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out);
+/* iw_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
+ * (same contexts; the provider's work-queue lock is dev->wq_lock). */
+NDK_PROV_OBJ_TYPED(iw_obj, struct iw_obj)
+#define iw_query_extension ndk_prov_obj_query_extension
 
 /* ====================================================================================
  * PD
@@ -464,7 +433,12 @@ struct iw_pd {
     struct iw_obj obj;
 };
 static inline struct iw_pd *to_iw_pd(NDK_PD *p) { return ndk_container_of(p, struct iw_pd, ndk); }
-NTSTATUS iw_create_pd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+/* The adapter kind's pd_new. ndk_prov_pd_close finds the base right after the public handle; the
+ * data path's privileged STag is the PD's token. */
+int iw_pd_new(struct ndk_prov_adapter *ad, NDK_PD **out);
+_Static_assert(offsetof(struct iw_pd, obj) == sizeof(struct ndk_prov_handle) && offsetof(struct iw_obj, base) == 0,
+               "iw_pd layout");
+_Static_assert(IW_PRIVILEGED_STAG == NDK_PROV_PD_PRIVILEGED_TOKEN, "privileged token");
 
 /* ====================================================================================
  * CQ (cq.c)

@@ -26,11 +26,11 @@ static void iw_vplog(struct iw_provider *prov, int level, const char *fmt, va_li
 {
     char line[512];
 
-    if (!prov || !prov->services || !prov->services->Log)
+    if (!prov || !prov->drv.services || !prov->drv.services->Log)
         return;
     vsnprintf(line, sizeof line, fmt, ap);
     /* No prefix of ours: the runtime names the provider on every line it logs for it. */
-    prov->services->Log(prov->driver_handle, level, "%s", line);
+    prov->drv.services->Log(prov->drv.driver_handle, level, "%s", line);
 }
 
 void iw_prov_log(struct iw_provider *prov, int level, const char *fmt, ...)

@@ -1,5 +1,5 @@
-/* provider.c - the module entry point (our DriverEntry + MiniportSetOptions, §6.2), the runtime
- * handlers (Initialize / InterfaceChange / Halt / OID / Unload) and the configuration.
+/* provider.c - the module entry point (our DriverEntry + MiniportSetOptions, §6.2, registered
+ * through src/common/ndk_prov_entry), the bind of an interface and the configuration.
  *
  * Talks to: adapter.c (devices and adapter instances), log.c (the instance registry).
  *
@@ -20,9 +20,9 @@
  * thread, may not block for long. */
 static const char *iw_cfg_str(struct iw_provider *prov, const char *key)
 {
-    if (!prov->services->GetConfig)
+    if (!prov->drv.services->GetConfig)
         return NULL;
-    return prov->services->GetConfig(prov->driver_handle, key);
+    return prov->drv.services->GetConfig(prov->drv.driver_handle, key);
 }
 
 static uint32_t iw_cfg_u32(struct iw_provider *prov, const char *key, uint32_t def, uint32_t min, uint32_t max)
@@ -68,99 +68,51 @@ static void iw_load_config(struct iw_provider *prov)
     c->poll_idle_ms = iw_cfg_u32(prov, "poll_idle_ms", 2, 1, 600000);
 }
 
-static NDIS_STATUS iw_initialize(NDIS_HANDLE drv, NDIS_HANDLE handle, CONST NDK_PROVIDER_INTERFACE *ifc,
-                                 NDIS_HANDLE *ctx, NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES *attrs)
+/* The runtime's thread, no lock held. */
+static NDIS_STATUS iw_bind(struct ndk_prov_driver *drv, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,
+                           struct ndk_prov_bound *out)
 {
-    struct iw_provider *prov = drv;
     struct iw_device *dev;
     NDIS_STATUS st;
 
     /* A software RNIC runs over any interface with an IP address, loopback included. */
     if (!ifc->AddressCount)
         return NDIS_STATUS_NOT_SUPPORTED;
-    st = iw_device_create(prov, handle, ifc, &dev);
-    if (st != NDIS_STATUS_SUCCESS)
-        return st;
-    pthread_mutex_lock(&prov->lock);
-    ndk_list_add_tail(&prov->devices, &dev->link);
-    pthread_mutex_unlock(&prov->lock);
-
-    /* §6.4: capabilities are reported even when NDK is disabled. */
-    memset(attrs, 0, sizeof(*attrs));
-    attrs->Header.Type = NDIS_OBJECT_TYPE_MINIPORT_ADAPTER_NDK_ATTRIBUTES;
-    attrs->Header.Revision = NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES_REVISION_1;
-    attrs->Header.Size = NDIS_SIZEOF_MINIPORT_ADAPTER_NDK_ATTRIBUTES_REVISION_1;
-    attrs->Enabled = atomic_load(&dev->enabled);
-    attrs->NdkCapabilities = &dev->caps;
-    *ctx = dev;
-    return NDIS_STATUS_SUCCESS;
+    st = iw_device_create(ndk_container_of(drv, struct iw_provider, drv), handle, ifc, &dev);
+    if (st == NDIS_STATUS_SUCCESS)
+        *out = (struct ndk_prov_bound){ .ctx = dev, .enabled = atomic_load(&dev->enabled), .caps = &dev->caps };
+    return st;
 }
 
-static VOID iw_interface_change(NDIS_HANDLE ctx, CONST NDK_PROVIDER_INTERFACE *ifc)
+/* The runtime's thread. */
+static NTSTATUS iw_load(struct ndk_prov_driver *drv, char *description, size_t len)
 {
-    iw_device_update(ctx, ifc);
+    struct iw_provider *prov = ndk_container_of(drv, struct iw_provider, drv);
+
+    iw_load_config(prov);
+    snprintf(description, len, "software iWARP RNIC over kernel TCP (MPA/DDP/RDMAP)");
+    iw_log_register(prov);
+    iw_prov_log(prov, NDK_LOG_INFO, "loaded: crc=%d p2p=%d mpa_rev=%u connect_timeout_ms=%u", prov->cfg.crc, prov->cfg.p2p,
+                prov->cfg.mpa_rev, prov->cfg.connect_timeout_ms);
+    return STATUS_SUCCESS;
 }
 
-static VOID iw_halt(NDIS_HANDLE ctx)
+/* The runtime halted every device first. Waits out context-free loggers using this instance. */
+static void iw_unload(struct ndk_prov_driver *drv)
 {
-    struct iw_device *dev = ctx;
-
-    pthread_mutex_lock(&dev->prov->lock);
-    ndk_list_del(&dev->link);
-    pthread_mutex_unlock(&dev->prov->lock);
-    iw_device_destroy(dev);
+    iw_log_unregister(ndk_container_of(drv, struct iw_provider, drv));
 }
 
-static NDIS_STATUS iw_oid_request(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
-{
-    return iw_device_oid(ctx, req);
-}
-
-static VOID iw_unload(NDIS_HANDLE drv)
-{
-    struct iw_provider *prov = drv;
-
-    /* The runtime halted every device first. Wait out context-free loggers using this instance. */
-    iw_log_unregister(prov);
-    pthread_mutex_destroy(&prov->lock);
-    free(prov);
-}
+/* By role: the module, a bound device (the MiniportAdapterContext is the struct iw_device), an
+ * adapter instance. */
+static const struct ndk_prov_entry iw_entry = {
+    .name = "iwarp", .provider_flags = NDK_PROVIDER_FLAG_SOFTWARE, .size = sizeof(struct iw_provider), .load = iw_load, .unload = iw_unload,
+    .bind = iw_bind, .unbind = iw_device_destroy, .interface_change = iw_device_update, .oid_request = iw_device_oid,
+    .open_adapter = iw_open_adapter, .close_adapter = iw_close_adapter,
+};
 
 IW_EXPORT NTSTATUS NdkProviderEntry(CONST NDK_RUNTIME_SERVICES *Services, NDIS_HANDLE DriverHandle,
                                     NDK_MINIPORT_CHARACTERISTICS *Characteristics, NDIS_HANDLE *DriverContext)
 {
-    struct iw_provider *prov;
-
-    if (!Services || !Characteristics || !DriverContext || Services->AbiVersion != NDK_PROVIDER_ABI_VERSION)
-        return STATUS_NOT_SUPPORTED;
-    prov = calloc(1, sizeof(*prov));
-    if (!prov)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    prov->services = Services;
-    prov->driver_handle = DriverHandle;
-    pthread_mutex_init(&prov->lock, NULL);
-    ndk_list_init(&prov->devices);
-    iw_load_config(prov);
-
-    Characteristics->AbiVersion = NDK_PROVIDER_ABI_VERSION;
-    snprintf(Characteristics->Name, sizeof Characteristics->Name, "iwarp");
-    snprintf(Characteristics->Description, sizeof Characteristics->Description,
-             "software iWARP RNIC over kernel TCP (MPA/DDP/RDMAP)");
-    Characteristics->InitializeHandler = iw_initialize;
-    Characteristics->InterfaceChangeHandler = iw_interface_change;
-    Characteristics->HaltHandler = iw_halt;
-    Characteristics->OidRequestHandler = iw_oid_request;
-    Characteristics->UnloadHandler = iw_unload;
-    Characteristics->ProviderFlags = NDK_PROVIDER_FLAG_SOFTWARE;
-    Characteristics->NdkCharacteristics.Header.Type = NDIS_OBJECT_TYPE_NDK_PROVIDER_CHARACTERISTICS;
-    Characteristics->NdkCharacteristics.Header.Revision = NDIS_NDK_PROVIDER_CHARACTERISTICS_REVISION_1;
-    Characteristics->NdkCharacteristics.Header.Size = NDIS_SIZEOF_NDK_PROVIDER_CHARACTERISTICS_REVISION_1;
-    Characteristics->NdkCharacteristics.Flags = 0;
-    Characteristics->NdkCharacteristics.OpenNDKAdapterHandler = iw_open_adapter;
-    Characteristics->NdkCharacteristics.CloseNDKAdapterHandler = iw_close_adapter;
-    *DriverContext = prov;
-    iw_log_register(prov);
-    iw_prov_log(prov, NDK_LOG_INFO, "loaded: crc=%d p2p=%d mpa_rev=%u connect_timeout_ms=%u", prov->cfg.crc, prov->cfg.p2p,
-            prov->cfg.mpa_rev, prov->cfg.connect_timeout_ms);
-    return STATUS_SUCCESS;
+    return ndk_prov_entry_register(&iw_entry, Services, DriverHandle, Characteristics, DriverContext);
 }

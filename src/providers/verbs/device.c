@@ -223,8 +223,8 @@ static void vb_pnp_work(struct vb_work *w)
     struct vb_device *dev = ndk_container_of(w, struct vb_device, pnp_work);
     int ev = atomic_exchange(&dev->pnp_pending_event, 0);
 
-    if (ev && dev->prov->services->NetPnPEvent)
-        dev->prov->services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
+    if (ev && dev->prov->drv.services->NetPnPEvent)
+        dev->prov->drv.services->NetPnPEvent(dev->miniport_handle, (ULONG)ev);
 }
 
 static void vb_device_set_addrs(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
@@ -273,7 +273,7 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
-    ndk_list_init(&dev->adapters);
+    ndk_prov_adapter_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->seps);
     ndk_list_init(&dev->listeners);
@@ -323,6 +323,7 @@ void vb_device_update(struct vb_device *dev, const NDK_PROVIDER_INTERFACE *ifc)
 void vb_device_destroy(struct vb_device *dev)
 {
     /* The runtime closed every adapter instance first, so every object is gone. */
+    ndk_prov_adapter_list_destroy(&dev->adapters);
     vb_progress_stop(dev);
     ibv_dealloc_pd(dev->probe_pd);
     vb_token_fini(dev);
@@ -336,31 +337,24 @@ bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa)
 {
     if (vb_sa_is_wildcard(sa))
         return true;
-    if (!dev->prov->services->AdapterHasAddress)
+    if (!dev->prov->drv.services->AdapterHasAddress)
         return true;
-    return dev->prov->services->AdapterHasAddress(dev->miniport_handle, sa) != FALSE;
+    return dev->prov->drv.services->AdapterHasAddress(dev->miniport_handle, sa) != FALSE;
 }
 
 static NDIS_STATUS vb_oid_statistics(struct vb_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
-    ULONG need = (ULONG)sizeof(NDIS_NDK_STATISTICS_INFO);
+    NDIS_NDK_STATISTICS_INFO *s = ndk_prov_oid_begin(req, sizeof(*s), NDIS_NDK_STATISTICS_INFO_REVISION_1);
 
-    if (req->InformationBufferLength < need || !s) {
-        req->BytesNeeded = need;
+    if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-    }
-    memset(s, 0, need);
-    s->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
-    s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
     s->CounterSet.Connect = atomic_load(&dev->counters.connect);
     s->CounterSet.Accept = atomic_load(&dev->counters.accept);
     s->CounterSet.ConnectFailure = atomic_load(&dev->counters.connect_failure);
     s->CounterSet.ConnectionError = atomic_load(&dev->counters.connection_error);
     s->CounterSet.ActiveConnection = atomic_load(&dev->counters.active_connection);
     s->CounterSet.CQError = atomic_load(&dev->counters.cq_error);
-    req->BytesWritten = need;
+    req->BytesWritten = (ULONG)sizeof(*s);
     return NDIS_STATUS_SUCCESS;
 }
 
@@ -480,20 +474,14 @@ NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req)
     req->BytesWritten = req->BytesRead = req->BytesNeeded = 0;
     switch (req->Oid) {
     case OID_NDK_SET_STATE: {
-        if (!req->IsSet)
-            return NDIS_STATUS_NOT_SUPPORTED;
-        if (req->InformationBufferLength < sizeof(BOOLEAN) || !req->InformationBuffer) {
-            req->BytesNeeded = sizeof(BOOLEAN);
-            return NDIS_STATUS_INVALID_LENGTH;
-        }
-        bool on = *(BOOLEAN *)req->InformationBuffer != 0;
-        bool was = atomic_exchange(&dev->enabled, on);
-        req->BytesRead = sizeof(BOOLEAN);
-        if (was != on) {
-            atomic_store(&dev->pnp_pending_event, on ? NetEventNDKEnable : NetEventNDKDisable);
+        int ev;
+        NDIS_STATUS st = ndk_prov_oid_set_state(req, &dev->enabled, &ev);
+
+        if (ev) {
+            atomic_store(&dev->pnp_pending_event, ev);
             vb_work_queue(dev, &dev->pnp_work);
         }
-        return NDIS_STATUS_SUCCESS;
+        return st;
     }
     case OID_NDK_STATISTICS:
         return req->IsSet ? NDIS_STATUS_NOT_SUPPORTED : vb_oid_statistics(dev, req);

@@ -145,15 +145,10 @@ static void vb_drain_err_work(struct vb_work *w)
  * flushed from the progress thread, once. */
 void vb_drain_error_seen(struct vb_qp *qp)
 {
-    int refs;
-
     if (!qp->obj.dev->flush_sync || vb_obj_closing(&qp->obj) || atomic_exchange(&qp->err_queued, true))
         return;
     /* A reference only while the consumer's is still there: a close may drop it concurrently. */
-    refs = atomic_load(&qp->obj.refs);
-    while (refs > 0 && !atomic_compare_exchange_weak(&qp->obj.refs, &refs, refs + 1))
-        ;
-    if (refs <= 0)
+    if (!vb_obj_tryget(&qp->obj))
         return;
     qp->err_work.fn = vb_drain_err_work;
     ndk_list_init(&qp->err_work.link);

@@ -5,6 +5,7 @@
 #include "verbs.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 struct vb_lam_mr {
@@ -32,52 +33,37 @@ static void vb_pd_destroy(struct vb_obj *o)
 
 static const struct vb_obj_ops vb_pd_ops = { .destroy = vb_pd_destroy };
 
-static NTSTATUS vb_pd_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
-{
-    return vb_obj_close(&to_vb_pd((NDK_PD *)h)->obj, cb, ctx);
-}
-
-static VOID vb_pd_priv_token(NDK_PD *p, UINT32 *token)
-{
-    (void)p;
-    if (token)
-        *token = VB_PRIV_TOKEN;
-}
-
 static const NDK_PD_DISPATCH vb_pd_dispatch = {
-    .NdkClosePd = vb_pd_close,
+    .NdkClosePd = ndk_prov_pd_close,
     .NdkQueryExtension = vb_obj_query_extension,
     .NdkCreateMr = vb_mr_create,
     .NdkCreateMw = vb_mw_create,
     .NdkCreateSrq = vb_srq_create,
     .NdkCreateQp = vb_qp_create,
     .NdkCreateQpWithSrq = vb_qp_create_with_srq,
-    .NdkGetPrivilegedMemoryRegionToken = vb_pd_priv_token,
+    .NdkGetPrivilegedMemoryRegionToken = ndk_prov_pd_privileged_token,
 };
 
-NTSTATUS vb_pd_create(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out)
+/* Any thread, no lock held; ibv_alloc_pd is a system call. A failure after vb_obj_init is undone
+ * on the progress thread, like every verbs destroy. */
+int vb_pd_new(struct ndk_prov_adapter *base, NDK_PD **out)
 {
-    struct vb_adapter *ad = to_vb_adapter(a);
-    struct vb_pd *pd;
+    struct vb_adapter *ad = ndk_container_of(base, struct vb_adapter, base);
+    struct vb_pd *pd = calloc(1, sizeof(*pd));
 
-    (void)cb;
-    (void)ctx;
-    if (!out)
-        return STATUS_INVALID_PARAMETER;
-    pd = calloc(1, sizeof(*pd));
     if (!pd)
-        return STATUS_INSUFFICIENT_RESOURCES;
+        return -ENOMEM;
     pthread_mutex_init(&pd->lock, NULL);
     ndk_list_init(&pd->lam_mrs);
     vb_obj_init(&pd->obj, &vb_pd_ops, VB_OBJ_PD, ad, &pd->ndk.Header, &vb_pd_dispatch);
     pd->pd = ibv_alloc_pd(ad->dev->ctx);
     if (!pd->pd) {
-        int err = errno;
+        int err = errno ? errno : ENOMEM;
         vb_obj_abort_create(&pd->obj);
-        return vb_status_from_errno(err ? err : ENOMEM);
+        return -err;
     }
     *out = &pd->ndk;
-    return STATUS_SUCCESS;
+    return 0;
 }
 
 /* The lkey that covers a privileged-token SGE. Posting thread; takes pd->lock, may register

@@ -106,7 +106,7 @@ NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
 
     if (n > srq->max_sge || n > 32 || (n && !sgl))
         return STATUS_INVALID_PARAMETER;
-    if ((err = vb_post_sges(ndk_container_of(srq->obj.ante[0], struct vb_pd, obj), sgl, n, sge)) != 0)
+    if ((err = vb_post_sges(ndk_container_of(vb_obj_ante(&srq->obj, 0), struct vb_pd, obj), sgl, n, sge)) != 0)
         return err == -EACCES ? STATUS_ACCESS_VIOLATION : STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&srq->lock);
     if (srq->free_head == VB_SLOT_NONE || srq->posted >= srq->depth) {

@@ -20,7 +20,8 @@
  * event's context pointer is always alive while it is handled (no destroy can race it).
  * Lock order (outermost first): dev->lock -> dev->qpt_lock (a poll's QP lookup) ->
  * qp->sq_lock / qp->rq_lock -> srq->lock -> mr->lock -> pd->lock -> cq->lock -> dev->wq_lock.
- * adapter->lock is a leaf.
+ * The adapter instance's locks (its LAM list's, and src/common/ndk_prov_adapter.h's object count
+ * and instance list) are leaves.
  */
 #ifndef VB_VERBS_H
 #define VB_VERBS_H
@@ -41,6 +42,10 @@
 
 #include "ndk_list.h"
 #include "ndk_status.h"
+#include "ndk_prov_adapter.h"
+#include "ndk_prov_entry.h"
+#include "ndk_prov_pd.h"
+#include "ndk_prov_oid.h"
 
 #define VB_EXPORT __attribute__((visibility("default")))
 
@@ -69,15 +74,10 @@ void vb_log(const struct vb_device *dev, int level, const char *fmt, ...) __attr
 
 /* ---- provider (provider.c) ---- */
 struct vb_provider {
-    const NDK_RUNTIME_SERVICES *services;
-    NDIS_HANDLE driver_handle;
-    /* Job of lock: the device list. */
-    pthread_mutex_t lock;
-    struct ndk_list devices;
+    struct ndk_prov_driver drv;   /* first: services, driver handle (ndk_prov_entry.h) */
     int ndevices;                 /* RDMA devices rdma-core saw at load */
     char why[96];                 /* one line: why no adapter can be offered, or the device names */
 };
-
 /* ---- progress thread work (progress.c) ---- */
 struct vb_work {
     void (*fn)(struct vb_work *w);
@@ -102,7 +102,6 @@ struct vb_counters {
 struct vb_device {
     struct vb_provider *prov;
     NDIS_HANDLE miniport_handle;
-    struct ndk_list link;
     ULONG ifindex;
     char ifname[NDK_PROVIDER_IFNAME_MAX];
 
@@ -150,9 +149,9 @@ struct vb_device {
     struct ndk_list qpt[64];
     struct ndk_list srqs;           /* live SRQs, to validate an SRQ receive's wr_id */
 
-    /* Job of lock: adapters, connectors, listeners, addrs. */
+    /* Job of lock: connectors, listeners, addrs. */
     pthread_mutex_t lock;
-    struct ndk_list adapters;
+    struct ndk_prov_adapter_list adapters;   /* open instances (its own leaf lock) */
     struct ndk_list connectors;
     struct ndk_list seps;
     struct ndk_list listeners;      /* listening listeners, for OID_NDK_LOCAL_ENDPOINTS */
@@ -203,21 +202,18 @@ void vb_call_queue(struct vb_device *dev, struct vb_call *c, NDK_FN_REQUEST_COMP
 
 /* ---- adapter (adapter.c) ---- */
 struct vb_adapter {
-    NDK_ADAPTER ndk;
+    struct ndk_prov_adapter base;  /* first: base.ndk is handed to the consumer */
     struct vb_device *dev;
-    NDK_VERSION version;
-    struct ndk_list link;
-    /* Job of lock/cond: nobj and the LAM list. */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    ULONG nobj;
+    pthread_mutex_t lock;          /* job: lams. A leaf lock. */
     struct ndk_list lams;
 };
-#define to_vb_adapter(p) ndk_container_of((p), struct vb_adapter, ndk)
+#define to_vb_adapter(p) ndk_container_of((p), struct vb_adapter, base.ndk)
 NDIS_STATUS vb_adapter_open(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETERS params, NDK_ADAPTER **out);
 void vb_adapter_close(NDIS_HANDLE ctx, NDK_ADAPTER *a);
 
-/* ---- object base (obj.c) ---- */
+/* ---- object base (obj.c over src/common/ndk_prov_obj: §5.1; the rules are stated there) ----
+ * Every verbs object is destroyed on the progress thread (above), so every close returns
+ * STATUS_PENDING (§0.4 allows it) and a failed create's undo is queued too. */
 enum vb_obj_type {
     VB_OBJ_QP = NdkObjectTypeQp, VB_OBJ_CQ = NdkObjectTypeCq, VB_OBJ_MR = NdkObjectTypeMr,
     VB_OBJ_MW = NdkObjectTypeMw, VB_OBJ_PD = NdkObjectTypePd, VB_OBJ_SEP = NdkObjectTypeSharedEndpoint,
@@ -227,32 +223,25 @@ enum vb_obj_type {
 struct vb_obj;
 struct vb_obj_ops {
     void (*close_start)(struct vb_obj *o);   /* consumer thread, no lock: start flushing */
+    void (*quiesce)(struct vb_obj *o);       /* optional, progress thread: flush before the completion */
     void (*destroy)(struct vb_obj *o);       /* progress thread: free the verbs objects and o */
 };
-#define VB_OBJ_MAX_ANTE 4
 struct vb_obj {
+    struct ndk_prov_obj base;      /* refs, closing, close completion, antecedents */
     const struct vb_obj_ops *ops;
     enum vb_obj_type type;
     struct vb_adapter *adapter;
     struct vb_device *dev;
-    NDK_OBJECT_HEADER *hdr;
-    atomic_int refs;
-    atomic_bool closing;
-    struct vb_obj *ante[VB_OBJ_MAX_ANTE];
-    NDK_FN_CLOSE_COMPLETION close_cb;
-    void *close_ctx;
-    struct vb_work close_work;
+    struct vb_work close_work;     /* runs the finish on the progress thread */
 };
+/* The hooks of every verbs object (obj.c), named by every adapter instance. */
+extern const struct ndk_prov_obj_hooks vb_obj_hooks;
 void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
-static inline void vb_obj_get(struct vb_obj *o) { atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed); }
-void vb_obj_put(struct vb_obj *o);
-void vb_obj_set_ante(struct vb_obj *o, int slot, struct vb_obj *ante);
-NTSTATUS vb_obj_close(struct vb_obj *o, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
-void vb_obj_abort_create(struct vb_obj *o);
-static inline bool vb_obj_closing(const struct vb_obj *o) { return atomic_load(&o->closing); }
-NTSTATUS vb_obj_query_extension(NDK_OBJECT_HEADER *o, GUID *id, NDK_VERSION v, NDK_EXTENSION_INTERFACE *out);
-bool vb_obj_check(const NDK_OBJECT_HEADER *hdr, enum vb_obj_type type);
+/* vb_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
+ * (same contexts; the provider's work-queue lock is dev->wq_lock). */
+NDK_PROV_OBJ_TYPED(vb_obj, struct vb_obj)
+#define vb_obj_query_extension ndk_prov_obj_query_extension
 
 /* ---- status (status.c): the one table (map §3) ---- */
 NTSTATUS vb_status_from_wc(enum ibv_wc_status st, bool receive);
@@ -271,7 +260,12 @@ struct vb_pd {
     struct ndk_list lam_mrs;
 };
 #define to_vb_pd(p) ndk_container_of((p), struct vb_pd, ndk)
-NTSTATUS vb_pd_create(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_PD **out);
+int vb_pd_new(struct ndk_prov_adapter *ad, NDK_PD **out);   /* the adapter kind's */
+/* ndk_prov_pd_close finds the base right after the public handle; the posting path's privileged
+ * token is the PD's. */
+_Static_assert(offsetof(struct vb_pd, obj) == sizeof(struct ndk_prov_handle) && offsetof(struct vb_obj, base) == 0,
+               "vb_pd layout");
+_Static_assert(VB_PRIV_TOKEN == NDK_PROV_PD_PRIVILEGED_TOKEN, "privileged token");
 int vb_pd_priv_lkey(struct vb_pd *pd, uintptr_t va, size_t len, uint32_t *lkey);
 
 /* ---- LAM (lam.c) ---- */
