@@ -86,60 +86,9 @@ void iw_cm_connection_failed(struct iw_qp *qp, int err)
         atomic_compare_exchange_strong(&s->failed, &zero, err ? err : -EIO);
 }
 
-/* The progress engine's registrations and timers: the harness thread below watches the QPs'
- * sockets itself (reading the TX engine's wish for room from the QP), and no timer fires (a
- * polled QP stays polled; the harness reads its socket anyway, so a test that polls its CQ runs
- * both owners of the engines against each other). */
-int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
-{
-    (void)dev;
-    p->events = events;
-    return 0;
-}
-
-int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
-{
-    (void)dev;
-    p->events = events;
-    return 0;
-}
-
-void iw_progress_del(struct iw_device *dev, struct iw_pollable *p)
-{
-    (void)dev;
-    p->events = 0;
-}
-
-int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now))
-{
-    (void)dev;
-    t->fn = fn;
-    t->slot = IW_TIMER_IDLE;
-    return 0;
-}
-
-void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t)
-{
-    (void)dev;
-    t->slot = IW_TIMER_IDLE;
-}
-
-bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms)
-{
-    bool idle = t->slot == IW_TIMER_IDLE;
-    (void)dev;
-    t->deadline_ms = deadline_ms;
-    t->slot = 0;
-    return idle;
-}
-
-bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
-{
-    bool armed = t->slot != IW_TIMER_IDLE;
-    (void)dev;
-    t->slot = IW_TIMER_IDLE;
-    return armed;
-}
+/* The progress engine's registrations and timers are progress_stub.c's: the harness thread below
+ * watches the QPs' sockets itself, so a test that polls its CQ runs both owners of the engines
+ * against each other. */
 
 /* The TX engine waits for room (qp.c's copy, under qp->lock as it is written). */
 static bool side_want_out(struct dpt_side *s)
