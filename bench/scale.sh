@@ -46,9 +46,9 @@ mkdir -p "$raw"
 say() { printf 'scale: %s\n' "$*" >&2; }
 
 tcp_scale=$out/tcp_scale
-if [ ! -x "$tcp_scale" ] || [ "$here/tcp_scale/tcp_scale.c" -nt "$tcp_scale" ]; then
+if [ ! -x "$tcp_scale" ] || [ "$here/tcp_scale/tcp_scale.c" -nt "$tcp_scale" ] || [ "$here/scale_probe/scale_probe.c" -nt "$tcp_scale" ]; then
   say "building tcp_scale"
-  cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$tcp_scale" "$here/tcp_scale/tcp_scale.c" || exit 1
+  cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$tcp_scale" "$here/tcp_scale/tcp_scale.c" "$here/scale_probe/scale_probe.c" || exit 1
 fi
 iw_scale=$build/tests/iwarp/test_iw_scale
 ndkperf=$build/tools/ndkperf/ndkperf

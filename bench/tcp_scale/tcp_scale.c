@@ -11,6 +11,8 @@
  *
  * Both processes raise RLIMIT_NOFILE to the hard limit. Exit status 0 on success. */
 #define _GNU_SOURCE
+#include "../scale_probe/scale_probe.h"
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -46,41 +48,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static double cpu_now(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-struct mem {
-    double rss, heap, fds;
-};
-
-static struct mem mem_now(void)
-{
-    struct mem m = { 0, 0, 0 };
-    long pages = 0, res = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    m.rss = (double)res * (double)sysconf(_SC_PAGESIZE);
-    struct mallinfo2 mi = mallinfo2();
-    m.heap = (double)mi.uordblks + (double)mi.hblkhd;
-    DIR *d = opendir("/proc/self/fd");
-    if (d) {
-        while (readdir(d))
-            m.fds++;
-        closedir(d);
-    }
-    return m;
-}
-
-static void mem_report(const char *side, struct mem m0, struct mem m1, int n)
+static void mem_report(const char *side, struct scale_probe_mem m0, struct scale_probe_mem m1, int n)
 {
     printf("scale %s conn_rss_bytes %.0f\n", side, (m1.rss - m0.rss) / n);
     printf("scale %s conn_heap_bytes %.0f\n", side, (m1.heap - m0.heap) / n);
@@ -162,7 +130,7 @@ static int server(int lfd[2], int n, int ctl_rd, int ctl_wr, int hold)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC), live = 0, answered = 0;
     struct epoll_event ev = { .events = EPOLLIN }, evs[256];
-    struct mem m0 = mem_now();
+    struct scale_probe_mem m0 = scale_probe_mem();
     double c0 = 0;
     uint64_t w0 = 0;
     int reported = 0;
@@ -194,14 +162,14 @@ static int server(int lfd[2], int n, int ctl_rd, int ctl_wr, int hold)
                 if (read(ctl_rd, &b, 1) != 1 || b == 'q')
                     goto out;
                 if (b == 'm') {             /* the client holds all: memory now */
-                    mem_report("server", m0, mem_now(), n);
-                    c0 = cpu_now();
+                    mem_report("server", m0, scale_probe_mem(), n);
+                    c0 = scale_probe_cpu();
                     w0 = now_ns();
                     reported = 1;
                     if (write(ctl_wr, "m", 1) != 1)
                         die("control");
                 } else if (b == 'i' && reported) {
-                    printf("scale server idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / ((double)(now_ns() - w0) / 1e9));
+                    printf("scale server idle_cpu_pct %.2f\n", 100.0 * (scale_probe_cpu() - c0) / ((double)(now_ns() - w0) / 1e9));
                     fflush(stdout);
                 }
             } else {
@@ -235,7 +203,7 @@ static int hold_client(uint16_t port[2], int n, int ctl_rd, int ctl_wr)
     int *fd = calloc((size_t)n, sizeof *fd);
     int ep = epoll_create1(EPOLL_CLOEXEC), started = 0, done = 0;
     struct epoll_event evs[256];
-    struct mem m0 = mem_now();
+    struct scale_probe_mem m0 = scale_probe_mem();
 
     while (done < n) {
         while (started < n && started - done < WINDOW) {
@@ -267,11 +235,11 @@ static int hold_client(uint16_t port[2], int n, int ctl_rd, int ctl_wr)
                 for (int j = 0; j < 3; j++) {
                     if (done == level[j]) {
                         lt0[j] = now_ns();
-                        lc0[j] = cpu_now();
+                        lc0[j] = scale_probe_cpu();
                     }
                     if (done == level[j] + 500 && lt0[j]) {
                         printf("scale client rate_at_%d %.0f\n", level[j], 500 * 1e9 / (double)(now_ns() - lt0[j]));
-                        printf("scale client cpu_us_per_connect_at_%d %.1f\n", level[j], (cpu_now() - lc0[j]) * 1e6 / 500);
+                        printf("scale client cpu_us_per_connect_at_%d %.1f\n", level[j], (scale_probe_cpu() - lc0[j]) * 1e6 / 500);
                         fflush(stdout);
                     }
                 }
@@ -279,15 +247,15 @@ static int hold_client(uint16_t port[2], int n, int ctl_rd, int ctl_wr)
         }
     }
     close(ep);
-    mem_report("client", m0, mem_now(), n);
+    mem_report("client", m0, scale_probe_mem(), n);
     char b;
     if (write(ctl_wr, "m", 1) != 1 || read(ctl_rd, &b, 1) != 1)
         die("control");
-    double c0 = cpu_now();
+    double c0 = scale_probe_cpu();
     printf("scale client ready %d\n", n);
     fflush(stdout);
     double secs = idle_hold();
-    printf("scale client idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / secs);
+    printf("scale client idle_cpu_pct %.2f\n", 100.0 * (scale_probe_cpu() - c0) / secs);
     fflush(stdout);
     if (write(ctl_wr, "i", 1) != 1)
         die("control");

@@ -17,6 +17,7 @@
  * Both processes raise RLIMIT_NOFILE to its hard limit; hold skips with the reason when the
  * limit cannot hold N connections at one descriptor each. Rates are printed for the record. */
 #include "iwtest.h"
+#include "scale_probe.h"
 
 #include <dirent.h>
 #include <malloc.h>
@@ -51,42 +52,8 @@ static uint64_t now_ns(void)
 }
 
 
-struct mem {
-    double rss, heap, fds;        /* bytes, bytes, descriptors */
-};
-
-static struct mem mem_now(void)
-{
-    struct mem m = { 0, 0, 0 };
-    long pages = 0, res = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    m.rss = (double)res * (double)sysconf(_SC_PAGESIZE);
-    struct mallinfo2 mi = mallinfo2();
-    m.heap = (double)mi.uordblks + (double)mi.hblkhd;
-    DIR *d = opendir("/proc/self/fd");
-    if (d) {
-        while (readdir(d))
-            m.fds++;
-        closedir(d);
-    }
-    return m;
-}
-
-static double cpu_now(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
-}
-
 /* Per-connection differences: objects made (idle QP, not connected) and connected. */
-static void mem_report(const char *side, struct mem m0, struct mem m1, struct mem m2, int n)
+static void mem_report(const char *side, struct scale_probe_mem m0, struct scale_probe_mem m1, struct scale_probe_mem m2, int n)
 {
     printf("scale %s qp_rss_bytes %.0f\n", side, (m1.rss - m0.rss) / n);
     printf("scale %s qp_heap_bytes %.0f\n", side, (m1.heap - m0.heap) / n);
@@ -258,10 +225,10 @@ static int server(void *p)
     iwt_raise_nofile(~0ul);
     iwt_open(&S.t, a->family);
     S.conns = calloc(S.churn ? 1 : (size_t)S.n, sizeof *S.conns);
-    struct mem m0 = mem_now(), m1, m2;
+    struct scale_probe_mem m0 = scale_probe_mem(), m1, m2;
     for (int i = 0; !S.churn && i < S.n; i++)
         conn_objects(&S.t, &S.conns[i], i);
-    m1 = mem_now();
+    m1 = scale_probe_mem();
     la = iwt_addr(&S.t, 0);
     CHECK_STATUS(S.t.ad->Dispatch->NdkCreateListener(S.t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
@@ -310,15 +277,15 @@ static int server(void *p)
             CHECK_EQ(S.conns[i].buf[0], (uint8_t)i);
         }
         if (a->bench) {
-            m2 = mem_now();
+            m2 = scale_probe_mem();
             mem_report("server", m0, m1, m2, S.n);
         }
-        double c0 = cpu_now();
+        double c0 = scale_probe_cpu();
         uint64_t w0 = now_ns();
         iwt_send(iwt_srv_tx(&a->ch), 2);
         if (a->bench) {
             CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 400000), 4);  /* the client's idle time is over */
-            printf("scale server idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / ((double)(now_ns() - w0) / 1e9));
+            printf("scale server idle_cpu_pct %.2f\n", 100.0 * (scale_probe_cpu() - c0) / ((double)(now_ns() - w0) / 1e9));
             fflush(stdout);
         }
         CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 3);          /* client disconnects all */
@@ -410,10 +377,10 @@ static int client(void *p)
     } else {
         struct conn *ks = calloc((size_t)a->n, sizeof *ks);
         int started = 0, done = 0;
-        struct mem m0 = mem_now(), m1;
+        struct scale_probe_mem m0 = scale_probe_mem(), m1;
         for (int i = 0; i < a->n; i++)
             conn_objects(&t, &ks[i], i);
-        m1 = mem_now();
+        m1 = scale_probe_mem();
         /* bench: the connect rate of the 500 connects after each level was open */
         static const int level[] = { 1000, 5000, 19000 };
         uint64_t level_t0[3] = { 0, 0, 0 };
@@ -427,13 +394,13 @@ static int client(void *p)
             for (int j = 0; j < 3; j++) {
                 if (done == level[j]) {
                     level_t0[j] = now_ns();
-                    level_c0[j] = cpu_now();
+                    level_c0[j] = scale_probe_cpu();
                 }
                 if (a->bench && done == level[j] + 500 && level_t0[j]) {
                     /* The CPU this process spent per connect says the same as the rate on a
                      * machine that others load too. */
                     printf("scale client rate_at_%d %.0f\n", level[j], 500 * 1e9 / (double)(now_ns() - level_t0[j]));
-                    printf("scale client cpu_us_per_connect_at_%d %.1f\n", level[j], (cpu_now() - level_c0[j]) * 1e6 / 500);
+                    printf("scale client cpu_us_per_connect_at_%d %.1f\n", level[j], (scale_probe_cpu() - level_c0[j]) * 1e6 / 500);
                     fflush(stdout);
                 }
             }
@@ -456,15 +423,15 @@ static int client(void *p)
             CHECK_STATUS(r.Status, STATUS_SUCCESS);
         }
         if (a->bench)
-            mem_report("client", m0, m1, mem_now(), a->n);
+            mem_report("client", m0, m1, scale_probe_mem(), a->n);
         iwt_send(iwt_cli_tx(&a->ch), 1);
         CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 2);
         if (a->bench) {
-            double c0 = cpu_now();
+            double c0 = scale_probe_cpu();
             printf("scale client ready %d\n", a->n);
             fflush(stdout);
             double secs = idle_hold();
-            printf("scale client idle_cpu_pct %.2f\n", 100.0 * (cpu_now() - c0) / secs);
+            printf("scale client idle_cpu_pct %.2f\n", 100.0 * (scale_probe_cpu() - c0) / secs);
             fflush(stdout);
             iwt_send(iwt_cli_tx(&a->ch), 4);
         }
