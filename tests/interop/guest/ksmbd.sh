@@ -179,25 +179,30 @@ timeout 120 ndksmb get "$S/default_8388609.bin" "$L/readme.bin" >"$RES/transcrip
 	&& [ "$(sha "$L/readme.bin")" = "$(sha "$SHARE/default_8388609.bin")" ] \
 	&& record PASS transcript 8388609 "ndksmb get over SMB Direct" || record FAIL transcript - "$(tail -1 "$RES/transcript.txt")"
 
-# the server goes away in the middle of a transfer: a clean failure within the timeout
-# (a put of 64 KiB writes: the share's file grows with each one)
+# the server drops the connection in the middle of a transfer: a clean failure within the
+# timeout. `ksmbd.control -s` would be the obvious way, but with a connection open it panics
+# Debian 6.1's kernel now and then (list poison in ksmbd_conn_transport_destroy, seen in a
+# fresh-clone run), so the cell aborts ksmbd's end of the TCP connection instead (`ss -K`: the
+# kernel resets it, siw ends the QP, ksmbd tears the connection down as after any disconnect).
+# A put of 64 KiB writes: the share's file grows with each one.
+modprobe -a inet_diag tcp_diag 2>>"$RES/modprobe.log"
 ( timeout 120 ndksmb --timeout 20000 --depth 1 --io-size 64k put "$L/f8388609" "$S/stop.bin" >"$RES/stop.log" 2>&1; echo "rc=$?" >>"$RES/stop.log" ) &
 CP=$!
-# stop the server once data flows (the share's file holds 256 KiB)
+# drop it once data flows (the share's file holds 256 KiB)
 for i in $(seq 1 300); do
 	[ "$(stat -c %s "$SHARE/stop.bin" 2>/dev/null || echo 0)" -gt 262144 ] && break
 	sleep 0.2
 done
 at=$(stat -c %s "$SHARE/stop.bin" 2>/dev/null || echo 0)
 t0=$(date +%s)
-ksmbd.control -s >>"$RES/stop.log" 2>&1
+ss -K -t state established '( sport = :5445 )' >>"$RES/stop.log" 2>&1
 wait "$CP"
 dt=$(( $(date +%s) - t0 ))
 rc=$(sed -n 's/^rc=//p' "$RES/stop.log")
 case "$rc" in
-0) record FAIL server-stop - "the transfer succeeded although ksmbd stopped at $at B (too fast?)" ;;
-124) record FAIL server-stop - "ndksmb hung after ksmbd stopped" ;;
-*) record PASS server-stop "$at" "stopped at $at B: ndksmb rc $rc after ${dt}s: $(grep ndksmb "$RES/stop.log" | tail -1)" ;;
+0) record FAIL server-drop - "the transfer succeeded although ksmbd's end was reset at $at B (too fast, or ss -K found no socket: $(grep -c ESTAB "$RES/stop.log") killed)" ;;
+124) record FAIL server-drop - "ndksmb hung after ksmbd's end was reset" ;;
+*) record PASS server-drop "$at" "reset at $at B: ndksmb rc $rc after ${dt}s: $(grep ndksmb "$RES/stop.log" | tail -1)" ;;
 esac
 say "done"
 grep -q '^FAIL' "$CELLS" && exit 1

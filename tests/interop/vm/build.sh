@@ -314,6 +314,8 @@ WANT_MODS=(siw ib_core ib_uverbs rdma_cm iw_cm rdma_ucm crypto-crc32c crc32c_gen
 # ksmbd loads its digests and ciphers by name (soft dependencies modprobe does not follow):
 # without cmac and sha512 it can neither sign nor keep the 3.1.1 preauth hash
 [ "$BUILD_KSMBD" = 1 ] && WANT_MODS+=(ksmbd_smbdirect cmac sha512_generic md4 ecb ccm gcm ctr ghash-generic nls_utf8)
+# the server-drop cell aborts ksmbd's end of a connection with `ss -K` (sock_diag destroy)
+[ "$BUILD_KSMBD" = 1 ] && WANT_MODS+=(inet_diag tcp_diag)
 # verbs provider (issue 16): Soft-RoCE (Debian's kernel ships rdma_rxe) beside siw
 WANT_MODS+=(rdma_rxe crypto-crc32 crc32_generic)   # rxe computes its ICRC with the kernel's crc32 shash
 # the first-FPDU cell of guest/matrix.sh: two network namespaces joined by a veth pair (MSS 1460)
