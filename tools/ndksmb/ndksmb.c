@@ -391,21 +391,37 @@ static void report(const opts *o, session *s, const char *op, const char *remote
     }
 }
 
+/* session_open, undone again where it fails: 0 with s open, or the exit status. */
+static int session_start(session *s, opts *o, const target *t)
+{
+    int rc = session_open(s, o, t);
+    if (rc)
+        session_close(s);
+    return rc;
+}
+
+/* The command line's //SERVER[:PORT]/SHARE/PATH (a file: with a path) or
+ * //SERVER[:PORT]/SHARE[/DIR]; 0, or -1 after saying what is wrong. */
+static int parse_remote(const char *url, target *t, bool file)
+{
+    if (parse_target(url, t) < 0 || (file && !t->path[0])) {
+        ndk_tool_err("bad remote path %s (//SERVER[:PORT]/SHARE%s)", url, file ? "/PATH" : "[/DIR]");
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- commands ---- */
 
 static int cmd_get(opts *o, const char *url, const char *local)
 {
     target t;
-    if (parse_target(url, &t) < 0 || !t.path[0]) {
-        ndk_tool_err("bad remote path %s (//SERVER[:PORT]/SHARE/PATH)", url);
+    if (parse_remote(url, &t, true))
         return 2;
-    }
     session s;
-    int rc = session_open(&s, o, &t);
-    if (rc) {
-        session_close(&s);
+    int rc = session_start(&s, o, &t);
+    if (rc)
         return rc;
-    }
     uint64_t size, qsize;
     bool dir;
     if ((rc = smb2_create(s.cli, t.path, SMB2_OPEN_READ, &s.fid, &size, &dir))) {
@@ -466,10 +482,8 @@ static int cmd_get(opts *o, const char *url, const char *local)
 static int cmd_put(opts *o, const char *local, const char *url)
 {
     target t;
-    if (parse_target(url, &t) < 0 || !t.path[0]) {
-        ndk_tool_err("bad remote path %s (//SERVER[:PORT]/SHARE/PATH)", url);
+    if (parse_remote(url, &t, true))
         return 2;
-    }
     int fd = strcmp(local, "-") ? open(local, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
     struct stat stt;
     if (fd < 0 || fstat(fd, &stt) < 0) {
@@ -477,9 +491,8 @@ static int cmd_put(opts *o, const char *local, const char *url)
         return 1;
     }
     session s;
-    int rc = session_open(&s, o, &t);
+    int rc = session_start(&s, o, &t);
     if (rc) {
-        session_close(&s);
         close(fd);
         return rc;
     }
@@ -574,16 +587,12 @@ static void ls_entry(void *ctx, const smb2_dirent *e)
 static int cmd_ls(opts *o, const char *url)
 {
     target t;
-    if (parse_target(url, &t) < 0) {
-        ndk_tool_err("bad remote path %s (//SERVER[:PORT]/SHARE[/DIR])", url);
+    if (parse_remote(url, &t, false))
         return 2;
-    }
     session s;
-    int rc = session_open(&s, o, &t);
-    if (rc) {
-        session_close(&s);
+    int rc = session_start(&s, o, &t);
+    if (rc)
         return rc;
-    }
     if ((rc = smb2_create(s.cli, t.path, SMB2_OPEN_DIR, &s.fid, NULL, NULL))) {
         rc = fail_smb(&s, rc, t.path[0] ? t.path : "share root");
         session_close(&s);
@@ -631,16 +640,12 @@ static void bench_json_or_print(const opts *o, ndk_tool_json *j, const char *nam
 static int cmd_bench(opts *o, const char *url)
 {
     target t;
-    if (parse_target(url, &t) < 0 || !t.path[0]) {
-        ndk_tool_err("bad remote path %s (//SERVER[:PORT]/SHARE/PATH)", url);
+    if (parse_remote(url, &t, true))
         return 2;
-    }
     session s;
-    int rc = session_open(&s, o, &t);
-    if (rc) {
-        session_close(&s);
+    int rc = session_start(&s, o, &t);
+    if (rc)
         return rc;
-    }
     uint64_t size = o->size ? o->size : 64u << 20;
     uint32_t io = smb2_io_size(s.cli, true);
     size_t nlat = (size_t)(size / (io ? io : 1)) + 16, count = 0;
