@@ -4,6 +4,7 @@
  * Talks to: progress.c (the device's engine), log.c, and the creates its dispatch names: pd.c,
  * cq.c, connector.c, listener.c, shared_endpoint.c. Called by provider.c. */
 #include "iwarp.h"
+#include "ndk_prov_lam.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,33 +291,9 @@ NDIS_STATUS iw_device_oid(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
 NTSTATUS iw_build_lam(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx,
                       NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG *lam_size, ULONG *fbo)
 {
-    struct iw_adapter *ad = to_iw_adapter(a);
-    uintptr_t va, first;
-    uint64_t npages, need;
-
     (void)cb;     /* always synchronous: §8.18 allows a NULL completion, so we never pend */
     (void)ctx;
-    if (!mdl || !len || !lam_size || !fbo)
-        return STATUS_INVALID_PARAMETER;
-    if (len > NdkMdlChainByteCount(mdl) || !NdkMdlChainIsContiguous(mdl, len))
-        return STATUS_INVALID_PARAMETER;
-    va = (uintptr_t)MmGetMdlVirtualAddress(mdl);
-    first = va & ~(uintptr_t)(PAGE_SIZE - 1);
-    npages = ((va - first) + len + PAGE_SIZE - 1) / PAGE_SIZE;
-    need = offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + npages * sizeof(NDK_LOGICAL_ADDRESS);
-    if (need > MAXULONG || npages > MAXULONG)
-        return STATUS_INVALID_PARAMETER;
-    if (!lam || *lam_size < need) {
-        *lam_size = (ULONG)need;
-        return STATUS_BUFFER_TOO_SMALL;
-    }
-    lam->AdapterContext = ad;
-    lam->AdapterPageCount = (ULONG)npages;
-    for (uint64_t i = 0; i < npages; i++)
-        lam->AdapterPageArray[i].QuadPart = (LONGLONG)(first + i * PAGE_SIZE);
-    *lam_size = (ULONG)need;
-    *fbo = (ULONG)(va - first);
-    return STATUS_SUCCESS;
+    return ndk_prov_lam_fill(to_iw_adapter(a), mdl, len, lam, lam_size, fbo);
 }
 
 void iw_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)

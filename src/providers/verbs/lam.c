@@ -3,44 +3,28 @@
  * so that privileged-token SGEs (map §1.1) and fast registers can find the memory behind it. */
 #include "verbs.h"
 
+#include "ndk_prov_lam.h"
+
 #include <stdlib.h>
 
 NTSTATUS vb_lam_build(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx,
                       NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG *lam_size, ULONG *fbo)
 {
     struct vb_adapter *ad = to_vb_adapter(a);
-    uintptr_t va, first;
-    uint64_t npages, need;
     struct vb_lam *rec;
+    NTSTATUS st;
 
     (void)cb;   /* always inline (§8.18 allows a NULL completion) */
     (void)ctx;
-    if (!mdl || !len || !lam_size || !fbo)
-        return STATUS_INVALID_PARAMETER;
-    if (len > NdkMdlChainByteCount(mdl) || !NdkMdlChainIsContiguous(mdl, len))
-        return STATUS_INVALID_PARAMETER;
-    va = (uintptr_t)MmGetMdlVirtualAddress(mdl);
-    first = va & ~(uintptr_t)(PAGE_SIZE - 1);
-    npages = ((va - first) + len + PAGE_SIZE - 1) / PAGE_SIZE;
-    need = offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) + npages * sizeof(NDK_LOGICAL_ADDRESS);
-    if (need > MAXULONG)
-        return STATUS_INVALID_PARAMETER;
-    if (!lam || *lam_size < need) {
-        *lam_size = (ULONG)need;
-        return STATUS_BUFFER_TOO_SMALL;
-    }
+    st = ndk_prov_lam_fill(ad, mdl, len, lam, lam_size, fbo);
+    if (st != STATUS_SUCCESS)
+        return st;
     rec = calloc(1, sizeof(*rec));
     if (!rec)
         return STATUS_INSUFFICIENT_RESOURCES;
-    lam->AdapterContext = ad;
-    lam->AdapterPageCount = (ULONG)npages;
-    for (uint64_t i = 0; i < npages; i++)
-        lam->AdapterPageArray[i].QuadPart = (LONGLONG)(first + i * PAGE_SIZE);
-    *lam_size = (ULONG)need;
-    *fbo = (ULONG)(va - first);
     rec->lam = lam;
-    rec->va = first;
-    rec->len = (size_t)npages * PAGE_SIZE;
+    rec->va = (uintptr_t)lam->AdapterPageArray[0].QuadPart;
+    rec->len = (size_t)lam->AdapterPageCount * PAGE_SIZE;
     pthread_mutex_lock(&ad->lock);
     ndk_list_add_tail(&ad->lams, &rec->link);
     pthread_mutex_unlock(&ad->lock);
