@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ndk_sync_time.h"
 #include "smb2_auth.h"
 #include "smb2_client.h"
 #include "smb2_wire.h"
-#include "ndk_tool.h"
 #include "smbd_wire.h"
 
 #define SMB2_CREDIT_ASK   256
@@ -730,7 +730,7 @@ static int smb2_io_submit(smb2_client *c, const smb2_fid *fid, smb2_io *io, bool
     }
     if (!rc) {
         io->busy = true;
-        io->t0 = ndk_tool_now_ns();
+        io->t0 = ndk_sync_time_now_ns();
         if (rdma)
             write ? c->info.rdma_writes++ : c->info.rdma_reads++;
         else
@@ -749,7 +749,7 @@ static int smb2_io_finish(smb2_client *c, smb2_io *io, bool write, uint32_t *got
     int rc = smb2_wait(c, io->mid, &m, &ml, &inv);
     if (c->lat_count) {
         if (*c->lat_count < c->lat_cap)
-            c->lat[*c->lat_count] = ndk_tool_now_ns() - io->t0;
+            c->lat[*c->lat_count] = ndk_sync_time_now_ns() - io->t0;
         (*c->lat_count)++;
     }
     if (io->mr) {

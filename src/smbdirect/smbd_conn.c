@@ -146,7 +146,7 @@ int smbd_progress(smbd_conn *c, int timeout_ms)
         NTSTATUS cqe = c->cq_error;
         pthread_mutex_unlock(&c->lock);
         if (cqe != STATUS_SUCCESS)
-            return smbd_fail(c, -EIO, cqe, "completion queue failed: %s", ndk_tool_status(cqe));
+            return smbd_fail(c, -EIO, cqe, "completion queue failed: %s", ndk_rt_status_name(cqe));
         /* Arm, then look again: a completion racing with the arm is either seen here or
          * notifies (NDKPI §5.7). */
         c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
@@ -187,7 +187,7 @@ static int smbd_resources(smbd_conn *c, NDK_ADAPTER *adapter)
     ULONG sz = sizeof c->ad.info;
     st = adapter->Dispatch->NdkQueryAdapterInfo(adapter, &c->ad.info, &sz);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkQueryAdapterInfo: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkQueryAdapterInfo: %s", ndk_rt_status_name(st));
     const NDK_ADAPTER_INFO *info = &c->ad.info;
 
     c->recv_count = c->p.recv_credit_max;
@@ -202,32 +202,32 @@ static int smbd_resources(smbd_conn *c, NDK_ADAPTER *adapter)
     if (cqd > info->MaxCqDepth)
         cqd = info->MaxCqDepth;
 
-    st = ndk_tool_create_pd(adapter, &c->pd);
+    st = ndk_sync_create_pd(adapter, &c->pd);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkCreatePd: %s", ndk_tool_status(st));
-    ndk_tool_op *op = ndk_tool_op_new();
+        return smbd_fail(c, -EIO, st, "NdkCreatePd: %s", ndk_rt_status_name(st));
+    ndk_sync_op *op = ndk_sync_op_new();
     NDK_CQ *cq = NULL;
-    st = adapter->Dispatch->NdkCreateCq(adapter, cqd, smbd_cq_notify, c, NULL, ndk_tool_op_create_done, op, &cq);
+    st = adapter->Dispatch->NdkCreateCq(adapter, cqd, smbd_cq_notify, c, NULL, ndk_sync_op_create_done, op, &cq);
     NDK_OBJECT_HEADER *obj = NULL;
-    st = ndk_tool_op_finish(op, st, NDK_TOOL_OP_TIMEOUT_MS, &obj);
+    st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, &obj);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkCreateCq: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkCreateCq: %s", ndk_rt_status_name(st));
     c->cq = obj ? (NDK_CQ *)obj : cq;
-    st = ndk_tool_create_qp(c->pd, c->cq, c->cq, c, c->recv_count + 1, iq, 1, 1, 0, &c->qp);
+    st = ndk_sync_create_qp(c->pd, c->cq, c->cq, c, c->recv_count + 1, iq, 1, 1, 0, &c->qp);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkCreateQp: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkCreateQp: %s", ndk_rt_status_name(st));
 
     c->recv_slots = calloc(c->recv_count, sizeof *c->recv_slots);
     c->send_slots = calloc(c->p.send_slots, sizeof *c->send_slots);
     if (!c->recv_slots || !c->send_slots)
         return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "out of memory");
     size_t rsz = c->p.max_recv_size < SMBD_NEGOTIATE_RECEIVE_SIZE ? SMBD_NEGOTIATE_RECEIVE_SIZE : c->p.max_recv_size;
-    st = ndk_tool_mem_register(c->pd, NULL, rsz * c->recv_count, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &c->recv_mem);
+    st = ndk_sync_mem_register(c->pd, NULL, rsz * c->recv_count, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &c->recv_mem);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "receive buffers: %s", ndk_tool_status(st));
-    st = ndk_tool_mem_register(c->pd, NULL, (size_t)c->p.max_send_size * c->p.send_slots, 0, &c->send_mem);
+        return smbd_fail(c, -EIO, st, "receive buffers: %s", ndk_rt_status_name(st));
+    st = ndk_sync_mem_register(c->pd, NULL, (size_t)c->p.max_send_size * c->p.send_slots, 0, &c->send_mem);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "send buffers: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "send buffers: %s", ndk_rt_status_name(st));
     for (unsigned i = 0; i < c->recv_count; i++)
         c->recv_slots[i] = (smbd_recv_slot){ SMBD_WR_RECV, i };
     for (unsigned i = 0; i < c->p.send_slots; i++)
@@ -297,14 +297,14 @@ static int smbd_negotiate(smbd_conn *c)
     smbd_put32(req + SMBD_NEGREQ_PREFERRED_SEND, c->p.max_send_size);
     smbd_put32(req + SMBD_NEGREQ_MAX_RECEIVE, c->p.max_recv_size);
     smbd_put32(req + SMBD_NEGREQ_MAX_FRAGMENTED, c->p.max_fragmented_size);
-    NDK_SGE sge = ndk_tool_sge(&c->send_mem, 0, SMBD_NEGREQ_SIZE);
+    NDK_SGE sge = ndk_sync_mem_sge(&c->send_mem, 0, SMBD_NEGREQ_SIZE);
     c->send_slots[0].busy = true;
     c->send_free--;
     NTSTATUS st = c->qp->Dispatch->NdkSend(c->qp, &c->send_slots[0], &sge, 1, 0);
     if (st != STATUS_SUCCESS) {
         c->send_slots[0].busy = false;
         c->send_free++;
-        return smbd_fail(c, -EIO, st, "NdkSend (negotiate request): %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkSend (negotiate request): %s", ndk_rt_status_name(st));
     }
     /* The response needs no credit (3.1.5.3); smbd_recv_complete handles it in NEGOTIATING. */
     uint64_t deadline = smbd_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
@@ -369,9 +369,9 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
         return rc;
     smbd_set_state(c, SMBD_ST_CONNECTING);
 
-    NTSTATUS st = ndk_tool_create_connector(adapter, &c->connector);
+    NTSTATUS st = ndk_sync_create_connector(adapter, &c->connector);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkCreateConnector: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkCreateConnector: %s", ndk_rt_status_name(st));
     SOCKADDR_INET s, d = *dst;
     if (src)
         s = *src;
@@ -381,24 +381,24 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
     }
     ULONG ird = c->p.ird > c->ad.info.MaxInboundReadLimit ? c->ad.info.MaxInboundReadLimit : c->p.ird;
     ULONG ord = c->p.ord > c->ad.info.MaxOutboundReadLimit ? c->ad.info.MaxOutboundReadLimit : c->p.ord;
-    ndk_tool_op *op = ndk_tool_op_new();
-    st = c->connector->Dispatch->NdkConnect(c->connector, c->qp, (PSOCKADDR)&s, ndk_tool_addr_len(&s),
-                                            (PSOCKADDR)&d, ndk_tool_addr_len(&d), ird, ord, NULL, 0,
-                                            ndk_tool_op_request_done, op);
-    st = ndk_tool_op_finish(op, st, c->p.timeout_ms, NULL);
+    ndk_sync_op *op = ndk_sync_op_new();
+    st = c->connector->Dispatch->NdkConnect(c->connector, c->qp, (PSOCKADDR)&s, ndk_sync_addr_len(&s),
+                                            (PSOCKADDR)&d, ndk_sync_addr_len(&d), ird, ord, NULL, 0,
+                                            ndk_sync_op_request_done, op);
+    st = ndk_sync_op_finish(op, st, c->p.timeout_ms, NULL);
     if (st != STATUS_SUCCESS)
         return smbd_fail(c, st == STATUS_IO_TIMEOUT ? -ETIMEDOUT : -ECONNREFUSED, st, "NdkConnect: %s",
-                         ndk_tool_status(st));
+                         ndk_rt_status_name(st));
     ULONG plen = 0;
     st = c->connector->Dispatch->NdkGetConnectionData(c->connector, &c->neg.ird, &c->neg.ord, NULL, &plen);
     if (st != STATUS_SUCCESS && st != STATUS_BUFFER_TOO_SMALL)
-        return smbd_fail(c, -EIO, st, "NdkGetConnectionData: %s", ndk_tool_status(st));
-    op = ndk_tool_op_new();
+        return smbd_fail(c, -EIO, st, "NdkGetConnectionData: %s", ndk_rt_status_name(st));
+    op = ndk_sync_op_new();
     st = c->connector->Dispatch->NdkCompleteConnect(c->connector, smbd_disconnect_event, c,
-                                                    ndk_tool_op_request_done, op);
-    st = ndk_tool_op_finish(op, st, c->p.timeout_ms, NULL);
+                                                    ndk_sync_op_request_done, op);
+    st = ndk_sync_op_finish(op, st, c->p.timeout_ms, NULL);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -ECONNRESET, st, "NdkCompleteConnect: %s", ndk_tool_status(st));
+        return smbd_fail(c, -ECONNRESET, st, "NdkCompleteConnect: %s", ndk_rt_status_name(st));
     c->established = true;
     c->last_recv_ns = smbd_now_ns();
     smbd_set_state(c, SMBD_ST_NEGOTIATING);
@@ -411,14 +411,14 @@ void smbd_close(smbd_conn *c)
         return;
     if (c->connector && c->established) {
         /* Bounded: a peer that flushed may take seconds to answer (issue 13 item 1). */
-        ndk_tool_op *op = ndk_tool_op_new();
-        NTSTATUS st = c->connector->Dispatch->NdkDisconnect(c->connector, ndk_tool_op_request_done, op);
-        ndk_tool_op_finish(op, st, SMBD_TEARDOWN_MS, NULL);
+        ndk_sync_op *op = ndk_sync_op_new();
+        NTSTATUS st = c->connector->Dispatch->NdkDisconnect(c->connector, ndk_sync_op_request_done, op);
+        ndk_sync_op_finish(op, st, SMBD_TEARDOWN_MS, NULL);
     }
     if (c->qp)
         c->qp->Dispatch->NdkFlush(c->qp);
     if (c->connector)
-        ndk_tool_close(&c->connector->Header, SMBD_TEARDOWN_MS);
+        ndk_sync_close(&c->connector->Header, SMBD_TEARDOWN_MS);
     /* Drain the flushed requests so the MR pool sees its invalidations end. */
     if (c->cq) {
         uint64_t until = smbd_now_ns() + 200000000u;
@@ -432,14 +432,14 @@ void smbd_close(smbd_conn *c)
         }
     }
     if (c->qp)
-        ndk_tool_close(&c->qp->Header, SMBD_TEARDOWN_MS);
+        ndk_sync_close(&c->qp->Header, SMBD_TEARDOWN_MS);
     smbd_mr_pool_free(c);
-    ndk_tool_mem_release(&c->recv_mem);
-    ndk_tool_mem_release(&c->send_mem);
+    ndk_sync_mem_release(&c->recv_mem);
+    ndk_sync_mem_release(&c->send_mem);
     if (c->cq)
-        ndk_tool_close(&c->cq->Header, SMBD_TEARDOWN_MS);
+        ndk_sync_close(&c->cq->Header, SMBD_TEARDOWN_MS);
     if (c->pd)
-        ndk_tool_close(&c->pd->Header, SMBD_TEARDOWN_MS);
+        ndk_sync_close(&c->pd->Header, SMBD_TEARDOWN_MS);
     smbd_rxq_free(c);
     free(c->reasm);
     free(c->recv_slots);

@@ -9,8 +9,11 @@
 
 #include <pthread.h>
 
+#include <ndk/runtime.h>
+
+#include "ndk_sync.h"
+#include "ndk_sync_mem.h"
 #include "smbd.h"
-#include "ndk_tool.h"
 
 /* STATUS_INVALID_NETWORK_RESPONSE: what a peer's protocol violation is reported as. */
 #define SMBD_STATUS_BAD_MESSAGE ((NTSTATUS)0xC00000C3L)
@@ -75,7 +78,10 @@ struct smbd_conn {
     NTSTATUS        last_status;
     char            error_text[160];
 
-    ndk_tool_adapter ad;             /* borrowed adapter (ad.adapter), info queried here */
+    struct {
+        NDK_ADAPTER     *adapter;    /* borrowed from the caller */
+        NDK_ADAPTER_INFO info;       /* queried here */
+    } ad;
     NDK_PD          *pd;
     NDK_CQ          *cq;
     NDK_QP          *qp;
@@ -91,7 +97,7 @@ struct smbd_conn {
     NTSTATUS         cq_error;
 
     /* receive side */
-    ndk_tool_mem     recv_mem;
+    ndk_sync_mem     recv_mem;
     smbd_recv_slot  *recv_slots;
     unsigned         recv_count;
     uint32_t         recv_posted;    /* receives on the QP */
@@ -106,7 +112,7 @@ struct smbd_conn {
     smbd_msg        *rxq_head, *rxq_tail;
 
     /* send side */
-    ndk_tool_mem     send_mem;
+    ndk_sync_mem     send_mem;
     smbd_send_slot  *send_slots;
     unsigned         send_free;
     uint32_t         send_credits;

@@ -24,19 +24,19 @@ int smbd_mr_pool_init(smbd_conn *c)
     for (unsigned i = 0; i < c->p.mr_count; i++) {
         smbd_frmr *f = &c->frmrs[i];
         NDK_OBJECT_HEADER *obj = NULL;
-        ndk_tool_op *op = ndk_tool_op_new();
+        ndk_sync_op *op = ndk_sync_op_new();
         NDK_MR *mr = NULL;
-        NTSTATUS st = c->pd->Dispatch->NdkCreateMr(c->pd, TRUE, ndk_tool_op_create_done, op, &mr);
-        st = ndk_tool_op_finish(op, st, NDK_TOOL_OP_TIMEOUT_MS, &obj);
+        NTSTATUS st = c->pd->Dispatch->NdkCreateMr(c->pd, TRUE, ndk_sync_op_create_done, op, &mr);
+        st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, &obj);
         if (st != STATUS_SUCCESS)
-            return smbd_fail(c, -EIO, st, "NdkCreateMr: %s", ndk_tool_status(st));
+            return smbd_fail(c, -EIO, st, "NdkCreateMr: %s", ndk_rt_status_name(st));
         f->mr = obj ? (NDK_MR *)obj : mr;
         c->frmr_count++;
-        op = ndk_tool_op_new();
-        st = f->mr->Dispatch->NdkInitializeFastRegisterMr(f->mr, c->frmr_pages, TRUE, ndk_tool_op_request_done, op);
-        st = ndk_tool_op_finish(op, st, NDK_TOOL_OP_TIMEOUT_MS, NULL);
+        op = ndk_sync_op_new();
+        st = f->mr->Dispatch->NdkInitializeFastRegisterMr(f->mr, c->frmr_pages, TRUE, ndk_sync_op_request_done, op);
+        st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
         if (st != STATUS_SUCCESS)
-            return smbd_fail(c, -EIO, st, "NdkInitializeFastRegisterMr: %s", ndk_tool_status(st));
+            return smbd_fail(c, -EIO, st, "NdkInitializeFastRegisterMr: %s", ndk_rt_status_name(st));
     }
     return 0;
 }
@@ -60,7 +60,7 @@ void smbd_mr_pool_free(smbd_conn *c)
         smbd_frmr *f = &c->frmrs[i];
         smbd_frmr_unmap(c, f);
         if (f->mr)
-            ndk_tool_close(&f->mr->Header, 1500);
+            ndk_sync_close(&f->mr->Header, 1500);
     }
     free(c->frmrs);
     c->frmrs = NULL;
@@ -78,7 +78,7 @@ void smbd_mr_complete(smbd_conn *c, const NDK_RESULT_EX *r)
             f->wr_status = r->Status;
         if (c->state != SMBD_ST_CLOSED)
             smbd_fail(c, -EIO, r->Status, "%s failed: %s",
-                      f->kind == SMBD_WR_REG ? "NdkFastRegister" : "NdkInvalidate", ndk_tool_status(r->Status));
+                      f->kind == SMBD_WR_REG ? "NdkFastRegister" : "NdkInvalidate", ndk_rt_status_name(r->Status));
     }
 }
 
@@ -171,15 +171,15 @@ int smbd_mr_register(smbd_conn *c, void *buf, size_t len, bool peer_writes, smbd
         ULONG lamsz = 0, lfbo = 0;
         NTSTATUS st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, NULL, NULL, NULL, &lamsz, &lfbo);
         if (st == STATUS_BUFFER_TOO_SMALL && (f->lam = calloc(1, lamsz)) != NULL) {
-            ndk_tool_op *op = ndk_tool_op_new();
-            st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, ndk_tool_op_request_done, op, f->lam,
+            ndk_sync_op *op = ndk_sync_op_new();
+            st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, ndk_sync_op_request_done, op, f->lam,
                                                       &lamsz, &lfbo);
-            st = ndk_tool_op_finish(op, st, NDK_TOOL_OP_TIMEOUT_MS, NULL);
+            st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
         }
         if (st != STATUS_SUCCESS) {
             free(f->lam);
             f->lam = NULL;
-            rc = smbd_fail(c, -EIO, st, "NdkBuildLAM: %s", ndk_tool_status(st));
+            rc = smbd_fail(c, -EIO, st, "NdkBuildLAM: %s", ndk_rt_status_name(st));
             break;
         }
         f->kind = SMBD_WR_REG;
@@ -188,7 +188,7 @@ int smbd_mr_register(smbd_conn *c, void *buf, size_t len, bool peer_writes, smbd
                                               f->lam->AdapterPageArray, lfbo, n, p, flags);
         if (st != STATUS_SUCCESS) {
             f->pending--;
-            rc = smbd_fail(c, -EIO, st, "NdkFastRegister: %s", ndk_tool_status(st));
+            rc = smbd_fail(c, -EIO, st, "NdkFastRegister: %s", ndk_rt_status_name(st));
             break;
         }
         f->token = f->mr->Dispatch->NdkGetRemoteTokenFromMr(f->mr);
@@ -232,7 +232,7 @@ int smbd_mr_release(smbd_conn *c, smbd_mr *mr, uint32_t invalidated)
             NTSTATUS st = c->qp->Dispatch->NdkInvalidate(c->qp, &f->kind, &f->mr->Header, 0);
             if (st != STATUS_SUCCESS) {
                 f->pending--;
-                rc = smbd_fail(c, -EIO, st, "NdkInvalidate: %s", ndk_tool_status(st));
+                rc = smbd_fail(c, -EIO, st, "NdkInvalidate: %s", ndk_rt_status_name(st));
                 break;
             }
             c->st.local_invalidations++;

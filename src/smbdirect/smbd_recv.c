@@ -20,10 +20,10 @@ static size_t smbd_recv_slot_size(const smbd_conn *c)
 int smbd_recv_post(smbd_conn *c, unsigned index)
 {
     size_t sz = smbd_recv_slot_size(c);
-    NDK_SGE sge = ndk_tool_sge(&c->recv_mem, sz * index, (ULONG)sz);
+    NDK_SGE sge = ndk_sync_mem_sge(&c->recv_mem, sz * index, (ULONG)sz);
     NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->recv_slots[index], &sge, 1);
     if (st != STATUS_SUCCESS)
-        return smbd_fail(c, -EIO, st, "NdkReceive: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkReceive: %s", ndk_rt_status_name(st));
     c->recv_posted++;
     return 0;
 }
@@ -130,7 +130,7 @@ int smbd_recv_complete(smbd_conn *c, const NDK_RESULT_EX *r)
     if (c->state == SMBD_ST_FAILED || c->state == SMBD_ST_CLOSED)
         return c->error;
     if (r->Status != STATUS_SUCCESS)
-        return smbd_fail(c, -ECONNRESET, r->Status, "receive failed: %s", ndk_tool_status(r->Status));
+        return smbd_fail(c, -ECONNRESET, r->Status, "receive failed: %s", ndk_rt_status_name(r->Status));
     c->last_recv_ns = smbd_now_ns();
     size_t sz = smbd_recv_slot_size(c);
     const uint8_t *m = c->recv_mem.buf + sz * slot->index;

@@ -78,14 +78,14 @@ int smbd_send_one(smbd_conn *c, const uint8_t *payload, uint32_t len, uint32_t r
         memcpy(m + SMBD_DATA_PAYLOAD_OFFSET, payload, len);
         total = SMBD_DATA_PAYLOAD_OFFSET + len;
     }
-    NDK_SGE sge = ndk_tool_sge(&c->send_mem, (size_t)c->p.max_send_size * idx, total);
+    NDK_SGE sge = ndk_sync_mem_sge(&c->send_mem, (size_t)c->p.max_send_size * idx, total);
     slot->busy = true;
     c->send_free--;
     NTSTATUS st = c->qp->Dispatch->NdkSend(c->qp, slot, &sge, 1, 0);
     if (st != STATUS_SUCCESS) {
         slot->busy = false;
         c->send_free++;
-        return smbd_fail(c, -EIO, st, "NdkSend: %s", ndk_tool_status(st));
+        return smbd_fail(c, -EIO, st, "NdkSend: %s", ndk_rt_status_name(st));
     }
     c->send_credits--;
     c->granted += grant;
@@ -106,7 +106,7 @@ void smbd_send_complete(smbd_conn *c, const NDK_RESULT_EX *r)
         c->send_free++;
     }
     if (r->Status != STATUS_SUCCESS && c->state != SMBD_ST_CLOSED)
-        smbd_fail(c, -ECONNRESET, r->Status, "send failed: %s", ndk_tool_status(r->Status));
+        smbd_fail(c, -ECONNRESET, r->Status, "send failed: %s", ndk_rt_status_name(r->Status));
 }
 
 int smbd_send(smbd_conn *c, const void *msg, size_t len)

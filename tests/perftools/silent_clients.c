@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
 #include "ndkperf.h"
 
 int main(int argc, char **argv)
@@ -19,14 +21,14 @@ int main(int argc, char **argv)
     ndk_rt *rt;
 
     ndk_tool_set_progname("silent_clients");
-    if (argc != 4 || ndk_tool_parse_addr(argv[1], 0, &dst, why, sizeof why) != 0) {
+    if (argc != 4 || ndk_tool_addr_parse(argv[1], 0, &dst, why, sizeof why) != 0) {
         fprintf(stderr, "usage: silent_clients HOST:PORT N SECONDS\n");
         return 2;
     }
     unsigned n = (unsigned)atoi(argv[2]);
     double hold = atof(argv[3]);
     if (ndk_tool_rt_open(&rt) != STATUS_SUCCESS ||
-        ndk_tool_client_adapter(rt, NULL, &dst, NULL, 0, &ad, &src) != STATUS_SUCCESS)
+        ndk_tool_adapter_client(rt, NULL, &dst, NULL, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     ndk_tool_session *s = calloc(n, sizeof *s);
     if (!s)
@@ -45,7 +47,7 @@ int main(int argc, char **argv)
         ndk_tool_session_cfg cfg = { .rq_depth = 1, .iq_depth = 1, .nrecv = 1, .rbuf = 64 };
         NTSTATUS st = ndk_tool_session_open(&s[up], &ad, &cfg);
         if (st == STATUS_SUCCESS)
-            st = ndk_tool_conn_connect(&s[up].conn, &src, &dst, 1, 1, &hw, sizeof hw, NDK_TOOL_CONNECT_TIMEOUT_MS);
+            st = ndk_tool_conn_connect(&s[up].conn, &src, &dst, 1, 1, &hw, sizeof hw, NDK_TOOL_CONN_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("connection %u: %s", up + 1, ndk_tool_status(st));
             ndk_tool_session_close(&s[up]);
@@ -55,8 +57,8 @@ int main(int argc, char **argv)
     printf("silent: %u connected\n", up);
     fflush(stdout);
     unsigned closed = 0;
-    uint64_t until = ndk_tool_now_ns() + (uint64_t)(hold * 1e9);
-    while (ndk_tool_now_ns() < until) {
+    uint64_t until = ndk_sync_time_now_ns() + (uint64_t)(hold * 1e9);
+    while (ndk_sync_time_now_ns() < until) {
         closed = 0;
         for (unsigned i = 0; i < up; i++)
             closed += ndk_tool_conn_disconnected(&s[i].conn);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ndk_tool_addr.h"
 #include "smb2_client.h"
 #include "smb2_wire.h"
 #include "smbd_peer.h"
@@ -206,7 +207,7 @@ int main(int argc, char **argv)
     }
     SOCKADDR_INET server;
     char why[128];
-    if (ndk_tool_parse_addr(argv[1], 445, &server, why, sizeof why) < 0) {
+    if (ndk_tool_addr_parse(argv[1], 445, &server, why, sizeof why) < 0) {
         fprintf(stderr, "smbd_bridge: %s\n", why);
         return 2;
     }

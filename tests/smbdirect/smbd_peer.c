@@ -4,6 +4,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ndk_sync.h"
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
+#include "ndk_tool_addr.h"
 #include "smbd_peer.h"
 #include "smbd_wire.h"
 #include "testlib.h"
@@ -21,7 +25,7 @@ void peer_start(peer *p)
         uint16_t port = (uint16_t)(20000 + (getpid() * 7 + attempt * 131) % 30000);
         char text[64];
         snprintf(text, sizeof text, "127.0.0.1:%u", port);
-        CHECK(ndk_tool_parse_addr(text, 0, &p->addr, why, sizeof why) == 0);
+        CHECK(ndk_tool_addr_parse(text, 0, &p->addr, why, sizeof why) == 0);
         if (ndk_tool_server_start(p->rt, &p->addr, "iwarp", 0, &p->srv, why, sizeof why) == STATUS_SUCCESS)
             return;
     }
@@ -42,13 +46,13 @@ bool peer_accept(peer *p)
     if (ndk_tool_server_next(p->srv, PEER_TMO, &conn, &ad) != STATUS_SUCCESS)
         return false;
     CHECK_STATUS(ndk_tool_conn_init(&p->conn, ad, PEER_RECVS, 64, 1, 1, 0, false), STATUS_SUCCESS);
-    CHECK_STATUS(ndk_tool_mem_register(p->conn.pd, NULL, PEER_RECV_SIZE * PEER_RECVS, NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
+    CHECK_STATUS(ndk_sync_mem_register(p->conn.pd, NULL, PEER_RECV_SIZE * PEER_RECVS, NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
                                        &p->rmem), STATUS_SUCCESS);
-    CHECK_STATUS(ndk_tool_mem_register(p->conn.pd, NULL, 64 * 1024, 0, &p->smem), STATUS_SUCCESS);
-    CHECK_STATUS(ndk_tool_mem_register(p->conn.pd, NULL, 4 << 20, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &p->dmem),
+    CHECK_STATUS(ndk_sync_mem_register(p->conn.pd, NULL, 64 * 1024, 0, &p->smem), STATUS_SUCCESS);
+    CHECK_STATUS(ndk_sync_mem_register(p->conn.pd, NULL, 4 << 20, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &p->dmem),
                  STATUS_SUCCESS);
     for (unsigned i = 0; i < PEER_RECVS; i++) {
-        NDK_SGE s = ndk_tool_sge(&p->rmem, (size_t)i * PEER_RECV_SIZE, PEER_RECV_SIZE);
+        NDK_SGE s = ndk_sync_mem_sge(&p->rmem, (size_t)i * PEER_RECV_SIZE, PEER_RECV_SIZE);
         CHECK_STATUS(p->conn.qp->Dispatch->NdkReceive(p->conn.qp, (void *)(uintptr_t)(i + 1), &s, 1), STATUS_SUCCESS);
     }
     peer_nstash = 0;
@@ -60,13 +64,13 @@ bool peer_accept(peer *p)
 /* Waits for the completion with context want (a send: its pointer), stashing receives. */
 static bool peer_wait(peer *p, void *want, int timeout_ms, NTSTATUS *status)
 {
-    uint64_t deadline = ndk_tool_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {
         if (!want && peer_nstash)
             return true;
         NDK_RESULT r[8];
         NTSTATUS st;
-        uint64_t now = ndk_tool_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         if (now >= deadline)
             return false;
         ULONG n = ndk_tool_cq_wait(p->conn.cq, r, 8, (int)((deadline - now) / 1000000u) + 1, &st);
@@ -102,7 +106,7 @@ bool peer_recv(peer *p, int timeout_ms)
     unsigned i = (unsigned)(uintptr_t)ctx - 1;
     memcpy(p->last, p->rmem.buf + (size_t)i * PEER_RECV_SIZE, len);
     p->last_len = len;
-    NDK_SGE s = ndk_tool_sge(&p->rmem, (size_t)i * PEER_RECV_SIZE, PEER_RECV_SIZE);
+    NDK_SGE s = ndk_sync_mem_sge(&p->rmem, (size_t)i * PEER_RECV_SIZE, PEER_RECV_SIZE);
     p->conn.qp->Dispatch->NdkReceive(p->conn.qp, ctx, &s, 1);
     /* The negotiate request (20 bytes, version words 0x0100) uses no credit. */
     bool negreq = len == SMBD_NEGREQ_SIZE && smbd_get16(p->last) == SMBD_VERSION_1 &&
@@ -124,7 +128,7 @@ bool peer_send_raw(peer *p, const void *m, uint32_t len, uint32_t inv)
 {
     static int ctx_token;
     memcpy(p->smem.buf, m, len);
-    NDK_SGE s = ndk_tool_sge(&p->smem, 0, len);
+    NDK_SGE s = ndk_sync_mem_sge(&p->smem, 0, len);
     NTSTATUS st = inv ? p->conn.qp->Dispatch->NdkSendAndInvalidate(p->conn.qp, &ctx_token, &s, 1, 0, inv)
                       : p->conn.qp->Dispatch->NdkSend(p->conn.qp, &ctx_token, &s, 1, 0);
     if (st != STATUS_SUCCESS)
@@ -170,7 +174,7 @@ void peer_negresp(uint8_t out[32], uint16_t granted, uint32_t preferred_send, ui
 bool peer_rdma(peer *p, bool to_client, size_t off, uint64_t raddr, uint32_t token, uint32_t len)
 {
     static int ctx_token;
-    NDK_SGE s = ndk_tool_sge(&p->dmem, off, len);
+    NDK_SGE s = ndk_sync_mem_sge(&p->dmem, off, len);
     NTSTATUS st = to_client ? p->conn.qp->Dispatch->NdkWrite(p->conn.qp, &ctx_token, &s, 1, raddr, token, 0)
                             : p->conn.qp->Dispatch->NdkRead(p->conn.qp, &ctx_token, &s, 1, raddr, token, 0);
     if (st != STATUS_SUCCESS)
@@ -185,18 +189,18 @@ void peer_drop(peer *p)
         return;
     if (p->conn.established) {
         /* Bounded: the client may already be gone. */
-        ndk_tool_op *op = ndk_tool_op_new();
-        NTSTATUS st = p->conn.connector->Dispatch->NdkDisconnect(p->conn.connector, ndk_tool_op_request_done, op);
-        ndk_tool_op_finish(op, st, 2000, NULL);
+        ndk_sync_op *op = ndk_sync_op_new();
+        NTSTATUS st = p->conn.connector->Dispatch->NdkDisconnect(p->conn.connector, ndk_sync_op_request_done, op);
+        ndk_sync_op_finish(op, st, 2000, NULL);
         p->conn.established = false;
     }
-    ndk_tool_close(&p->conn.connector->Header, 2000);
+    ndk_sync_close(&p->conn.connector->Header, 2000);
     p->conn.connector = NULL;
-    ndk_tool_close(&p->conn.qp->Header, 2000);
+    ndk_sync_close(&p->conn.qp->Header, 2000);
     p->conn.qp = NULL;
-    ndk_tool_mem_release(&p->rmem);
-    ndk_tool_mem_release(&p->smem);
-    ndk_tool_mem_release(&p->dmem);
+    ndk_sync_mem_release(&p->rmem);
+    ndk_sync_mem_release(&p->smem);
+    ndk_sync_mem_release(&p->dmem);
     ndk_tool_conn_close(&p->conn);
     memset(&p->conn, 0, sizeof p->conn);
 }

@@ -8,7 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ndk_tool.h"
+#include "ndk_sync_mem.h"
+#include "ndk_tool_conn.h"
+#include "ndk_tool_server.h"
 
 #define PEER_TMO 10000
 #define PEER_RECV_SIZE 2048
@@ -19,7 +21,7 @@ typedef struct peer {
     ndk_tool_server *srv;
     SOCKADDR_INET    addr;
     ndk_tool_conn    conn;
-    ndk_tool_mem     rmem, smem, dmem;  /* receives, sends, RDMA data */
+    ndk_sync_mem     rmem, smem, dmem;  /* receives, sends, RDMA data */
     uint32_t         credits_granted;   /* client's send credits as the peer granted them */
     uint32_t         client_granted;    /* credits the client gave the peer */
     uint32_t         violations;        /* client messages beyond our grants */

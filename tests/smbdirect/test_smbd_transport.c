@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ndk_tool.h"
 #include "smbd.h"
 #include "smbd_peer.h"
 #include "smbd_wire.h"
@@ -37,7 +38,7 @@ static void client_open(void)
     char why[256];
     ndk_rt_adapter_id id;
     CHECK_STATUS(ndk_tool_rt_open(&C_rt), STATUS_SUCCESS);
-    CHECK_STATUS(ndk_tool_pick_adapter(C_rt, NULL, &P.addr, "iwarp", 0, &id, &C_src, why, sizeof why), STATUS_SUCCESS);
+    CHECK_STATUS(ndk_tool_adapter_pick(C_rt, NULL, &P.addr, "iwarp", 0, &id, &C_src, why, sizeof why), STATUS_SUCCESS);
     CHECK_STATUS(ndk_tool_adapter_open(C_rt, id, &C_ad), STATUS_SUCCESS);
 }
 

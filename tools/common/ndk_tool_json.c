@@ -1,6 +1,6 @@
 /* ndk_tool_json.c - the tools' one JSON writer (ndkinfo --json, ndkperf --json, ndkping and
- * ndksmb --json): objects and arrays, escaped strings, numbers, booleans. Talks to no other file. */
-#include "ndk_tool.h"
+ * ndksmb --json): objects and arrays, escaped strings, numbers, booleans (ndk_tool_json.h). */
+#include "ndk_tool_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

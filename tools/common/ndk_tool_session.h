@@ -7,12 +7,14 @@
  * Registration layout: nrecv receive slots of rbuf bytes from offset 0, then the tool's area
  * from a page boundary (off_area).
  *
- * Context: the owner of the session's CQ (ndk_tool.h) posts; open and close block.
+ * Context: the owner of the session's CQ (ndk_tool_cq.h) posts; open and close block.
  */
 #ifndef NDK_TOOL_SESSION_H
 #define NDK_TOOL_SESSION_H
 
-#include "ndk_tool.h"
+#include "ndk_sync_mem.h"
+#include "ndk_tool_addr.h"
+#include "ndk_tool_conn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,10 +32,10 @@ typedef struct ndk_tool_session_cfg {
 
 typedef struct ndk_tool_session {
     ndk_tool_conn conn;
-    ndk_tool_mem  mem;
+    ndk_sync_mem  mem;
     uint32_t      nrecv, rbuf;
     size_t        off_area;
-    char          where[NDK_TOOL_ADDRSTRLEN];   /* the peer, for messages */
+    char          where[NDK_TOOL_ADDR_STRLEN];   /* the peer, for messages */
 } ndk_tool_session;
 
 /* Creates PD, CQ and QP on ad and registers the slots and the area (zeroed). On failure the

@@ -15,7 +15,7 @@
 
 #include <ndk/runtime.h>
 
-#include "ndk_tool.h"
+#include "ndk_tool_json.h"
 
 static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_verbose;
 static const char *opt_provider, *opt_adapter;

@@ -12,6 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
+#include "ndk_tool_json.h"
+#include "ndk_tool_stat.h"
 #include "ndkperf.h"
 
 struct phase_res {
@@ -206,7 +210,7 @@ static NTSTATUS cli_post_data(struct cli_conn *cc, uint64_t j, uint64_t size)
     NDK_QP *qp = pc->s.conn.qp;
     uint64_t slot = j % cc->slots;
     size_t off = pc->off_data + (size_t)(slot * size);
-    NDK_SGE sge = ndk_tool_sge(&pc->s.mem, off, (ULONG)size);
+    NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, off, (ULONG)size);
     ULONG flags = size <= perf_opt.inline_size ? NDK_OP_FLAG_INLINE : 0;
     switch (perf_opt.op) {
     case OP_WRITE:
@@ -256,7 +260,7 @@ static bool cli_bw_post(struct cli_conn *cc)
         if (perf_opt.op == OP_SEND)
             cc->data_sent++;
     }
-    uint64_t now = ndk_tool_now_ns();
+    uint64_t now = ndk_sync_time_now_ns();
     if ((b->iters && b->posted == b->iters) || (!b->iters && now >= b->t_end) || cli_aborted())
         b->stop = true;
     return !(b->stop && completed == b->posted);
@@ -269,7 +273,7 @@ static bool cli_bw_handler(void *ctx, NDK_RESULT *r, ULONG n)
     struct bw_state *b = &cc->bw;
     if (!cli_handle(cc, r, n))
         return false;
-    uint64_t now = ndk_tool_now_ns(), completed = cc->data_done - b->done0;
+    uint64_t now = ndk_sync_time_now_ns(), completed = cc->data_done - b->done0;
     if (now - b->win_t >= 50000000u) {        /* peak: the best 50 ms window */
         double rate = (double)(completed - b->win_n) * (double)b->size / ((double)(now - b->win_t) / 1e9);
         if (rate > b->peak)
@@ -287,7 +291,7 @@ static bool cli_progress_due(struct cli_conn *cc, uint64_t *now)
 {
     if (!cl.progress || cc->index != 0)
         return false;
-    *now = ndk_tool_now_ns();
+    *now = ndk_sync_time_now_ns();
     return *now - cc->last_progress > 500000000u;
 }
 
@@ -312,7 +316,7 @@ static void cli_bw_phase(struct cli_conn *cc, uint64_t size, struct phase_res *r
     b->size = size;
     b->iters = perf_opt.duration > 0 ? 0 : perf_opt.iters;
     b->done0 = cc->data_done;
-    b->t0 = ndk_tool_now_ns();
+    b->t0 = ndk_sync_time_now_ns();
     b->t_end = b->t0 + (uint64_t)(perf_opt.duration * 1e9);
     b->win_t = b->t0;
     cc->last_progress = b->t0;
@@ -324,7 +328,7 @@ static void cli_bw_phase(struct cli_conn *cc, uint64_t size, struct phase_res *r
         if (st != STATUS_SUCCESS)
             cli_wait_failed(cc, st, CLI_WAIT_MS);
     }
-    res->elapsed_ns = ndk_tool_now_ns() - b->t0;
+    res->elapsed_ns = ndk_sync_time_now_ns() - b->t0;
     res->count = cc->data_done - b->done0;
     double avg = res->elapsed_ns ? (double)res->count * (double)size / ((double)res->elapsed_ns / 1e9) : 0;
     res->peak_Bps = b->peak > avg ? b->peak : avg;
@@ -343,7 +347,7 @@ static bool cli_lat_next(struct cli_conn *cc)
 
     if ((l->iters && l->i >= l->iters) || cli_aborted())
         return false;
-    if (!l->iters && ndk_tool_now_ns() >= l->t_end)
+    if (!l->iters && ndk_sync_time_now_ns() >= l->t_end)
         return false;
     cc->lat_seq++;
     if (perf_opt.verify && perf_opt.op != OP_READ)
@@ -351,12 +355,12 @@ static bool cli_lat_next(struct cli_conn *cc)
     l->data0 = cc->data_done;
     l->recv0 = cc->recv_data;
     l->answered = false;
-    l->t0 = ndk_tool_now_ns();
+    l->t0 = ndk_sync_time_now_ns();
     if (perf_opt.op == OP_SEND) {
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data, (ULONG)size);
+        NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data, (ULONG)size);
         st = qp->Dispatch->NdkSend(qp, TAG(K_DATA, l->i), &sge, 1, l->flags);
     } else if (perf_opt.op == OP_WRITE) {
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data, (ULONG)size);
+        NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data, (ULONG)size);
         st = qp->Dispatch->NdkWrite(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr, cc->rtoken, l->flags);
         if (st == STATUS_SUCCESS) {
             struct perf_signal sig;
@@ -365,13 +369,13 @@ static bool cli_lat_next(struct cli_conn *cc)
             sig.size = htobe32((uint32_t)size);
             sig.seq = htobe64(cc->lat_seq);
             memcpy(pc->s.mem.buf + pc->off_data + l->sig_off, &sig, sizeof sig);
-            NDK_SGE s2 = ndk_tool_sge(&pc->s.mem, pc->off_data + l->sig_off, sizeof sig);
+            NDK_SGE s2 = ndk_sync_mem_sge(&pc->s.mem, pc->off_data + l->sig_off, sizeof sig);
             st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, NDK_OP_FLAG_INLINE);
             if (st == STATUS_INVALID_PARAMETER || st == STATUS_NOT_SUPPORTED)
                 st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, 0);
         }
     } else {
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + l->dst_off, (ULONG)size);
+        NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data + l->dst_off, (ULONG)size);
         if (perf_opt.verify)
             memset(pc->s.mem.buf + pc->off_data + l->dst_off, 0, size);
         st = qp->Dispatch->NdkRead(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr, cc->rtoken, 0);
@@ -399,7 +403,7 @@ static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
         if (perf_opt.op == OP_READ ? cc->data_done == l->data0 : cc->recv_data == l->recv0)
             return true;
         l->answered = true;
-        l->t = ndk_tool_now_ns() - l->t0;
+        l->t = ndk_sync_time_now_ns() - l->t0;
         if (perf_opt.op == OP_READ && perf_opt.verify) {
             uint64_t bad;
             if (!perf_read_check(pc->s.mem.buf + pc->off_data + l->dst_off, 0, l->size, &bad))
@@ -442,7 +446,7 @@ static void cli_lat_phase(struct cli_conn *cc, uint64_t size, struct phase_res *
     memset(l, 0, sizeof *l);
     l->size = size;
     l->iters = perf_opt.duration > 0 ? 0 : perf_opt.iters;
-    l->t_start = ndk_tool_now_ns();
+    l->t_start = ndk_sync_time_now_ns();
     l->t_end = l->t_start + (uint64_t)(perf_opt.duration * 1e9);
     l->cap = l->iters ? l->iters : 65536;
     l->samples = malloc(l->cap * sizeof *l->samples);
@@ -463,7 +467,7 @@ static void cli_lat_phase(struct cli_conn *cc, uint64_t size, struct phase_res *
         if (st != STATUS_SUCCESS)
             cli_wait_failed(cc, st, CLI_WAIT_MS);
     }
-    res->elapsed_ns = ndk_tool_now_ns() - l->t_start;
+    res->elapsed_ns = ndk_sync_time_now_ns() - l->t_start;
     res->count = l->n;
     res->lat = l->samples;
     res->nlat = l->n;
@@ -484,7 +488,7 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
     memset(l, 0, sizeof *l);
     l->size = size;
     l->iters = perf_opt.duration > 0 ? 0 : perf_opt.iters;
-    l->t_start = ndk_tool_now_ns();
+    l->t_start = ndk_sync_time_now_ns();
     l->t_end = l->t_start + (uint64_t)(perf_opt.duration * 1e9);
     l->cap = l->iters ? l->iters : 65536;
     l->samples = malloc(l->cap * sizeof *l->samples);
@@ -509,15 +513,15 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
         l->i = 1;
     }
 
-    while ((!l->iters || l->i < l->iters) && !cli_aborted() && (l->iters || ndk_tool_now_ns() < l->t_end)) {
+    while ((!l->iters || l->i < l->iters) && !cli_aborted() && (l->iters || ndk_sync_time_now_ns() < l->t_end)) {
         cc->lat_seq++;
         if (perf_opt.verify)
             perf_last_byte_fill(src, size, cc->lat_seq);
         else
             src[size - 1] = (uint8_t)cc->lat_seq;
         uint64_t data0 = cc->data_done;
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data, (ULONG)size);
-        l->t0 = ndk_tool_now_ns();
+        NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data, (ULONG)size);
+        l->t0 = ndk_sync_time_now_ns();
         NTSTATUS st = qp->Dispatch->NdkWrite(qp, TAG(K_DATA, l->i), &sge, 1, cc->rbuf_addr + cc->rlen - size,
                                              cc->rtoken, l->flags);
         if (st != STATUS_SUCCESS) {
@@ -532,12 +536,12 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
             if (n && !cli_handle(cc, r, n))
                 break;
             if (!answered && perf_peek(last) == (uint8_t)cc->lat_seq) {
-                t = ndk_tool_now_ns() - l->t0;
+                t = ndk_sync_time_now_ns() - l->t0;
                 answered = true;
                 continue;
             }
             if (!n && (cli_aborted() || ndk_tool_conn_disconnected(&pc->s.conn) ||
-                       ndk_tool_now_ns() - l->t0 > (uint64_t)CLI_WAIT_MS * 1000000u)) {
+                       ndk_sync_time_now_ns() - l->t0 > (uint64_t)CLI_WAIT_MS * 1000000u)) {
                 if (!cli_aborted())
                     cli_abort(cc, ndk_tool_conn_disconnected(&pc->s.conn) ? "the server disconnected"
                                                                            : "no answer within %d ms", CLI_WAIT_MS);
@@ -571,7 +575,7 @@ static void cli_last_byte_phase(struct cli_conn *cc, uint64_t size, struct phase
         }
     }
     free(scratch);
-    res->elapsed_ns = ndk_tool_now_ns() - l->t_start;
+    res->elapsed_ns = ndk_sync_time_now_ns() - l->t_start;
     res->count = l->n;
     res->lat = l->samples;
     res->nlat = l->n;
@@ -595,7 +599,7 @@ static void *cli_conn_main(void *arg)
             ok = false;
         pthread_barrier_wait(&cl.barrier);
         if (cc->index == 0)
-            cl.cpu_before[p] = ndk_tool_cpu_us();
+            cl.cpu_before[p] = ndk_tool_stat_cpu_us();
         pthread_barrier_wait(&cl.barrier);
         ok = ok && !cli_aborted();
         cc->cur_seed = (uint64_t)(p + 1) << 40;
@@ -610,7 +614,7 @@ static void *cli_conn_main(void *arg)
         }
         pthread_barrier_wait(&cl.barrier);
         if (cc->index == 0) {
-            cl.cpu_after[p] = ndk_tool_cpu_us();
+            cl.cpu_after[p] = ndk_tool_stat_cpu_us();
             if (cl.progress)
                 fprintf(stderr, "\r\033[K");
         }
@@ -676,7 +680,7 @@ static void aggregate(unsigned p, struct agg *a)
             k += r->nlat;
         }
         if (a->lat)
-            ndk_tool_sort_u64(a->lat, a->nlat);
+            ndk_tool_stat_sort_u64(a->lat, a->nlat);
         else
             a->nlat = 0;
     }
@@ -698,9 +702,9 @@ static void lat_stats(const struct agg *a, double *min, double *max, double *typ
     *sd = sqrt(var > 0 ? var : 0) / 1e3;
     *min = a->nlat ? (double)a->lat[0] / 1e3 : 0;
     *max = a->nlat ? (double)a->lat[a->nlat - 1] / 1e3 : 0;
-    *typ = (double)ndk_tool_percentile(a->lat, a->nlat, 0.5) / 1e3;
-    *p99 = (double)ndk_tool_percentile(a->lat, a->nlat, 0.99) / 1e3;
-    *p999 = (double)ndk_tool_percentile(a->lat, a->nlat, 0.999) / 1e3;
+    *typ = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.5) / 1e3;
+    *p99 = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.99) / 1e3;
+    *p999 = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.999) / 1e3;
 }
 
 static const char *dashes = "---------------------------------------------------------------------------------------------------------";
@@ -721,7 +725,7 @@ static const char *write_lat_method_text(void)
 
 static void print_header(void)
 {
-    char l[NDK_TOOL_ADDRSTRLEN], r[NDK_TOOL_ADDRSTRLEN];
+    char l[NDK_TOOL_ADDR_STRLEN], r[NDK_TOOL_ADDR_STRLEN];
     perf_out("%s\n", dashes);
     perf_out("                    %s %s Test\n", perf_op_title[perf_opt.op], perf_opt.lat ? "Latency" : "BW");
     perf_out(" Provider: %s   Adapter: %s (id %u)   Connections: %u   Depth: %u   Inline: %u\n", cl.ad.provider,
@@ -760,7 +764,7 @@ static void print_row(const struct agg *a)
 
 static void print_json(struct agg *rows)
 {
-    char l[NDK_TOOL_ADDRSTRLEN], r[NDK_TOOL_ADDRSTRLEN];
+    char l[NDK_TOOL_ADDR_STRLEN], r[NDK_TOOL_ADDR_STRLEN];
     ndk_tool_json j;
     ndk_tool_json_init(&j, stdout);
     ndk_tool_json_open(&j, NULL, '{');
@@ -827,22 +831,22 @@ static void print_json(struct agg *rows)
 
 int cli_run(ndk_rt *rt)
 {
-    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN];
+    char why[256] = "", dst_s[NDK_TOOL_ADDR_STRLEN];
     SOCKADDR_INET local;
     NTSTATUS st;
     int rc = 0;
 
-    if (ndk_tool_parse_addr(perf_opt.cli.addr, PERF_DEFAULT_PORT, &cl.dst, why, sizeof why) != 0 ||
+    if (ndk_tool_addr_parse(perf_opt.cli.addr, PERF_DEFAULT_PORT, &cl.dst, why, sizeof why) != 0 ||
         cl.dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad server address %s", why[0] ? why : "(none)");
         return 2;
     }
-    if (perf_opt.cli.local && ndk_tool_parse_ip(perf_opt.cli.local, &local) != 0) {
+    if (perf_opt.cli.local && ndk_tool_addr_parse_ip(perf_opt.cli.local, &local) != 0) {
         ndk_tool_err("bad local address '%s'", perf_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&cl.dst, true, dst_s, sizeof dst_s);
-    st = ndk_tool_client_adapter(rt, perf_opt.cli.local ? &local : NULL, &cl.dst, perf_opt.cli.provider, perf_opt.client_if,
+    st = ndk_tool_adapter_client(rt, perf_opt.cli.local ? &local : NULL, &cl.dst, perf_opt.cli.provider, perf_opt.client_if,
                                  &cl.ad, &cl.src);
     if (st != STATUS_SUCCESS)
         return 1;
@@ -912,7 +916,7 @@ int cli_run(ndk_rt *rt)
     if (perf_opt.verify && !perf_opt.lat)
         slots = depth;
 
-    uint64_t session = ((uint64_t)getpid() << 32) ^ ndk_tool_now_ns();
+    uint64_t session = ((uint64_t)getpid() << 32) ^ ndk_sync_time_now_ns();
     cl.nconns = perf_opt.conns;
     cl.conns = calloc(cl.nconns, sizeof *cl.conns);
     cl.cpu_before = calloc(cl.nsizes, sizeof *cl.cpu_before);
@@ -966,7 +970,7 @@ int cli_run(ndk_rt *rt)
             break;
         }
         ULONG ird = info->MaxInboundReadLimit, ord = info->MaxOutboundReadLimit;
-        st = ndk_tool_conn_connect(&pc->s.conn, &cl.src, &cl.dst, ird, ord, &hw, sizeof hw, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        st = ndk_tool_conn_connect(&pc->s.conn, &cl.src, &cl.dst, ird, ord, &hw, sizeof hw, NDK_TOOL_CONN_TIMEOUT_MS);
         struct perf_refusal ref;
         if (st == STATUS_CONNECTION_REFUSED && pc->s.conn.peer_data_len > offsetof(struct perf_refusal, reason) &&
             !memcmp(pc->s.conn.peer_data, PERF_MAGIC, sizeof PERF_MAGIC)) {

@@ -23,7 +23,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "ndk_tool.h"
 #include "ndk_tool_cli.h"
+#include "ndk_tool_size.h"
 #include "ndkperf.h"
 
 struct perf_opts perf_opt = { .conns = 1, .depth = 128, .size = 65536, .idle_timeout = 30 };
@@ -127,7 +129,7 @@ static int parse_ndkperfcmd(int argc, char **argv)
                 return -1;
         } else if (!strcasecmp(a, "-ts")) {
             NEEDV();
-            if (ndk_tool_parse_size(v, &perf_opt.size) != 0 || perf_opt.size == 0) {
+            if (ndk_tool_size_parse(v, &perf_opt.size) != 0 || perf_opt.size == 0) {
                 ndk_tool_err("bad -ts '%s'", v);
                 return -1;
             }
@@ -197,7 +199,7 @@ static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
         }
         return 0;
     case 'z':
-        if (ndk_tool_parse_size(arg, &perf_opt.size) != 0 || perf_opt.size == 0 || perf_opt.size > (1u << 30)) {
+        if (ndk_tool_size_parse(arg, &perf_opt.size) != 0 || perf_opt.size == 0 || perf_opt.size > (1u << 30)) {
             ndk_tool_err("bad size '%s'", arg);
             return -1;
         }
@@ -232,7 +234,7 @@ static int perf_mode_opt(void *ctx, ndk_tool_cli *o, int c, const char *arg)
     case LO_ONCE: perf_opt.once = true; return 0;
     case LO_REPORT_GBITS: return 0;
     case LO_MAX_MEM:
-        if (ndk_tool_parse_size(arg, &perf_opt.max_mem) != 0 || perf_opt.max_mem < (1u << 20)) {
+        if (ndk_tool_size_parse(arg, &perf_opt.max_mem) != 0 || perf_opt.max_mem < (1u << 20)) {
             ndk_tool_err("bad --max-mem '%s' (at least 1M)", arg);
             return -1;
         }

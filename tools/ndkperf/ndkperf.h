@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "ndk_tool.h"
+#include "ndk_tool_adapter.h"
 #include "ndk_tool_cli.h"
 #include "ndk_tool_session.h"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ndk_pattern.h"
+#include "ndk_sync_time.h"
 #include "ndkperf.h"
 
 const char *const perf_op_name[] = { "?", "write", "read", "send" };
@@ -89,7 +90,7 @@ bool perf_last_byte_check(const volatile uint8_t *p, uint64_t len, uint64_t seq,
         perf_snapshot(scratch, p, len);
         if (scratch[len - 1] == (uint8_t)seq && (len == 1 || perf_check(scratch, len - 1, seq, &bad)))
             return true;
-        uint64_t now = ndk_tool_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         if (!deadline)
             deadline = now + 100000000u;
         else if (now >= deadline)

@@ -15,6 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
+#include "ndk_tool_server.h"
+#include "ndk_tool_stat.h"
 #include "ndkperf.h"
 
 /* What a session costs beyond its registration: the provider's queues and buffers for one QP
@@ -59,7 +63,7 @@ static void srv_flush_pending(struct srv_conn *sc)
     struct perf_conn *pc = &sc->pc;
     NTSTATUS st = STATUS_SUCCESS;
     if (sc->pending_type && perf_ctl_room(pc)) {
-        st = perf_send_ctl(pc, (uint32_t)sc->pending_type, sc->pending_status, ndk_tool_cpu_us(), ndk_tool_now_ns(),
+        st = perf_send_ctl(pc, (uint32_t)sc->pending_type, sc->pending_status, ndk_tool_stat_cpu_us(), ndk_sync_time_now_ns(),
                            sc->data_rx, 0);
         sc->pending_type = 0;
     }
@@ -151,7 +155,7 @@ static bool srv_on_recv(struct srv_conn *sc, uint32_t k, ULONG bytes)
             }
             if ((sc->h.flags & HELLO_VERIFY) && !perf_check(perf_data(pc), size, seq, &bad))
                 sc->mismatches++;
-            NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data, size);
+            NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data, size);
             ULONG flags = size <= sc->h.inline_size ? NDK_OP_FLAG_INLINE : 0;
             st = pc->s.conn.qp->Dispatch->NdkWrite(pc->s.conn.qp, TAG(K_WB, 0), &sge, 1, sc->h.client_buf,
                                                  sc->h.client_token, flags);
@@ -298,7 +302,7 @@ static void srv_last_byte_run(struct srv_conn *sc)
             perf_last_byte_fill(src, size, sc->lb_seq);
         else
             src[size - 1] = (uint8_t)sc->lb_seq;
-        NDK_SGE sge = ndk_tool_sge(&pc->s.mem, pc->off_data + src_off, (ULONG)size);
+        NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data + src_off, (ULONG)size);
         ULONG flags = size <= sc->h.inline_size ? NDK_OP_FLAG_INLINE : 0;
         NTSTATUS st = pc->s.conn.qp->Dispatch->NdkWrite(pc->s.conn.qp, TAG(K_WB, sc->lb_seq), &sge, 1,
                                                       sc->h.client_buf + sc->h.client_buf_len - size,
@@ -338,11 +342,11 @@ static uint64_t srv_layout(const struct perf_hello *h, uint32_t *nrecv, uint32_t
  * false when the session is over (closed for idleness, or failed). */
 static bool srv_wait_start(struct srv_conn *sc)
 {
-    uint64_t deadline = ndk_tool_now_ns() + (uint64_t)(perf_opt.idle_timeout * 1e9);
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)(perf_opt.idle_timeout * 1e9);
     while (!sc->started && !sc->over) {
         NDK_RESULT r[64];
         NTSTATUS st;
-        uint64_t now = ndk_tool_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         int left = now < deadline ? (int)((deadline - now + 999999) / 1000000) : 0;
         ULONG n = left ? ndk_tool_cq_wait(sc->pc.s.conn.cq, r, 64, left, &st) : 0;
         if (!n) {
@@ -372,7 +376,7 @@ static void *srv_conn_main(void *arg)
     struct perf_conn *pc = &sc->pc;
     struct perf_hello *h = &sc->h;
     NTSTATUS st;
-    char peer[NDK_TOOL_ADDRSTRLEN];
+    char peer[NDK_TOOL_ADDR_STRLEN];
     uint32_t nrecv, rbuf;
     uint64_t data_len;
 
@@ -385,7 +389,7 @@ static void *srv_conn_main(void *arg)
         st = perf_post_recv(pc, k);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("setting up a connection failed: %s", ndk_tool_status(st));
-        ndk_tool_reject(sc->incoming, NULL, 0);
+        ndk_tool_conn_reject(sc->incoming, NULL, 0);
         ndk_tool_session_close(&pc->s);
         sc->rc = 1;
         srv_conn_end(sc);
@@ -413,7 +417,7 @@ static void *srv_conn_main(void *arg)
     acc.buf_len = htobe32((uint32_t)(h->op == OP_WRITE && (h->flags & HELLO_LAT) ? h->max_size : data_len));
     acc.slots = htobe32(h->slots);
     ULONG ird = sc->ad->info.MaxInboundReadLimit, ord = sc->ad->info.MaxOutboundReadLimit;
-    st = ndk_tool_conn_accept(&pc->s.conn, sc->incoming, ird, ord, &acc, sizeof acc, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    st = ndk_tool_conn_accept(&pc->s.conn, sc->incoming, ird, ord, &acc, sizeof acc, NDK_TOOL_CONN_TIMEOUT_MS);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("accept failed: %s", ndk_tool_status(st));
         ndk_tool_session_close(&pc->s);
@@ -465,7 +469,7 @@ static void srv_refuse(NDK_CONNECTOR *incoming, uint16_t code, const char *fmt, 
 static void srv_refuse(NDK_CONNECTOR *incoming, uint16_t code, const char *fmt, ...)
 {
     struct perf_refusal r;
-    char peer[NDK_TOOL_ADDRSTRLEN] = "a client";
+    char peer[NDK_TOOL_ADDR_STRLEN] = "a client";
     SOCKADDR_INET a;
     ULONG alen = sizeof a;
     va_list ap;
@@ -481,7 +485,7 @@ static void srv_refuse(NDK_CONNECTOR *incoming, uint16_t code, const char *fmt, 
     if (incoming->Dispatch->NdkGetPeerAddress(incoming, (PSOCKADDR)&a, &alen) == STATUS_SUCCESS)
         ndk_tool_addr_str(&a, true, peer, sizeof peer);
     ndk_tool_err("refusing %s: %s", peer, r.reason);
-    ndk_tool_reject(incoming, &r, (ULONG)(offsetof(struct perf_refusal, reason) + strlen(r.reason) + 1));
+    ndk_tool_conn_reject(incoming, &r, (ULONG)(offsetof(struct perf_refusal, reason) + strlen(r.reason) + 1));
 }
 
 /* Joins the sessions that ended (all of them with all); returns the last failing status. */
@@ -512,7 +516,7 @@ int srv_run(ndk_rt *rt)
     unsigned nconns = 0, expected = 0;
     int rc = 0;
 
-    if (ndk_tool_parse_addr(perf_opt.cli.addr, PERF_DEFAULT_PORT, &addr, why, sizeof why) != 0) {
+    if (ndk_tool_addr_parse(perf_opt.cli.addr, PERF_DEFAULT_PORT, &addr, why, sizeof why) != 0) {
         ndk_tool_err("bad address %s", why);
         return 2;
     }
@@ -559,7 +563,7 @@ int srv_run(ndk_rt *rt)
         uint8_t hbuf[256];          /* RDS can exceed the hello: IB pads a REQ to 56 bytes */
         ULONG ird = 0, ord = 0, len = sizeof hbuf;
         memset(hbuf, 0, sizeof hbuf);
-        st = ndk_tool_connector_data(incoming, &ird, &ord, hbuf, &len);
+        st = ndk_tool_conn_data(incoming, &ird, &ord, hbuf, &len);
         bool ok = sc && st == STATUS_SUCCESS && perf_hello_decode(hbuf, len, &sc->h);
         if (ok) {
             ok = sc->h.op >= OP_WRITE && sc->h.op <= OP_SEND && sc->h.max_size >= 1 &&

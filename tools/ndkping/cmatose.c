@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ndk_pattern.h"
+#include "ndk_tool.h"
 #include "ndkping.h"
 
 /* (u)cmatose: both sides post message_count receives before connecting; once every connection
@@ -118,16 +119,16 @@ int cmatose_server(ndk_rt *rt)
         uint8_t pd[256];
         ULONG ird = 0, ord = 0, len = sizeof pd;
         memset(pd, 0, sizeof pd);
-        if (ndk_tool_connector_data(incoming, &ird, &ord, pd, &len) == STATUS_SUCCESS)
+        if (ndk_tool_conn_data(incoming, &ird, &ord, pd, &len) == STATUS_SUCCESS)
             cm_print_pdata("client", pd, len);
         struct cm_node *n = &nodes[up];
         if (cm_setup(n, ad) != 0) {
-            ndk_tool_reject(incoming, NULL, 0);
+            ndk_tool_conn_reject(incoming, NULL, 0);
             rc = 1;
             break;
         }
         ULONG plen = ping_opt.pdata ? (ULONG)strlen(ping_opt.pdata) + 1 : 0;
-        st = ndk_tool_conn_accept(&n->s.t.conn, incoming, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        st = ndk_tool_conn_accept(&n->s.t.conn, incoming, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONN_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("accept failed: %s", ndk_tool_status(st));
             rc = 1;
@@ -161,7 +162,7 @@ int cmatose_server(ndk_rt *rt)
 
 int cmatose_client(ndk_rt *rt)
 {
-    char dst_s[NDK_TOOL_ADDRSTRLEN];
+    char dst_s[NDK_TOOL_ADDR_STRLEN];
     SOCKADDR_INET dst, local, src;
     ndk_tool_adapter ad;
     struct cm_node *nodes = calloc(ping_opt.connections, sizeof *nodes);
@@ -170,17 +171,17 @@ int cmatose_client(ndk_rt *rt)
     if (!nodes)
         return 1;
     printf("cmatose: starting client\n");
-    if (ndk_tool_parse_ip(ping_opt.cli.addr, &dst) != 0) {
+    if (ndk_tool_addr_parse_ip(ping_opt.cli.addr, &dst) != 0) {
         ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
-    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+    if (ping_opt.cli.local && ndk_tool_addr_parse_ip(ping_opt.cli.local, &local) != 0) {
         ndk_tool_err("bad bind address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    NTSTATUS st = ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src);
+    NTSTATUS st = ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src);
     if (st != STATUS_SUCCESS) {
         free(nodes);
         return 1;
@@ -195,7 +196,7 @@ int cmatose_client(ndk_rt *rt)
             rc = 1;
             break;
         }
-        st = ndk_tool_conn_connect(&n->s.t.conn, &src, &dst, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONNECT_TIMEOUT_MS);
+        st = ndk_tool_conn_connect(&n->s.t.conn, &src, &dst, 1, 1, ping_opt.pdata, plen, NDK_TOOL_CONN_TIMEOUT_MS);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
             rc = 1;
@@ -218,7 +219,7 @@ int cmatose_client(ndk_rt *rt)
         NDK_RESULT r[8];
         NTSTATUS wst = STATUS_SUCCESS;
         while (!ndk_tool_conn_disconnected(&nodes[i].s.t.conn)) {
-            if (!ndk_tool_cq_wait(nodes[i].s.t.conn.cq, r, 8, NDK_TOOL_CONNECT_TIMEOUT_MS, &wst) &&
+            if (!ndk_tool_cq_wait(nodes[i].s.t.conn.cq, r, 8, NDK_TOOL_CONN_TIMEOUT_MS, &wst) &&
                 wst != STATUS_CONNECTION_DISCONNECTED) {
                 ndk_tool_err("%s: waiting for the server to disconnect: %s", dst_s, ndk_tool_status(wst));
                 rc = 1;

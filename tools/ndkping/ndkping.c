@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ndk_tool.h"
 #include "ndk_tool_cli.h"
+#include "ndk_tool_size.h"
 #include "ndkping.h"
 
 struct ping_opts ping_opt = { .size = 64, .count = 4, .interval = 1.0, .wait_s = 5.0 };
@@ -39,7 +41,7 @@ static int run_server(ndk_rt *rt)
         int lrc = session_listen(rt, ping_opt.cli.addr, AF_INET, &srv);
         if (lrc)
             return lrc;
-    } else if (ndk_tool_parse_addr(ping_opt.cli.addr, ping_opt.port, &addr, why, sizeof why) != 0) {
+    } else if (ndk_tool_addr_parse(ping_opt.cli.addr, ping_opt.port, &addr, why, sizeof why) != 0) {
         ndk_tool_err("bad address %s", why);
         return 2;
     } else if ((st = ndk_tool_server_start(rt, &addr, ping_opt.cli.provider, 0, &srv, why, sizeof why)) != STATUS_SUCCESS) {
@@ -113,7 +115,7 @@ enum { LO_RPING = 0x100, LO_CMATOSE, LO_PDATA, LO_RDMA_SERVER, LO_RDMA_CLIENT, L
 static int parse_size(const char *s, uint32_t max)
 {
     uint64_t v;
-    if (ndk_tool_parse_size(s, &v) != 0 || v == 0 || v > PING_MAX_SIZE) {
+    if (ndk_tool_size_parse(s, &v) != 0 || v == 0 || v > PING_MAX_SIZE) {
         ndk_tool_err("bad size '%s' (1..%u)", s, PING_MAX_SIZE);
         return -1;
     }

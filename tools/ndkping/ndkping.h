@@ -11,8 +11,9 @@
 #ifndef NDKPING_H
 #define NDKPING_H
 
-#include "ndk_tool.h"
+#include "ndk_tool_adapter.h"
 #include "ndk_tool_cli.h"
+#include "ndk_tool_server.h"
 #include "ndk_tool_session.h"
 
 #define PING_DEFAULT_PORT    7174

@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "ndk_pattern.h"
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
 #include "ndkping.h"
 
 #define PING_MAGIC   "NDKPING"
@@ -26,23 +28,23 @@ struct ping_hello {
 
 int ping_client(ndk_rt *rt)
 {
-    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN], src_s[NDK_TOOL_ADDRSTRLEN];
+    char why[256] = "", dst_s[NDK_TOOL_ADDR_STRLEN], src_s[NDK_TOOL_ADDR_STRLEN];
     SOCKADDR_INET dst, local, src;
     ndk_tool_adapter ad;
     struct session s;
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (ndk_tool_parse_addr(ping_opt.cli.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
+    if (ndk_tool_addr_parse(ping_opt.cli.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad destination %s", dst.si_family == AF_UNSPEC && !why[0] ? "(no address)" : why);
         return 2;
     }
-    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+    if (ping_opt.cli.local && ndk_tool_addr_parse_ip(ping_opt.cli.local, &local) != 0) {
         ndk_tool_err("bad local address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    if (ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (ping_opt.size > ad.info.MaxTransferLength) {
         ndk_tool_err("payload size %u exceeds the adapter's MaxTransferLength %u", ping_opt.size, ad.info.MaxTransferLength);
@@ -71,15 +73,15 @@ int ping_client(ndk_rt *rt)
     h.version = htobe32(PING_VERSION);
     h.size = htobe32(ping_opt.size);
     h.count = htobe32((uint32_t)ping_opt.count);
-    uint64_t t_conn = ndk_tool_now_ns();
-    st = ndk_tool_conn_connect(&s.t.conn, &src, &dst, 1, 1, &h, sizeof h, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    uint64_t t_conn = ndk_sync_time_now_ns();
+    st = ndk_tool_conn_connect(&s.t.conn, &src, &dst, 1, 1, &h, sizeof h, NDK_TOOL_CONN_TIMEOUT_MS);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("connect to %s failed: %s", dst_s, ndk_tool_status(st));
         ndk_tool_session_close(&s.t);
         ndk_tool_adapter_close(&ad);
         return 1;
     }
-    double conn_ms = (double)(ndk_tool_now_ns() - t_conn) / 1e6;
+    double conn_ms = (double)(ndk_sync_time_now_ns() - t_conn) / 1e6;
     if (s.t.conn.peer_data_len < sizeof h || memcmp(s.t.conn.peer_data, PING_MAGIC, sizeof PING_MAGIC) != 0)
         session_fail(&s, "%s accepted but is not an ndkping server (no ndkping reply in the private data)", dst_s);
 
@@ -91,17 +93,17 @@ int ping_client(ndk_rt *rt)
 
     uint64_t n = 0, sum = 0, min = UINT64_MAX, max = 0;
     double sumsq = 0;
-    uint64_t t_start = ndk_tool_now_ns();
+    uint64_t t_start = ndk_sync_time_now_ns();
     for (uint64_t seq = 1; ping_opt.count == 0 || seq <= ping_opt.count; seq++) {
         if (ndk_tool_stopped())
             break;
         ndk_pattern_fill(tx, ping_opt.size, seq, 0);
-        uint64_t t0 = ndk_tool_now_ns();
+        uint64_t t0 = ndk_sync_time_now_ns();
         st = session_send(&s, s.t.off_area, ping_opt.size);
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting Send seq=%llu failed: %s", dst_s, (unsigned long long)seq, ndk_tool_status(st));
         session_wait(&s, TAG_RECV0, (unsigned)seq, session_wait_ms(), "reply");
-        uint64_t rtt = ndk_tool_now_ns() - t0;
+        uint64_t rtt = ndk_sync_time_now_ns() - t0;
         session_wait(&s, TAG_SEND, (unsigned)seq, session_wait_ms(), "Send completion");
         ULONG got;
         session_take(&s, &got);
@@ -131,9 +133,9 @@ int ping_client(ndk_rt *rt)
         if (ping_opt.count && seq == ping_opt.count)
             break;
         /* Sleep the interval, waking for Ctrl-C. */
-        uint64_t until = ndk_tool_now_ns() + (uint64_t)(ping_opt.interval * 1e9);
+        uint64_t until = ndk_sync_time_now_ns() + (uint64_t)(ping_opt.interval * 1e9);
         while (!ndk_tool_stopped()) {
-            uint64_t now = ndk_tool_now_ns();
+            uint64_t now = ndk_sync_time_now_ns();
             if (now >= until)
                 break;
             uint64_t d = until - now > 50000000u ? 50000000u : until - now;
@@ -141,7 +143,7 @@ int ping_client(ndk_rt *rt)
             nanosleep(&ts, NULL);
         }
     }
-    uint64_t elapsed = ndk_tool_now_ns() - t_start;
+    uint64_t elapsed = ndk_sync_time_now_ns() - t_start;
     ndk_tool_session_close(&s.t);
     ndk_tool_adapter_close(&ad);
 
@@ -168,17 +170,17 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     struct ping_hello h;
     ULONG ird = 0, ord = 0, len = sizeof h;
     struct session s;
-    char peer[NDK_TOOL_ADDRSTRLEN];
+    char peer[NDK_TOOL_ADDR_STRLEN];
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
     memset(&h, 0, sizeof h);
-    st = ndk_tool_connector_data(incoming, &ird, &ord, &h, &len);
+    st = ndk_tool_conn_data(incoming, &ird, &ord, &h, &len);
     uint32_t size = be32toh(h.size);
     if (st != STATUS_SUCCESS || len < sizeof h || memcmp(h.magic, PING_MAGIC, sizeof PING_MAGIC) != 0 ||
         size == 0 || size > PING_MAX_SIZE || size > ad->info.MaxTransferLength) {
         ndk_tool_err("rejecting a connection that is not a valid ndkping request");
-        ndk_tool_reject(incoming, NULL, 0);
+        ndk_tool_conn_reject(incoming, NULL, 0);
         return 1;
     }
     /* Spare slots: a ping may land before the previous echo's completion was reaped. */
@@ -188,7 +190,7 @@ int ping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         st = session_post_slot(&s, k);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("setting up a queue pair failed: %s", ndk_tool_status(st));
-        ndk_tool_reject(incoming, NULL, 0);
+        ndk_tool_conn_reject(incoming, NULL, 0);
         ndk_tool_session_close(&s.t);
         return 1;
     }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ndk_pattern.h"
+#include "ndk_tool.h"
 #include "ndkping.h"
 
 /* librdmacm's examples/rdma_server.c and rdma_client.c: both sides post one 16-byte receive
@@ -22,7 +23,7 @@
 /* Our receive buffer starts out as this pattern, so bytes a receive did not write show. */
 #define RDMACM_CANARY       0xa5
 /* A 16-byte exchange right after connecting: generous, the guests are emulated. */
-#define RDMACM_WAIT_MS      NDK_TOOL_CONNECT_TIMEOUT_MS
+#define RDMACM_WAIT_MS      NDK_TOOL_CONN_TIMEOUT_MS
 
 static int rdmacm_setup(struct session *s, ndk_tool_adapter *ad)
 {
@@ -56,7 +57,7 @@ static void rdmacm_check(struct session *s, const char *sender)
 
 int rdmacm_client(ndk_rt *rt)
 {
-    char why[256] = "", dst_s[NDK_TOOL_ADDRSTRLEN];
+    char why[256] = "", dst_s[NDK_TOOL_ADDR_STRLEN];
     SOCKADDR_INET dst, src;
     ndk_tool_adapter ad;
     struct session s;
@@ -64,14 +65,14 @@ int rdmacm_client(ndk_rt *rt)
 
     memset(&s, 0, sizeof s);
     /* rdma_client's default server is 127.0.0.1. */
-    if (ndk_tool_parse_ip(ping_opt.cli.addr ? ping_opt.cli.addr : "127.0.0.1", &dst) != 0) {
+    if (ndk_tool_addr_parse_ip(ping_opt.cli.addr ? ping_opt.cli.addr : "127.0.0.1", &dst) != 0) {
         ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_adapter_client(rt, NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (rdmacm_setup(&s, &ad) != 0) {
         ndk_tool_session_close(&s.t);
@@ -100,7 +101,7 @@ int rdmacm_client(ndk_rt *rt)
 
 int rdmacm_server(ndk_rt *rt)
 {
-    char where[1024], peer[NDK_TOOL_ADDRSTRLEN];
+    char where[1024], peer[NDK_TOOL_ADDR_STRLEN];
     ndk_tool_server *srv = NULL;
     NDK_CONNECTOR *incoming;
     ndk_tool_adapter *ad;
@@ -121,7 +122,7 @@ int rdmacm_server(ndk_rt *rt)
         return 1;
     }
     if (rdmacm_setup(&s, ad) != 0) {
-        ndk_tool_reject(incoming, NULL, 0);
+        ndk_tool_conn_reject(incoming, NULL, 0);
         ndk_tool_session_close(&s.t);
         ndk_tool_server_stop(srv);
         return 1;

@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "ndk_pattern.h"
+#include "ndk_sync_time.h"
+#include "ndk_tool.h"
 #include "ndkping.h"
 
 /* The advertisement rping sends: buffer address, rkey and size, big-endian. */
@@ -90,7 +92,7 @@ static void rping_send_info(struct session *s, unsigned *sends, const uint8_t *b
 
 int rping_client(ndk_rt *rt)
 {
-    char why[256], dst_s[NDK_TOOL_ADDRSTRLEN];
+    char why[256], dst_s[NDK_TOOL_ADDR_STRLEN];
     SOCKADDR_INET dst, local, src;
     ndk_tool_adapter ad;
     struct session s;
@@ -101,18 +103,18 @@ int rping_client(ndk_rt *rt)
         ndk_tool_err("--rping client needs the server address (-a)");
         return 2;
     }
-    if (ndk_tool_parse_ip(ping_opt.cli.addr, &dst) != 0) {
+    if (ndk_tool_addr_parse_ip(ping_opt.cli.addr, &dst) != 0) {
         ndk_tool_err("bad server address '%s'", ping_opt.cli.addr);
         return 2;
     }
     ndk_tool_addr_set_port(&dst, ping_opt.port);
-    if (ping_opt.cli.local && ndk_tool_parse_ip(ping_opt.cli.local, &local) != 0) {
+    if (ping_opt.cli.local && ndk_tool_addr_parse_ip(ping_opt.cli.local, &local) != 0) {
         ndk_tool_err("bad source address '%s'", ping_opt.cli.local);
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_client_adapter(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
         return 1;
     if (rping_setup(&s, &ad, ping_opt.size, true) != 0) {
         ndk_tool_session_close(&s.t);
@@ -127,7 +129,7 @@ int rping_client(ndk_rt *rt)
                 ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
     uint8_t *start_buf = ndk_tool_session_area(&s.t) + RP_DATA, *rdma_buf = start_buf + ping_opt.size;
     unsigned sends = 0, recvs = 0, ping;
-    uint64_t t0 = ndk_tool_now_ns();
+    uint64_t t0 = ndk_sync_time_now_ns();
     for (ping = 0; ping_opt.count == 0 || ping < ping_opt.count; ping++) {
         if (ndk_tool_stopped())
             break;
@@ -164,7 +166,7 @@ int rping_client(ndk_rt *rt)
         if (ping_opt.cli.verbose)
             printf("ping data: %s\n", (const char *)rdma_buf);
     }
-    double secs = (double)(ndk_tool_now_ns() - t0) / 1e9;
+    double secs = (double)(ndk_sync_time_now_ns() - t0) / 1e9;
     ndk_tool_session_close(&s.t);
     ndk_tool_adapter_close(&ad);
     if (!ping_opt.quiet)
@@ -177,14 +179,14 @@ int rping_client(ndk_rt *rt)
 /* The rping server side on one accepted connection. Returns 0 when the client finished. */
 int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
 {
-    char peer[NDK_TOOL_ADDRSTRLEN];
+    char peer[NDK_TOOL_ADDR_STRLEN];
     struct session s;
     NTSTATUS st;
     const uint32_t cap = ping_opt.size > RPING_MAX_SIZE + 1 ? ping_opt.size : RPING_MAX_SIZE + 1;
 
     memset(&s, 0, sizeof s);
     if (rping_setup(&s, ad, cap, false) != 0) {
-        ndk_tool_reject(incoming, NULL, 0);
+        ndk_tool_conn_reject(incoming, NULL, 0);
         ndk_tool_session_close(&s.t);
         return 1;
     }
@@ -235,7 +237,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
             session_fail(&s, "%s: ping %u: client advertised %u bytes; this server takes 1..%u", peer, ping, src.size,
                       cap);
         /* RDMA Read the client's data. */
-        NDK_SGE sge = ndk_tool_sge(&s.t.mem, s.t.off_area + RP_DATA, src.size);
+        NDK_SGE sge = ndk_sync_mem_sge(&s.t.mem, s.t.off_area + RP_DATA, src.size);
         st = s.t.conn.qp->Dispatch->NdkRead(s.t.conn.qp, (PVOID)(uintptr_t)TAG_READ, &sge, 1, src.buf, src.rkey, 0);
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting RDMA Read failed: %s", peer, ndk_tool_status(st));
@@ -273,7 +275,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         if (wlen > dst.size)
             session_fail(&s, "%s: ping %u: sink of %u bytes is smaller than the %u bytes to write back", peer, ping,
                       dst.size, wlen);
-        sge = ndk_tool_sge(&s.t.mem, s.t.off_area + RP_DATA, wlen);
+        sge = ndk_sync_mem_sge(&s.t.mem, s.t.off_area + RP_DATA, wlen);
         st = s.t.conn.qp->Dispatch->NdkWrite(s.t.conn.qp, (PVOID)(uintptr_t)TAG_WRITE, &sge, 1, dst.buf, dst.rkey, 0);
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting RDMA Write failed: %s", peer, ndk_tool_status(st));

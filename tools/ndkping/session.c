@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ndk_tool.h"
 #include "ndkping.h"
 
 const char *const session_tag_name[TAG_COUNT] = { "?", "Send", "RDMA Read", "RDMA Write", "Receive" };
@@ -94,8 +95,8 @@ int session_wait_ms(void) { return (int)(ping_opt.wait_s * 1000.0); }
 int session_connect(struct session *s, ndk_tool_adapter *ad, const SOCKADDR_INET *src, const SOCKADDR_INET *dst,
                     const void *pdata, ULONG pdata_len)
 {
-    char dst_s[NDK_TOOL_ADDRSTRLEN];
-    NTSTATUS st = ndk_tool_conn_connect(&s->t.conn, src, dst, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    char dst_s[NDK_TOOL_ADDR_STRLEN];
+    NTSTATUS st = ndk_tool_conn_connect(&s->t.conn, src, dst, 1, 1, pdata, pdata_len, NDK_TOOL_CONN_TIMEOUT_MS);
     if (st == STATUS_SUCCESS)
         return 0;
     ndk_tool_err("connect to %s failed: %s", ndk_tool_addr_str(dst, true, dst_s, sizeof dst_s), ndk_tool_status(st));
@@ -110,7 +111,7 @@ int session_listen(ndk_rt *rt, const char *ip, int family, ndk_tool_server **srv
     SOCKADDR_INET addr;
     memset(&addr, 0, sizeof addr);
     addr.si_family = (ADDRESS_FAMILY)family;
-    if (ip && ndk_tool_parse_ip(ip, &addr) != 0) {
+    if (ip && ndk_tool_addr_parse_ip(ip, &addr) != 0) {
         ndk_tool_err("bad address '%s'", ip);
         return 2;
     }
@@ -124,7 +125,7 @@ int session_listen(ndk_rt *rt, const char *ip, int family, ndk_tool_server **srv
 
 int session_accept(struct session *s, NDK_CONNECTOR *incoming, const void *pdata, ULONG pdata_len)
 {
-    NTSTATUS st = ndk_tool_conn_accept(&s->t.conn, incoming, 1, 1, pdata, pdata_len, NDK_TOOL_CONNECT_TIMEOUT_MS);
+    NTSTATUS st = ndk_tool_conn_accept(&s->t.conn, incoming, 1, 1, pdata, pdata_len, NDK_TOOL_CONN_TIMEOUT_MS);
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("accept failed: %s", ndk_tool_status(st));
         ndk_tool_session_close(&s->t);

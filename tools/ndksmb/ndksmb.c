@@ -14,7 +14,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "ndk_sync_time.h"
 #include "ndk_tool.h"
+#include "ndk_tool_adapter.h"
+#include "ndk_tool_addr.h"
+#include "ndk_tool_json.h"
+#include "ndk_tool_size.h"
+#include "ndk_tool_stat.h"
 #include "smb2_client.h"
 #include "smbd.h"
 
@@ -91,7 +97,7 @@ static int parse_target(const char *url, target *t)
 
 static int resolve(const char *host, uint16_t port, SOCKADDR_INET *out)
 {
-    if (ndk_tool_parse_ip(host, out) == 0) {
+    if (ndk_tool_addr_parse_ip(host, out) == 0) {
         ndk_tool_addr_set_port(out, port);
         return 0;
     }
@@ -252,12 +258,12 @@ static int session_open(session *s, opts *o, const target *t)
             return 1;
         }
         SOCKADDR_INET local, src;
-        if (o->local && ndk_tool_parse_ip(o->local, &local) < 0) {
+        if (o->local && ndk_tool_addr_parse_ip(o->local, &local) < 0) {
             ndk_tool_err("bad --local address %s", o->local);
             return 1;
         }
         ndk_rt_adapter_id id;
-        st = ndk_tool_pick_adapter(s->rt, o->local ? &local : NULL, &dst, o->provider, 0, &id, &src, why, sizeof why);
+        st = ndk_tool_adapter_pick(s->rt, o->local ? &local : NULL, &dst, o->provider, 0, &id, &src, why, sizeof why);
         if (st != STATUS_SUCCESS) {
             ndk_tool_err("no NDK adapter for %s: %s", t->host, why);
             return 1;
@@ -329,7 +335,7 @@ typedef struct progress {
 static void progress_init(progress *p, const opts *o, uint64_t total)
 {
     p->on = !o->quiet && !o->json && isatty(STDERR_FILENO);
-    p->start = p->last = ndk_tool_now_ns();
+    p->start = p->last = ndk_sync_time_now_ns();
     p->total = total;
 }
 
@@ -337,7 +343,7 @@ static void progress_tick(progress *p, uint64_t done, bool final)
 {
     if (!p->on)
         return;
-    uint64_t now = ndk_tool_now_ns();
+    uint64_t now = ndk_sync_time_now_ns();
     if (!final && (now - p->last < 250000000u || now - p->start < 500000000u))
         return;
     p->last = now;
@@ -447,7 +453,7 @@ static int cmd_get(opts *o, const char *url, const char *local)
     uint8_t *buf = alloc_window(win);
     progress pr;
     progress_init(&pr, o, size);
-    uint64_t t0 = ndk_tool_now_ns(), off = 0;
+    uint64_t t0 = ndk_sync_time_now_ns(), off = 0;
     int ret = 0;
     while (off < size) {
         size_t want = size - off < win ? (size_t)(size - off) : win, got = 0;
@@ -467,7 +473,7 @@ static int cmd_get(opts *o, const char *url, const char *local)
             break;                    /* the file shrank */
     }
     progress_tick(&pr, off, true);
-    uint64_t ns = ndk_tool_now_ns() - t0;
+    uint64_t ns = ndk_sync_time_now_ns() - t0;
     free(buf);
     if (fd != STDOUT_FILENO && close(fd) < 0 && !ret) {
         ndk_tool_err("%s: %s", local, strerror(errno));
@@ -506,7 +512,7 @@ static int cmd_put(opts *o, const char *local, const char *url)
     uint8_t *buf = alloc_window(NDKSMB_WINDOW);
     progress pr;
     progress_init(&pr, o, S_ISREG(stt.st_mode) ? (uint64_t)stt.st_size : 0);
-    uint64_t t0 = ndk_tool_now_ns(), off = 0;
+    uint64_t t0 = ndk_sync_time_now_ns(), off = 0;
     int ret = 0;
     for (;;) {
         size_t have = 0;
@@ -537,7 +543,7 @@ static int cmd_put(opts *o, const char *local, const char *url)
             break;
     }
     progress_tick(&pr, off, true);
-    uint64_t ns = ndk_tool_now_ns() - t0;
+    uint64_t ns = ndk_sync_time_now_ns() - t0;
     free(buf);
     if (fd != STDIN_FILENO)
         close(fd);
@@ -618,10 +624,10 @@ static int cmd_ls(opts *o, const char *url)
 static void bench_json_or_print(const opts *o, ndk_tool_json *j, const char *name, uint64_t bytes, uint64_t ns,
                                 uint64_t *lat, size_t n)
 {
-    ndk_tool_sort_u64(lat, n);
+    ndk_tool_stat_sort_u64(lat, n);
     double secs = (double)ns / 1e9, mbs = secs > 0 ? (double)bytes / secs / 1e6 : 0;
-    double p50 = n ? (double)ndk_tool_percentile(lat, n, 0.5) / 1e3 : 0;
-    double p99 = n ? (double)ndk_tool_percentile(lat, n, 0.99) / 1e3 : 0;
+    double p50 = n ? (double)ndk_tool_stat_percentile(lat, n, 0.5) / 1e3 : 0;
+    double p99 = n ? (double)ndk_tool_stat_percentile(lat, n, 0.99) / 1e3 : 0;
     if (o->json) {
         ndk_tool_json_open(j, name, '{');
         ndk_tool_json_u64(j, "bytes", bytes);
@@ -674,14 +680,14 @@ static int cmd_bench(opts *o, const char *url)
             ret = fail_smb(&s, rc, t.path);
         s.fid_open = !rc;
         smb2_set_latency_sink(s.cli, lat, nlat, &count);
-        uint64_t t0 = ndk_tool_now_ns(), off = 0;
+        uint64_t t0 = ndk_sync_time_now_ns(), off = 0;
         while (!ret && off < size) {
             size_t n = size - off < win ? (size_t)(size - off) : win, done;
             if ((rc = smb2_write(s.cli, &s.fid, off, buf, n, (unsigned)o->depth, &done)))
                 ret = fail_smb(&s, rc, "write");
             off += n;
         }
-        uint64_t ns = ndk_tool_now_ns() - t0;
+        uint64_t ns = ndk_sync_time_now_ns() - t0;
         smb2_set_latency_sink(s.cli, NULL, 0, NULL);
         if (!ret)
             bench_json_or_print(o, &j, "write", off, ns, lat, count < nlat ? count : nlat);
@@ -699,7 +705,7 @@ static int cmd_bench(opts *o, const char *url)
             size = fsize;
         count = 0;
         smb2_set_latency_sink(s.cli, lat, nlat, &count);
-        uint64_t t0 = ndk_tool_now_ns(), off = 0;
+        uint64_t t0 = ndk_sync_time_now_ns(), off = 0;
         while (!ret && off < size) {
             size_t n = size - off < win ? (size_t)(size - off) : win, done;
             if ((rc = smb2_read(s.cli, &s.fid, off, buf, n, (unsigned)o->depth, &done)))
@@ -708,7 +714,7 @@ static int cmd_bench(opts *o, const char *url)
             if (done < n)
                 break;
         }
-        uint64_t ns = ndk_tool_now_ns() - t0;
+        uint64_t ns = ndk_sync_time_now_ns() - t0;
         smb2_set_latency_sink(s.cli, NULL, 0, NULL);
         if (!ret)
             bench_json_or_print(o, &j, "read", off, ns, lat, count < nlat ? count : nlat);
@@ -766,7 +772,7 @@ int main(int argc, char **argv)
         case O_NORDMA: o.no_rdma = true; break;
         case O_NOINV: o.no_invalidate = true; break;
         case O_IOSIZE:
-            if (ndk_tool_parse_size(optarg, &o.io_size) < 0 || o.io_size == 0 || o.io_size > (64u << 20)) {
+            if (ndk_tool_size_parse(optarg, &o.io_size) < 0 || o.io_size == 0 || o.io_size > (64u << 20)) {
                 ndk_tool_err("bad --io-size %s", optarg);
                 return 2;
             }
@@ -779,7 +785,7 @@ int main(int argc, char **argv)
             }
             break;
         case O_SIZE:
-            if (ndk_tool_parse_size(optarg, &o.size) < 0) {
+            if (ndk_tool_size_parse(optarg, &o.size) < 0) {
                 ndk_tool_err("bad --size %s", optarg);
                 return 2;
             }
