@@ -119,7 +119,8 @@ NTSTATUS ndk_tool_server_start(ndk_rt *rt, const SOCKADDR_INET *addr, const char
         ndk_rt_adapter_id id;
         st = ndk_rt_find_adapter_by_address(rt, (const struct sockaddr *)addr, provider, &id);
         if (st != STATUS_SUCCESS) {
-            snprintf(why, whylen, "no NDK adapter serves %s (see ndkinfo)", ndk_tool_addr_str(addr, false, a, sizeof a));
+            snprintf(why, whylen, "no NDK adapter serves %s (see ndkinfo)",
+                     ndk_tool_addr_str(addr, false, a, sizeof a));
             goto fail;
         }
         st = tool_server_add(s, id, addr);

@@ -846,8 +846,8 @@ int cli_run(ndk_rt *rt)
         return 2;
     }
     ndk_tool_addr_str(&cl.dst, true, dst_s, sizeof dst_s);
-    st = ndk_tool_adapter_client(rt, perf_opt.cli.local ? &local : NULL, &cl.dst, perf_opt.cli.provider, perf_opt.client_if,
-                                 &cl.ad, &cl.src);
+    st = ndk_tool_adapter_client(rt, perf_opt.cli.local ? &local : NULL, &cl.dst, perf_opt.cli.provider,
+                                 perf_opt.client_if, &cl.ad, &cl.src);
     if (st != STATUS_SUCCESS)
         return 1;
     const NDK_ADAPTER_INFO *info = &cl.ad.info;

@@ -63,8 +63,8 @@ static void srv_flush_pending(struct srv_conn *sc)
     struct perf_conn *pc = &sc->pc;
     NTSTATUS st = STATUS_SUCCESS;
     if (sc->pending_type && perf_ctl_room(pc)) {
-        st = perf_send_ctl(pc, (uint32_t)sc->pending_type, sc->pending_status, ndk_tool_stat_cpu_us(), ndk_sync_time_now_ns(),
-                           sc->data_rx, 0);
+        st = perf_send_ctl(pc, (uint32_t)sc->pending_type, sc->pending_status, ndk_tool_stat_cpu_us(),
+                           ndk_sync_time_now_ns(), sc->data_rx, 0);
         sc->pending_type = 0;
     }
     if (st == STATUS_SUCCESS && sc->h.op == OP_SEND && !(sc->h.flags & HELLO_LAT) &&

@@ -181,7 +181,8 @@ int cmatose_client(ndk_rt *rt)
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    NTSTATUS st = ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src);
+    NTSTATUS st =
+        ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src);
     if (st != STATUS_SUCCESS) {
         free(nodes);
         return 1;

@@ -35,7 +35,8 @@ int ping_client(ndk_rt *rt)
     NTSTATUS st;
 
     memset(&s, 0, sizeof s);
-    if (ndk_tool_addr_parse(ping_opt.cli.addr, ping_opt.port, &dst, why, sizeof why) != 0 || dst.si_family == AF_UNSPEC) {
+    if (ndk_tool_addr_parse(ping_opt.cli.addr, ping_opt.port, &dst, why, sizeof why) != 0 ||
+        dst.si_family == AF_UNSPEC) {
         ndk_tool_err("bad destination %s", dst.si_family == AF_UNSPEC && !why[0] ? "(no address)" : why);
         return 2;
     }
@@ -44,7 +45,8 @@ int ping_client(ndk_rt *rt)
         return 2;
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
-    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) !=
+        STATUS_SUCCESS)
         return 1;
     if (ping_opt.size > ad.info.MaxTransferLength) {
         ndk_tool_err("payload size %u exceeds the adapter's MaxTransferLength %u", ping_opt.size, ad.info.MaxTransferLength);

@@ -114,7 +114,8 @@ int rping_client(ndk_rt *rt)
     }
     ndk_tool_addr_str(&dst, true, dst_s, sizeof dst_s);
     snprintf(s.t.where, sizeof s.t.where, "%s", dst_s);
-    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) != STATUS_SUCCESS)
+    if (ndk_tool_adapter_client(rt, ping_opt.cli.local ? &local : NULL, &dst, ping_opt.cli.provider, 0, &ad, &src) !=
+        STATUS_SUCCESS)
         return 1;
     if (rping_setup(&s, &ad, ping_opt.size, true) != 0) {
         ndk_tool_session_close(&s.t);
