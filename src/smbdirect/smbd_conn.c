@@ -18,13 +18,6 @@
 static const char *const smbd_state_names[] = { "INIT", "CONNECTING", "NEGOTIATING", "CONNECTED", "FAILED",
                                                 "CLOSED" };
 
-uint64_t smbd_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void smbd_params_default(smbd_params *p)
 {
     memset(p, 0, sizeof *p);
@@ -137,7 +130,7 @@ static ULONG smbd_poll(smbd_conn *c)
 
 int smbd_progress(smbd_conn *c, int timeout_ms)
 {
-    uint64_t deadline = smbd_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
     for (;;) {
         if (smbd_poll(c))
             return 0;
@@ -159,7 +152,7 @@ int smbd_progress(smbd_conn *c, int timeout_ms)
         pthread_mutex_lock(&c->lock);
         bool woke = false;
         while (!(woke = c->events != seen)) {
-            uint64_t now = smbd_now_ns();
+            uint64_t now = ndk_sync_time_now_ns();
             if (now >= deadline)
                 break;
             uint64_t until = now + 100000000u < deadline ? now + 100000000u : deadline;
@@ -174,7 +167,7 @@ int smbd_progress(smbd_conn *c, int timeout_ms)
                 c->st.missed_notifications++;
                 return 0;
             }
-            if (smbd_now_ns() >= deadline)
+            if (ndk_sync_time_now_ns() >= deadline)
                 return -ETIMEDOUT;
         }
     }
@@ -307,9 +300,9 @@ static int smbd_negotiate(smbd_conn *c)
         return smbd_fail(c, -EIO, st, "NdkSend (negotiate request): %s", ndk_rt_status_name(st));
     }
     /* The response needs no credit (3.1.5.3); smbd_recv_complete handles it in NEGOTIATING. */
-    uint64_t deadline = smbd_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
     while (c->state == SMBD_ST_NEGOTIATING) {
-        uint64_t now = smbd_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         if (now >= deadline)
             return smbd_fail(c, -ETIMEDOUT, STATUS_IO_TIMEOUT, "no negotiate response within %d ms",
                              c->p.timeout_ms);
@@ -400,7 +393,7 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
     if (st != STATUS_SUCCESS)
         return smbd_fail(c, -ECONNRESET, st, "NdkCompleteConnect: %s", ndk_rt_status_name(st));
     c->established = true;
-    c->last_recv_ns = smbd_now_ns();
+    c->last_recv_ns = ndk_sync_time_now_ns();
     smbd_set_state(c, SMBD_ST_NEGOTIATING);
     return smbd_negotiate(c);
 }
@@ -421,11 +414,11 @@ void smbd_close(smbd_conn *c)
         ndk_sync_close(&c->connector->Header, SMBD_TEARDOWN_MS);
     /* Drain the flushed requests so the MR pool sees its invalidations end. */
     if (c->cq) {
-        uint64_t until = smbd_now_ns() + 200000000u;
+        uint64_t until = ndk_sync_time_now_ns() + 200000000u;
         while (c->send_free != c->p.send_slots || c->recv_posted != 0) {
             if (smbd_poll(c))
                 continue;
-            if (smbd_now_ns() >= until)
+            if (ndk_sync_time_now_ns() >= until)
                 break;
             struct timespec ts = { 0, 1000000 };
             nanosleep(&ts, NULL);

@@ -13,6 +13,7 @@
 
 #include "ndk_sync.h"
 #include "ndk_sync_mem.h"
+#include "ndk_sync_time.h"
 #include "smbd.h"
 
 /* STATUS_INVALID_NETWORK_RESPONSE: what a peer's protocol violation is reported as. */
@@ -131,7 +132,6 @@ int smbd_fail(smbd_conn *c, int err, NTSTATUS st, const char *fmt, ...) __attrib
 /* Waits up to timeout_ms for completions and handles them all; 0 when something was handled,
  * -ETIMEDOUT when nothing came, or the connection's error. Calling thread; blocks. */
 int smbd_progress(smbd_conn *c, int timeout_ms);
-uint64_t smbd_now_ns(void);
 
 /* smbd_recv.c */
 int smbd_recv_post(smbd_conn *c, unsigned index);

@@ -95,7 +95,7 @@ static smbd_frmr *smbd_frmr_get(smbd_conn *c)
 /* Waits until no request of mr's regions is in flight; bounded by the connection timeout. */
 static int smbd_mr_wait(smbd_conn *c, smbd_mr *mr)
 {
-    uint64_t deadline = smbd_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
     for (;;) {
         bool busy = false;
         for (unsigned i = 0; i < mr->count; i++)
@@ -104,7 +104,7 @@ static int smbd_mr_wait(smbd_conn *c, smbd_mr *mr)
             return c->error;
         if (c->error)
             return c->error;
-        uint64_t now = smbd_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         if (now >= deadline)
             return smbd_fail(c, -ETIMEDOUT, STATUS_IO_TIMEOUT, "memory registration did not complete");
         int rc = smbd_progress(c, (int)((deadline - now) / 1000000u) + 1);

@@ -131,7 +131,7 @@ int smbd_recv_complete(smbd_conn *c, const NDK_RESULT_EX *r)
         return c->error;
     if (r->Status != STATUS_SUCCESS)
         return smbd_fail(c, -ECONNRESET, r->Status, "receive failed: %s", ndk_rt_status_name(r->Status));
-    c->last_recv_ns = smbd_now_ns();
+    c->last_recv_ns = ndk_sync_time_now_ns();
     size_t sz = smbd_recv_slot_size(c);
     const uint8_t *m = c->recv_mem.buf + sz * slot->index;
     size_t len = r->BytesTransferred;
@@ -175,13 +175,13 @@ int smbd_recv(smbd_conn *c, uint8_t **msg, size_t *len, uint32_t *invalidated, i
         *invalidated = 0;
     if (timeout_ms < 0)
         timeout_ms = c->p.timeout_ms;
-    uint64_t deadline = smbd_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
     while (!c->rxq_head) {
         if (c->error)
             return c->error;
         if (c->state != SMBD_ST_CONNECTED)
             return -ENOTCONN;
-        uint64_t now = smbd_now_ns();
+        uint64_t now = ndk_sync_time_now_ns();
         if (now >= deadline)
             return -ETIMEDOUT;
         /* The idle timer (3.1.6.2): probe once, then give up if the probe stays unanswered. */

@@ -43,9 +43,9 @@ int smbd_send_one(smbd_conn *c, const uint8_t *payload, uint32_t len, uint32_t r
         if (!allow_wait)
             return -EAGAIN;
         c->st.credit_waits++;
-        uint64_t deadline = smbd_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
+        uint64_t deadline = ndk_sync_time_now_ns() + (uint64_t)c->p.timeout_ms * 1000000u;
         while (!smbd_can_send(c)) {
-            uint64_t now = smbd_now_ns();
+            uint64_t now = ndk_sync_time_now_ns();
             if (now >= deadline)
                 return smbd_fail(c, -ETIMEDOUT, STATUS_IO_TIMEOUT,
                                  c->send_free == 0 ? "sends did not complete within %d ms"
