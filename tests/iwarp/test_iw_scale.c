@@ -223,7 +223,8 @@ static void lat_send(struct conn *k, uint8_t first)
 }
 
 /* Busy-polls cq until a receive completes (the silent Sends report nothing); TMO. With sleepy,
- * naps once nothing came for 100 ms (the server's echo between the client's runs). */
+ * naps once nothing came for 100 ms, longer after a second (the server's echo between the
+ * client's runs: the connect rates and idle CPU are measured meanwhile). */
 static void lat_wait_recv(NDK_CQ *cq, bool sleepy)
 {
     uint64_t last = ndk_test_now_ms();
@@ -237,7 +238,9 @@ static void lat_wait_recv(NDK_CQ *cq, bool sleepy)
             continue;
         }
         if (napping) {
-            usleep(1000);
+            uint64_t idle = ndk_test_now_ms() - last;
+            CHECK_MSG(idle < 300000, "latency echo: no message in 300 s");   /* the client failed */
+            usleep(idle > 1000 ? 10000 : 1000);
         } else if (spins % 4096 == 0) {
             uint64_t now = ndk_test_now_ms();
             if (sleepy && now - last > 100)
@@ -423,17 +426,17 @@ static int server(void *p)
             if (a->mem)
                 mem_check("server", "after a Send each", m0, m1, m2, S.n);
         }
+        iwt_send(iwt_srv_tx(&a->ch), 2);
+        if (S.lat)
+            CHECK(pthread_join(echo, NULL) == 0);   /* the client's latency runs are over */
         double c0 = scale_probe_cpu();
         uint64_t w0 = now_ns();
-        iwt_send(iwt_srv_tx(&a->ch), 2);
         if (a->bench) {
             CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), 400000), 4);  /* the client's idle time is over */
             printf("scale server idle_cpu_pct %.2f\n", 100.0 * (scale_probe_cpu() - c0) / ((double)(now_ns() - w0) / 1e9));
             fflush(stdout);
         }
         CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 3);          /* client disconnects all */
-        if (S.lat)
-            CHECK(pthread_join(echo, NULL) == 0);                 /* the client stopped it first */
         S.n += S.lat;                                             /* the latency connection goes too */
         /* Answer every disconnect first, then close: the client's NdkDisconnect waits for the
          * answer only disconnect_timeout_ms, and closing 19,000 object sets takes longer. */
@@ -586,8 +589,10 @@ static int client(void *p)
             mem_check("client", "after a Send each", m0, m1, scale_probe_mem(), a->n);
         iwt_send(iwt_cli_tx(&a->ch), 1);
         CHECK_EQ(iwt_recv(iwt_cli_rx(&a->ch), TMO), 2);
-        if (lat)
+        if (lat) {
             lat_run(L, a->shared ? "lat_shared" : "lat_beside");
+            lat_send(L, LAT_STOP);           /* the echo ends: the idle CPU below is idle */
+        }
         if (a->bench) {
             double c0 = scale_probe_cpu();
             printf("scale client ready %d\n", a->n);
@@ -600,8 +605,6 @@ static int client(void *p)
         /* Disconnect, WINDOW at a time: each NdkDisconnect waits for the server's answer only
          * disconnect_timeout_ms, which 19,000 started at once need not get on a loaded machine.
          * The server answers each as its event comes. */
-        if (lat)
-            lat_send(L, LAT_STOP);           /* the echo ends before the server disconnects */
         int total = a->n + lat;
         struct iwt_req *rq = calloc((size_t)total, sizeof *rq);
         iwt_send(iwt_cli_tx(&a->ch), 3);
