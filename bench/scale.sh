@@ -10,8 +10,11 @@
 # disturbs less) over the 500 connects after 1,000, 5,000 and 19,000 were open; RSS, heap
 # (mallinfo2) and descriptors per connection, and per idle unconnected QP (ours); the idle CPU of
 # both processes with the connections held; churn rate over sequential connect/disconnect
-# cycles; busy-poll 8-byte latency (ndkperf --lat --poll, sockperf --nonblocked) alone and beside
-# the held connections.
+# cycles; busy-poll 8-byte latency (half the round trip, median and p99) alone and beside the
+# held connections. Ours is measured inside the holding processes (test_iw_scale's latency
+# connection, so the provider's progress thread and epoll sets hold the idle sockets), once with
+# the idle QPs on CQs of their own and once (bench-shared N) with every client QP on the
+# latency connection's CQ; TCP's with sockperf --nonblocked beside tcp_scale's process.
 #
 # Environment: BENCH_SCALE_N (19500), BENCH_SCALE_CHURN (200000), BENCH_SCALE_REPS (3: the median
 # of the repetitions is kept), BENCH_SCALE_IDLE_S (5). --quick: N 5500, churn 20000, one rep.
@@ -51,11 +54,10 @@ if [ ! -x "$tcp_scale" ] || [ "$here/tcp_scale/tcp_scale.c" -nt "$tcp_scale" ] |
   cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$tcp_scale" "$here/tcp_scale/tcp_scale.c" "$here/scale_probe/scale_probe.c" || exit 1
 fi
 iw_scale=$build/tests/iwarp/test_iw_scale
-ndkperf=$build/tools/ndkperf/ndkperf
 provider_dir=$(find "$build" -name 'ndk-iwarp.so' -print -quit)
 [ -z "$provider_dir" ] || provider_dir=$(dirname "$provider_dir")
-if [ ! -x "$iw_scale" ] || [ ! -x "$ndkperf" ] || [ -z "$provider_dir" ]; then
-  say "test_iw_scale, ndkperf or the provider is not built"
+if [ ! -x "$iw_scale" ] || [ -z "$provider_dir" ]; then
+  say "test_iw_scale or the provider is not built"
   exit 1
 fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -65,26 +67,11 @@ if [ "$(ulimit -n)" -lt $((n + 300)) ]; then
 fi
 export NDK_PROVIDER_PATH=$provider_dir NDK_SCALE_IDLE_S=$idle
 
-p_ndk=18560
 p_sock=18561
 csv=$out/scale.csv
 echo "side,metric,rep,value" >"$csv"
 
-# lat_ndk FILE / lat_sock FILE: busy-poll 8-byte latency, median and mean one-way (µs).
-lat_ndk() {
-  local f=$1 spid rc=0
-  "$ndkperf" -s "127.0.0.1:$p_ndk" --poll >"$f.srv" 2>&1 &
-  spid=$!
-  sleep 0.5
-  timeout 30 "$ndkperf" -c "127.0.0.1:$p_ndk" --poll --lat -t send -z 8 -D 2 --json >"$f" 2>"$f.err" || rc=$?
-  kill "$spid" 2>/dev/null || true
-  wait "$spid" 2>/dev/null || true
-  [ "$rc" = 0 ] || return 1
-  local m a
-  m=$(grep -o '"t_typical_us": *[0-9.]*' "$f" | head -n 1 | sed 's/.*: *//')
-  a=$(grep -o '"t_avg_us": *[0-9.]*' "$f" | head -n 1 | sed 's/.*: *//')
-  [ -n "$m" ] && [ -n "$a" ] && echo "$m $a"
-}
+# lat_sock FILE: busy-poll 8-byte latency over TCP (sockperf), median and p99 one-way (µs).
 lat_sock() {
   local f=$1 spid rc=0
   sockperf sr --tcp -i 127.0.0.1 -p "$p_sock" --nonblocked --timeout 0 >"$f.srv" 2>&1 &
@@ -94,37 +81,39 @@ lat_sock() {
   kill "$spid" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
   [ "$rc" = 0 ] || return 1
-  awk '/percentile 50.000 =/ { m = $NF } /Summary: Latency is/ { a = $(NF - 1) } END { print m + 0, a + 0 }' "$f"
+  awk '/percentile 50.000 =/ { m = $NF } /percentile 99.000 =/ { p = $NF } END { print m + 0, p + 0 }' "$f"
 }
 
 # hold SIDE REP: holds n connections, measures the latency beside them, records everything.
+# ndkshared: bench-shared, of which only the latency is kept.
 hold() {
-  local side=$1 rep=$2 f=$raw/scale-$1-hold-$2.txt hf=$raw/scale-hold-file pid lat
+  local side=$1 rep=$2 f=$raw/scale-$1-hold-$2.txt hf=$raw/scale-hold-file pid lat=""
   : >"$hf"
   if [ "$side" = ndk ]; then
     NDK_SCALE_HOLD_FILE=$hf "$iw_scale" bench "$n" >"$f" 2>"$f.err" &
+  elif [ "$side" = ndkshared ]; then
+    NDK_SCALE_HOLD_FILE=$hf "$iw_scale" bench-shared "$n" >"$f" 2>"$f.err" &
   else
     NDK_SCALE_HOLD_FILE=$hf "$tcp_scale" hold "$n" >"$f" 2>"$f.err" &
   fi
   pid=$!
   for _ in $(seq 1 1200); do grep -q '^scale client ready' "$f" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
   sleep "$idle"    # the idle CPU is measured over this, before the latency run
-  if [ "$side" = ndk ]; then lat=$(lat_ndk "$f.lat") || lat=""; else lat=$(lat_sock "$f.lat") || lat=""; fi
+  [ "$side" = tcp ] && { lat=$(lat_sock "$f.lat") || lat=""; }
   rm -f "$hf"
   wait "$pid" || say "$side hold rep $rep failed (exit $?; $f.err)"
-  awk -v s="$side" -v r="$rep" '$1 == "scale" && $3 != "ready" { print s "," $2 "_" $3 "," r "," $4 }' "$f" >>"$csv"
+  awk -v s="$side" -v r="$rep" '$1 == "scale" && $3 != "ready" && (s != "ndkshared" || $3 ~ /^lat_shared/) { print s "," $2 "_" $3 "," r "," $4 }' "$f" >>"$csv"
   if [ -n "$lat" ]; then
-    read -r med avg <<<"$lat"
-    echo "$side,lat_beside_median_us,$rep,$med" >>"$csv"
-    echo "$side,lat_beside_mean_us,$rep,$avg" >>"$csv"
+    read -r med p99 <<<"$lat"
+    echo "$side,client_lat_beside_median_us,$rep,$med" >>"$csv"
+    echo "$side,client_lat_beside_p99_us,$rep,$p99" >>"$csv"
   fi
 }
 
 for rep in $(seq 1 "$reps"); do
-  say "repetition $rep of $reps: latency alone"
-  if l=$(lat_ndk "$raw/scale-ndk-lat-$rep"); then read -r m a <<<"$l"; echo "ndk,lat_alone_median_us,$rep,$m" >>"$csv"; echo "ndk,lat_alone_mean_us,$rep,$a" >>"$csv"; fi
-  if l=$(lat_sock "$raw/scale-tcp-lat-$rep"); then read -r m a <<<"$l"; echo "tcp,lat_alone_median_us,$rep,$m" >>"$csv"; echo "tcp,lat_alone_mean_us,$rep,$a" >>"$csv"; fi
-  for side in ndk tcp; do
+  say "repetition $rep of $reps: TCP latency alone"
+  if l=$(lat_sock "$raw/scale-tcp-lat-$rep"); then read -r m p <<<"$l"; echo "tcp,client_lat_alone_median_us,$rep,$m" >>"$csv"; echo "tcp,client_lat_alone_p99_us,$rep,$p" >>"$csv"; fi
+  for side in ndk ndkshared tcp; do
     say "repetition $rep of $reps: $side holds $n"
     hold "$side" "$rep"
   done
@@ -150,6 +139,10 @@ awk -F, -v n="$n" -v churn="$churn" -v reps="$reps" '
     a = med("ndk", m); b = med("tcp", m)
     printf "| %s | %s | %s | %s |\n", label, a == "" ? "-" : a, b == "" ? "-" : b, unit
   }
+  function pair(side, m1, m2,   a, b) {
+    a = med(side, m1); b = med(side, m2)
+    return (a == "" ? "-" : a) " / " (b == "" ? "-" : b)
+  }
   END {
     printf "## Scale (%d connections, churn %d cycles, median of %d)\n\n", n, churn, reps
     print "| measurement | ours (NDK iwarp) | plain TCP | unit |"
@@ -168,10 +161,9 @@ awk -F, -v n="$n" -v churn="$churn" -v reps="$reps" '
     row("idle CPU, client process", "client_idle_cpu_pct", "%")
     row("idle CPU, server process", "server_idle_cpu_pct", "%")
     row("churn (sequential connect/disconnect)", "churn_per_s", "1/s")
-    row("busy-poll 8 B latency alone, median", "lat_alone_median_us", "µs")
-    row("busy-poll 8 B latency beside the held connections, median", "lat_beside_median_us", "µs")
-    row("busy-poll 8 B latency alone, mean", "lat_alone_mean_us", "µs")
-    row("busy-poll 8 B latency beside the held connections, mean", "lat_beside_mean_us", "µs")
+    printf "| 8 B busy-poll latency alone / beside %d idle, median | %s | %s | µs |\n", n, pair("ndk", "client_lat_alone_median_us", "client_lat_beside_median_us"), pair("tcp", "client_lat_alone_median_us", "client_lat_beside_median_us")
+    printf "| 8 B busy-poll latency alone / beside %d idle, p99 | %s | %s | µs |\n", n, pair("ndk", "client_lat_alone_p99_us", "client_lat_beside_p99_us"), pair("tcp", "client_lat_alone_p99_us", "client_lat_beside_p99_us")
+    printf "| 8 B busy-poll latency beside %d idle QPs on the same CQ, median / p99 | %s | - | µs |\n", n, pair("ndkshared", "client_lat_shared_median_us", "client_lat_shared_p99_us")
   }' "$csv" >"$out/scale.md"
 cat "$out/scale.md"
 say "wrote $out/scale.md and scale.csv"

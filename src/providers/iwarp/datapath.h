@@ -10,10 +10,10 @@
  * Locks (outermost first; iwarp.h gives the whole order):
  *   cq->qps_lock  job: the CQ's list of connected QPs (poll.c); a consumer busy-polling the CQ
  *                 runs the QPs' engines under it, and iw_qp_stop takes the QP off the list first.
- *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target,
- *                 staging buffer). Held by the progress thread or a polling consumer while it
- *                 reads the socket with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never
- *                 taken by TX or posting.
+ *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target).
+ *                 Held by the progress thread or a polling consumer while it reads the socket
+ *                 with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never taken by TX or
+ *                 posting.
  *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
  *                 nobody ever waits for it except iw_qp_stop, and the holder only does
@@ -127,7 +127,7 @@ enum dp_sqe_state {
     DP_SQE_DONE,              /* finished; retired (completed) in posting order */
 };
 
-/* Data-path state of one SQ ring slot, indexed like qp->sq.ring. Protected by qp->lock. */
+/* Data-path state of one SQ ring slot, kept beside its WQE (iw_dp_sqe). Protected by qp->lock. */
 struct dp_sqe {
     enum dp_sqe_state state;
     NTSTATUS status;          /* completion status once DONE (or failure recorded early) */
@@ -170,6 +170,13 @@ enum dp_tx_msg {
 #define DP_TX_MAX_FPDUS 16
 #define DP_TX_MAX_IOV   256
 
+/* A batch of FPDUs: the iovecs sendmsg() gets, with the headers and trailers they point to. */
+struct dp_tx_batch {
+    struct iovec iov[DP_TX_MAX_IOV];
+    uint8_t hdr[DP_TX_MAX_FPDUS][IW_FPDU_MAX_BUFFERED];
+    uint8_t trl[DP_TX_MAX_FPDUS][8];
+};
+
 struct dp_tx {
     enum dp_tx_state state;
     enum dp_tx_msg msg;
@@ -180,9 +187,11 @@ struct dp_tx {
     bool batch_last;          /* the batch holds the message's last segment */
     int iovcnt, iovpos;
     size_t batch_bytes;
-    struct iovec iov[DP_TX_MAX_IOV];
-    uint8_t hdr[DP_TX_MAX_FPDUS][IW_FPDU_MAX_BUFFERED];
-    uint8_t trl[DP_TX_MAX_FPDUS][8];
+    /* The batch is built in the thread's struct dp_tx_batch (tx.c) and written from there; only
+     * a batch the socket did not take whole moves to one of the QP's own (kept), freed when it
+     * is out (issue 14 item 3: an idle QP holds no batch). */
+    struct dp_tx_batch *b;    /* the current batch: the thread's, or kept */
+    struct dp_tx_batch *kept; /* malloc'ed while a short write left part of the batch */
     uint32_t msn_send;        /* next MSN on QN 0 / QN 1 (RFC 5041 §5.1: starts at 1) */
     uint32_t msn_rreq;
     uint32_t mulpdu;
@@ -203,7 +212,7 @@ enum dp_rx_target {
     DP_RXT_RRESP,             /* into the ORQ head Read's SGL */
 };
 
-#define DP_RX_STAGE   8192u
+#define DP_RX_STAGE   8192u   /* the RX staging buffer, one per thread (rx.c) */
 #define DP_RX_MAX_IOV 64
 
 struct dp_rx {
@@ -223,9 +232,14 @@ struct dp_rx {
     uint64_t rx_bytes;
     bool first_done;          /* one good FPDU seen (RFC 5044 §7.1.2 hold-back released) */
     int tx_err;               /* socket error the TX engine hit while RX kicked it */
-    size_t st_off, st_len;
-    uint8_t stage[DP_RX_STAGE];
+    size_t st_off, st_len;    /* unfed bytes of the thread's staging buffer (rx.c), within a call */
 };
+
+/* The data-path state of a queued SQ slot (wq.c stores it beside the WQE). qp->lock held. */
+static inline struct dp_sqe *iw_dp_sqe(struct iw_qp *qp, uint32_t slot)
+{
+    return iw_wq_side(&qp->sq, slot);
+}
 
 /* The QP's place in one of its CQs' lists of QPs to progress when a consumer busy-polls the CQ
  * (poll.c). Protected by that CQ's qps_lock. */
@@ -262,7 +276,6 @@ struct iw_dp {
     bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
     bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */
-    struct dp_sqe *sq;        /* [qp->sq.depth] */
     uint32_t ord, ird;
     /* Sized by the negotiated limits at establishment (issue 14 item 3: a QP's memory follows
      * what it may have in flight, not the adapter maxima): orq_cap = max(ord, 1) entries,

@@ -54,6 +54,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -542,17 +543,35 @@ struct iw_wqe {
 
 /* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
  * Consumer: the engines, retire and flush. Every call is made with the owning object's lock
- * held (qp->lock / srq->lock); none blocks. */
+ * held (qp->lock / srq->lock); none blocks.
+ * Storage follows what is queued, not the depth (issue 14 item 3): the slots live in chunks of
+ * IW_WQ_CHUNK, allocated zeroed when a push first needs one and given back when the last entry
+ * in it leaves; one emptied chunk is kept as a spare, so a queue that carries one request at a
+ * time does not allocate per request. Each slot carries side_size bytes of its owner's per-slot
+ * state after the WQE (the SQ's struct dp_sqe, datapath.h), zero while the slot is free. */
+#define IW_WQ_CHUNK 4u
+#define IW_WQ_ALIGN(n) (((n) + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1))
+struct iw_wq_chunk {
+    size_t used;                      /* queued entries in this chunk */
+    max_align_t slots[];              /* IW_WQ_CHUNK slots of stride bytes */
+};
 struct iw_wq {
-    struct iw_wqe *ring;
+    struct iw_wq_chunk **chunk;       /* [ceil(depth / IW_WQ_CHUNK)], NULL where nothing is queued */
+    struct iw_wq_chunk *spare;
     uint32_t depth, head, count;
     uint32_t max_sge;
+    uint32_t stride;                  /* bytes per slot: the WQE, then the side state */
 };
-int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge);
+int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_size);
 void iw_wq_free(struct iw_wq *q);
-/* Appends a copy of *w (which then owns nothing); -ENOSPC when full. */
+/* Makes sure the next push has its slot: -ENOSPC when full, -ENOMEM when the slot's chunk cannot
+ * be allocated; after 0 the next iw_wq_push cannot fail. */
+int iw_wq_reserve(struct iw_wq *q);
+/* Appends a copy of *w (which then owns nothing); -ENOSPC when full, -ENOMEM. */
 int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
-/* Moves the oldest entry into *out (its buffers and references with it); -ENOBUFS when empty. */
+/* Moves the oldest entry into *out (its buffers and references with it) and zeroes its slot,
+ * side state included (the owner releases what the side state holds first); -ENOBUFS when
+ * empty. */
 int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
 /* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
@@ -560,8 +579,22 @@ int iw_wq_resize(struct iw_wq *q, uint32_t depth);
 void iw_wq_entry_release(struct iw_wqe *w);
 /* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
 static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
-static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return &q->ring[iw_wq_slot(q, i)]; }
+/* A queued slot's WQE and side state (the slot's chunk exists while the slot is queued). */
+static inline void *iw_wq_slot_ptr(struct iw_wq *q, uint32_t slot)
+{
+    return (char *)q->chunk[slot / IW_WQ_CHUNK]->slots + (size_t)(slot % IW_WQ_CHUNK) * q->stride;
+}
+static inline struct iw_wqe *iw_wq_at(struct iw_wq *q, uint32_t i) { return iw_wq_slot_ptr(q, iw_wq_slot(q, i)); }
+static inline void *iw_wq_side(struct iw_wq *q, uint32_t slot)
+{
+    return (char *)iw_wq_slot_ptr(q, slot) + IW_WQ_ALIGN(sizeof(struct iw_wqe));
+}
 static inline bool iw_wq_full(const struct iw_wq *q) { return q->count == q->depth; }
+/* Whether slot holds a queued entry (a slot's storage may be gone once its entry left). */
+static inline bool iw_wq_slot_queued(const struct iw_wq *q, uint32_t slot)
+{
+    return q->depth && (slot + q->depth - q->head) % q->depth < q->count;
+}
 /* NDK_OPERATION_TYPE of a WQE's completion. */
 static inline NDK_OPERATION_TYPE iw_wr_type(enum iw_wr_op op)
 {

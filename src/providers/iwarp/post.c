@@ -98,8 +98,8 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
     pthread_mutex_lock(&qp->lock);
     if (qp->state != IW_QP_RTS || !qp->dp || qp->dp->stopped) {
         st = STATUS_CONNECTION_INVALID;
-    } else if (iw_wq_full(&qp->sq)) {
-        st = STATUS_INSUFFICIENT_RESOURCES;
+    } else if (iw_wq_reserve(&qp->sq) < 0) {
+        st = STATUS_INSUFFICIENT_RESOURCES;   /* full (§5.4), or no memory for the slot */
     } else {
         if (pre)
             pre(qp, w);

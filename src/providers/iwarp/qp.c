@@ -97,25 +97,26 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp)
     struct iw_dp *dp = qp->dp;
 
     while (qp->sq.count) {
-        struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, 0)];
+        struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, 0));
         struct iw_wqe w;
 
         if (s->state != DP_SQE_DONE)
             break;
-        iw_wq_pop(&qp->sq, &w);
-        /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
-        bool report = !(s->status == STATUS_SUCCESS && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS));
-        NDK_RESULT_EX r = {
-            .Status = s->status,
-            .QPContext = qp->qp_context,
-            .RequestContext = w.request_context,
-            .Type = iw_wr_type(w.op),
-            .ProviderErrorCode = s->status == STATUS_SUCCESS ? 0 : s->pec,
-        };
+        NTSTATUS status = s->status;
+        ULONG pec = s->pec;
         /* Memory references go before the completion is visible: a consumer that deregisters
          * right after it must not find the region still in use by us (§5.10). */
         iw_access_sgl_release(&s->sgl);
-        memset(s, 0, sizeof(*s));
+        iw_wq_pop(&qp->sq, &w);              /* zeroes s; its chunk may go */
+        /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
+        bool report = !(status == STATUS_SUCCESS && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS));
+        NDK_RESULT_EX r = {
+            .Status = status,
+            .QPContext = qp->qp_context,
+            .RequestContext = w.request_context,
+            .Type = iw_wr_type(w.op),
+            .ProviderErrorCode = status == STATUS_SUCCESS ? 0 : pec,
+        };
         iw_wq_entry_release(&w);
         if (report)
             iw_cq_push(qp->icq, &r, false);
@@ -281,6 +282,7 @@ static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
 void iw_qp_connection_established(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
+    bool nomem = false;
     int fd;
 
     if (!dp) {
@@ -299,20 +301,16 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     pthread_mutex_lock(&qp->lock);
     fd = qp->fd;
-    if (!dp->sq)
-        dp->sq = calloc(qp->sq.depth ? qp->sq.depth : 1, sizeof(*dp->sq));
     dp->crc = qp->params.crc;
     dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
     dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
-    if (dp->sq && !dp->orq) {
+    if (!dp->orq) {
         dp->orq_cap = dp->ord ? dp->ord : 1;
         dp->irq_slots = DP_IRQ_SLOTS(dp->ird);
         dp->orq = calloc(dp->orq_cap, sizeof(*dp->orq));
         dp->irq = calloc(dp->irq_slots, sizeof(*dp->irq));
-        if (!dp->orq || !dp->irq) {
-            free(dp->sq);
-            dp->sq = NULL;                /* fails the establishment below */
-        }
+        if (!dp->orq || !dp->irq)
+            nomem = true;                 /* fails the establishment below */
     }
     iw_tx_init(qp, dp);
     iw_rx_init(qp, dp);
@@ -321,9 +319,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
     /* The socket is ours now (the CM handed it over): closed in iw_qp_connection_lost once the
      * engines stopped, so no engine races its close. No new descriptor is needed here, so a
      * process out of descriptors never loses a connection at establishment. */
-    if (fd < 0 || !dp->sq) {
-        free(dp->sq);
-        dp->sq = NULL;
+    if (fd < 0 || nomem) {
         qp->dp = dp;
         pthread_mutex_lock(&qp->lock);
         dp->stopped = true;
@@ -384,10 +380,10 @@ void iw_qp_stop(struct iw_qp *qp)
          * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
         uint32_t last_failed = UINT32_MAX;
         for (uint32_t i = 0; i < qp->sq.count; i++)
-            if (dp->sq[iw_wq_slot(&qp->sq, i)].failed)
+            if (iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i))->failed)
                 last_failed = i;
         for (uint32_t i = 0; last_failed != UINT32_MAX && i <= last_failed; i++) {
-            struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, i)];
+            struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
             if (!s->failed && s->state != DP_SQE_DONE) {
                 s->status = STATUS_CANCELLED;     /* older than a failed one: keep the order */
                 s->pec = 0;
@@ -396,7 +392,7 @@ void iw_qp_stop(struct iw_qp *qp)
         }
         iw_qp_sq_retire_locked(qp);
         for (uint32_t i = 0; i < qp->sq.count; i++) {
-            struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, i)];
+            struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
             iw_access_sgl_release(&s->sgl);
             memset(s, 0, sizeof(*s));
         }
@@ -464,7 +460,6 @@ static void iw_qp_engines_free(struct iw_qp *qp)
     if (!dp)
         return;
     iw_qp_stop(qp);
-    free(dp->sq);
     free(dp->orq);
     free(dp->irq);
     pthread_mutex_destroy(&dp->rx_mutex);
@@ -570,7 +565,7 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     qp = calloc(1, sizeof(*qp));
-    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge) < 0 ||
+    if (!qp || iw_wq_init(&qp->sq, sq_depth, sq_sge, sizeof(struct dp_sqe)) < 0 || iw_wq_init(&qp->rq, srq ? 0 : rq_depth, rq_sge, 0) < 0 ||
         iw_progress_timer_init(dev, &qp->poll_timer, iw_qp_poll_expired) < 0) {
         if (qp) {
             iw_wq_free(&qp->sq);

@@ -117,7 +117,7 @@ static void rx_hdr_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
         return;
     }
-    dp->rx.rsgl = &dp->sq[o->slot].sgl;
+    dp->rx.rsgl = &iw_dp_sqe(qp, o->slot)->sgl;
     dp->rx.tgt_base = o->got;
     pthread_mutex_unlock(&qp->lock);
     if (h->payload_len)
@@ -274,7 +274,7 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
     o = &dp->orq[dp->orq_head];
     o->got += h->payload_len;
     if (h->last) {
-        struct dp_sqe *s = &dp->sq[o->slot];
+        struct dp_sqe *s = iw_dp_sqe(qp, o->slot);
         struct iw_wqe *w = NULL;
         if (o->got != o->size) {
             short_resp = true;
@@ -359,7 +359,7 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
      * request behind a Write already completed on transmit): it completes with the peer's
      * reason (§5.2 "completes with a remote access error on both sides"). */
     if (qp->sq.count) {
-        struct dp_sqe *s = &dp->sq[iw_wq_slot(&qp->sq, 0)];
+        struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, 0));
         if (!s->failed) {
             s->failed = true;
             s->status = iw_access_term_status(&tc);
@@ -464,7 +464,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     }
     /* A bad Read Response fails the Read it was aimed at. */
     if (dp->orq_count && rx->tgt == DP_RXT_RRESP) {
-        struct dp_sqe *s = &dp->sq[dp->orq[dp->orq_head].slot];
+        struct dp_sqe *s = iw_dp_sqe(qp, dp->orq[dp->orq_head].slot);
         s->failed = true;
         s->status = st;
         s->pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
@@ -511,12 +511,17 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
     }
 }
 
+/* The staging buffer behind the direct iovecs is the thread's, not the QP's (issue 14 item 3:
+ * 8 KiB per connection otherwise): rx_engine feeds all of it to the deframer before it returns
+ * (st_off == st_len on every return), and nothing it calls runs another QP's RX engine. */
+static __thread uint8_t rx_stage[DP_RX_STAGE];
+
 static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (rx->st_off < rx->st_len) {
-        int err = rx_feed(qp, dp, rx->stage + rx->st_off, rx->st_len - rx->st_off);
+        int err = rx_feed(qp, dp, rx_stage + rx->st_off, rx->st_len - rx->st_off);
         rx->st_off = rx->st_len;
         if (err)
             return err;
@@ -550,8 +555,8 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
             uint64_t left = rx->fr.hdr.payload_len - rx->fr.pay_done;
             n = iw_access_sgl_iov(rx_target_sgl(dp), rx->tgt_base + rx->fr.pay_done, left, iov, DP_RX_MAX_IOV, &direct);
         }
-        iov[n].iov_base = rx->stage;
-        iov[n].iov_len = sizeof rx->stage;
+        iov[n].iov_base = rx_stage;
+        iov[n].iov_len = sizeof rx_stage;
         ssize_t got = readv(dp->fd, iov, n + 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
@@ -567,7 +572,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         /* Less than asked for: the socket was drained, and another readv() would only say
          * EAGAIN (one syscall per message saved). Whoever runs the engine comes back when more
          * arrives (level-triggered epoll, or the polling consumer). */
-        bool drained = (uint64_t)got < direct + sizeof rx->stage;
+        bool drained = (uint64_t)got < direct + sizeof rx_stage;
         size_t left = (size_t)got;
         for (int i = 0; i < n && left; i++) {
             size_t take = left < iov[i].iov_len ? left : iov[i].iov_len;

@@ -134,7 +134,7 @@ NTSTATUS iw_create_srq(NDK_PD *p, ULONG depth, ULONG max_sge, ULONG threshold, N
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     srq = calloc(1, sizeof(*srq));
-    if (!srq || iw_wq_init(&srq->rq, depth, max_sge) < 0) {
+    if (!srq || iw_wq_init(&srq->rq, depth, max_sge, 0) < 0) {
         free(srq);
         atomic_fetch_sub(&dev->nsrq, 1);
         return STATUS_INSUFFICIENT_RESOURCES;

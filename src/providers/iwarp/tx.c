@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "crc32c.h"
@@ -60,9 +61,9 @@ static void tx_fail_sqe_locked(struct iw_qp *qp, struct iw_dp *dp, uint32_t slot
 {
     struct iw_fpdu_term t;
 
-    dp->sq[slot].status = st;
-    dp->sq[slot].pec = pec;
-    dp->sq[slot].failed = true;
+    iw_dp_sqe(qp, slot)->status = st;
+    iw_dp_sqe(qp, slot)->pec = pec;
+    iw_dp_sqe(qp, slot)->failed = true;
     memset(&t, 0, sizeof t);
     t.layer = IW_TERM_LAYER_RDMAP;
     t.etype = IW_TERM_ETYPE_RDMAP_CATASTROPHIC;
@@ -125,7 +126,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
     while (dp->sq_issued < qp->sq.count) {
         struct iw_wqe *w = iw_wq_at(&qp->sq, dp->sq_issued);
         uint32_t slot = iw_wq_slot(&qp->sq, dp->sq_issued);
-        struct dp_sqe *s = &dp->sq[slot];
+        struct dp_sqe *s = iw_dp_sqe(qp, slot);
         uint32_t bad;
 
         if ((w->flags & NDK_OP_FLAG_READ_FENCE) && dp->orq_count)
@@ -220,6 +221,40 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
 
 /* ---- building a batch of FPDUs ---- */
 
+/* Batches are built here, the thread's, not in each QP (5.5 KB per connection otherwise): a
+ * batch the socket takes whole never needs more, and one it does not moves to the QP
+ * (tx_keep). Nothing the engine calls runs another QP's TX engine on this thread. */
+static __thread struct dp_tx_batch tx_thread_batch;
+
+/* The socket left part of the batch: it moves to the QP's own copy, the iovecs that point to
+ * its headers and trailers with it. -ENOMEM when there is no memory for it. tx_mutex held. */
+static int tx_keep(struct dp_tx *tx)
+{
+    uintptr_t lo = (uintptr_t)tx->b, hi = lo + sizeof(*tx->b);
+
+    if (tx->b == tx->kept)
+        return 0;
+    tx->kept = malloc(sizeof(*tx->kept));
+    if (!tx->kept)
+        return -ENOMEM;
+    memcpy(tx->kept, tx->b, sizeof(*tx->kept));
+    for (int i = tx->iovpos; i < tx->iovcnt; i++) {
+        uintptr_t a = (uintptr_t)tx->b->iov[i].iov_base;
+        if (a >= lo && a < hi)
+            tx->kept->iov[i].iov_base = (uint8_t *)tx->kept + (a - lo);
+    }
+    tx->b = tx->kept;
+    return 0;
+}
+
+/* The batch is out: a kept copy goes. tx_mutex held (or all engine locks, stopping). */
+static void tx_unkeep(struct dp_tx *tx)
+{
+    free(tx->kept);
+    tx->kept = NULL;
+    tx->b = NULL;
+}
+
 /* Frames as many segments of the current message as fit one batch. Engine-private (tx_mutex). */
 static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
 {
@@ -227,6 +262,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     uint32_t maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
     int nf = 0;
 
+    tx->b = &tx_thread_batch;                      /* nothing is kept: the last batch is out */
     tx->iovcnt = tx->iovpos = 0;
     tx->batch_bytes = 0;
     tx->batch_last = false;
@@ -242,7 +278,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
         if (seg) {
             if (room <= 0)
                 break;
-            np = iw_access_sgl_iov(tx->src, tx->off, seg, &tx->iov[tx->iovcnt + 1], room, &mapped);
+            np = iw_access_sgl_iov(tx->src, tx->off, seg, &tx->b->iov[tx->iovcnt + 1], room, &mapped);
             if (mapped == 0)
                 break;                             /* out of iovecs: next batch */
             seg = mapped;                          /* a shorter segment is fine (RFC 5041 §5) */
@@ -252,26 +288,26 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
             h.to = tx->h.to + tx->off;
         else
             h.mo = (uint32_t)tx->off;
-        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, tx->hdr[nf], sizeof tx->hdr[nf]);
+        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, tx->b->hdr[nf], sizeof tx->b->hdr[nf]);
         if (hl < 0) {
             iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
             return hl;
         }
-        tx->iov[tx->iovcnt].iov_base = tx->hdr[nf];
-        tx->iov[tx->iovcnt].iov_len = (size_t)hl;
+        tx->b->iov[tx->iovcnt].iov_base = tx->b->hdr[nf];
+        tx->b->iov[tx->iovcnt].iov_len = (size_t)hl;
         uint32_t crc = 0;
         if (dp->crc) {
-            crc = iw_crc32c_update(iw_crc32c_init(), tx->hdr[nf], (size_t)hl);
+            crc = iw_crc32c_update(iw_crc32c_init(), tx->b->hdr[nf], (size_t)hl);
             for (int i = 0; i < np; i++)
-                crc = iw_crc32c_update(crc, tx->iov[tx->iovcnt + 1 + i].iov_base, tx->iov[tx->iovcnt + 1 + i].iov_len);
+                crc = iw_crc32c_update(crc, tx->b->iov[tx->iovcnt + 1 + i].iov_base, tx->b->iov[tx->iovcnt + 1 + i].iov_len);
         }
         uint32_t ulpdu = (uint32_t)(hl - IW_MPA_LEN_SIZE + seg);
-        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, tx->trl[nf], sizeof tx->trl[nf]);
+        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, tx->b->trl[nf], sizeof tx->b->trl[nf]);
         if (tl < 0)
             return tl;
         tx->iovcnt += 1 + np;
-        tx->iov[tx->iovcnt].iov_base = tx->trl[nf];
-        tx->iov[tx->iovcnt].iov_len = (size_t)tl;
+        tx->b->iov[tx->iovcnt].iov_base = tx->b->trl[nf];
+        tx->b->iov[tx->iovcnt].iov_len = (size_t)tl;
         tx->iovcnt++;
         tx->batch_bytes += iw_mpa_fpdu_len(ulpdu);
         tx->off += seg;
@@ -295,7 +331,7 @@ static int tx_write(struct iw_dp *dp)
     while (tx->iovpos < tx->iovcnt) {
         struct msghdr m;
         memset(&m, 0, sizeof m);
-        m.msg_iov = &tx->iov[tx->iovpos];
+        m.msg_iov = &tx->b->iov[tx->iovpos];
         m.msg_iovlen = (size_t)(tx->iovcnt - tx->iovpos);
         if (m.msg_iovlen > DP_IOV_MAX)
             m.msg_iovlen = DP_IOV_MAX;
@@ -310,7 +346,7 @@ static int tx_write(struct iw_dp *dp)
         /* Partial write: advance through the iovecs; resume here later. */
         size_t left = (size_t)n;
         while (left && tx->iovpos < tx->iovcnt) {
-            struct iovec *v = &tx->iov[tx->iovpos];
+            struct iovec *v = &tx->b->iov[tx->iovpos];
             if (left >= v->iov_len) {
                 left -= v->iov_len;
                 tx->iovpos++;
@@ -320,7 +356,7 @@ static int tx_write(struct iw_dp *dp)
                 left = 0;
             }
         }
-        while (tx->iovpos < tx->iovcnt && tx->iov[tx->iovpos].iov_len == 0)
+        while (tx->iovpos < tx->iovcnt && tx->b->iov[tx->iovpos].iov_len == 0)
             tx->iovpos++;
     }
     return 0;
@@ -331,6 +367,7 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
     struct dp_sgl drop;
+    struct dp_sqe *s;
 
     IW_COUNT(qp->obj.dev, rdma_out_octets, tx->batch_bytes);
     if (!tx->batch_last)
@@ -339,11 +376,13 @@ static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
     pthread_mutex_lock(&qp->lock);
     switch (tx->msg) {
     case DP_MSG_SQ:
-        if (dp->sq[tx->slot].state == DP_SQE_ACTIVE) {
+        /* A Read may have had its Response and gone meanwhile (rx.c), its slot with it. */
+        s = iw_wq_slot_queued(&qp->sq, tx->slot) ? iw_dp_sqe(qp, tx->slot) : NULL;
+        if (s && s->state == DP_SQE_ACTIVE) {
             /* A failure recorded meanwhile (the peer's Terminate named this request) stays. */
-            dp->sq[tx->slot].state = DP_SQE_DONE;
-            if (!dp->sq[tx->slot].failed)
-                dp->sq[tx->slot].status = STATUS_SUCCESS;
+            s->state = DP_SQE_DONE;
+            if (!s->failed)
+                s->status = STATUS_SUCCESS;
             iw_qp_sq_retire_locked(qp);
         }
         break;
@@ -379,7 +418,10 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             return 0;
         case DP_TX_SENDING:
             err = tx_write(dp);
-            if (err == -EAGAIN) {
+            if (err == -EAGAIN && tx_keep(tx) < 0) {
+                iw_err("QP[%u] no memory to keep a batch the socket did not take", qp->obj.id);
+                err = -ENOMEM;
+            } else if (err == -EAGAIN) {
                 iw_poll_tx_blocked(dp, true);
                 if (!tx->want_out) {
                     tx->want_out = true;
@@ -391,6 +433,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
             }
+            tx_unkeep(tx);
             iw_poll_tx_blocked(dp, false);
             tx_goto(qp, dp, DP_TX_IDLE);
             tx_batch_done(qp, dp);
@@ -488,6 +531,7 @@ void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
 {
     tx_goto(qp, dp, DP_TX_DEAD);
     dp->tx.msg = DP_MSG_NONE;
+    tx_unkeep(&dp->tx);
 }
 
 void iw_tx_disarm(struct iw_qp *qp)

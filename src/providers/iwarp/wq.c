@@ -1,6 +1,7 @@
 /* wq.c - the work-queue ring shared by the QP's send and receive queues and the SRQ: a ring of
  * WQEs with push (posting) and pop (the engines, retire, flush), so no other file indexes the
- * ring by hand.
+ * ring by hand. The slots are stored in chunks that exist only while something is queued in
+ * them (iwarp.h says why).
  *
  * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or srq->lock) is held around every call. */
 #include "iwarp.h"
@@ -9,17 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge)
+static uint32_t wq_nchunks(uint32_t depth)
+{
+    return (depth + IW_WQ_CHUNK - 1) / IW_WQ_CHUNK;
+}
+
+static size_t wq_chunk_bytes(const struct iw_wq *q)
+{
+    return sizeof(struct iw_wq_chunk) + (size_t)IW_WQ_CHUNK * q->stride;
+}
+
+static int wq_init_stride(struct iw_wq *q, uint32_t depth, uint32_t max_sge, uint32_t stride)
 {
     memset(q, 0, sizeof(*q));
+    q->max_sge = max_sge;
+    q->stride = stride;
     if (!depth)
         return 0;
-    q->ring = calloc(depth, sizeof(*q->ring));
-    if (!q->ring)
+    q->chunk = calloc(wq_nchunks(depth), sizeof(*q->chunk));
+    if (!q->chunk)
         return -ENOMEM;
     q->depth = depth;
-    q->max_sge = max_sge;
     return 0;
+}
+
+int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_size)
+{
+    return wq_init_stride(q, depth, max_sge, (uint32_t)(IW_WQ_ALIGN(sizeof(struct iw_wqe)) + IW_WQ_ALIGN(side_size)));
 }
 
 void iw_wq_entry_release(struct iw_wqe *w)
@@ -33,32 +50,72 @@ void iw_wq_entry_release(struct iw_wqe *w)
     memset(w, 0, sizeof(*w));
 }
 
+/* Frees the storage only: the entries were moved elsewhere or released. */
+static void wq_free_chunks(struct iw_wq *q)
+{
+    for (uint32_t k = 0; q->chunk && k < wq_nchunks(q->depth); k++)
+        free(q->chunk[k]);
+    free(q->chunk);
+    free(q->spare);
+    memset(q, 0, sizeof(*q));
+}
+
 void iw_wq_free(struct iw_wq *q)
 {
     for (uint32_t i = 0; i < q->count; i++)
         iw_wq_entry_release(iw_wq_at(q, i));
-    free(q->ring);
-    memset(q, 0, sizeof(*q));
+    wq_free_chunks(q);
+}
+
+int iw_wq_reserve(struct iw_wq *q)
+{
+    struct iw_wq_chunk **c;
+
+    if (iw_wq_full(q))
+        return -ENOSPC;
+    c = &q->chunk[iw_wq_slot(q, q->count) / IW_WQ_CHUNK];
+    if (*c)
+        return 0;
+    if (q->spare) {
+        *c = q->spare;               /* zero: every slot was zeroed when it was popped */
+        q->spare = NULL;
+        return 0;
+    }
+    *c = calloc(1, wq_chunk_bytes(q));
+    return *c ? 0 : -ENOMEM;
 }
 
 int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
 {
-    if (iw_wq_full(q))
-        return -ENOSPC;
-    *iw_wq_at(q, q->count) = *w;
+    uint32_t slot;
+    int err = iw_wq_reserve(q);
+
+    if (err)
+        return err;
+    slot = iw_wq_slot(q, q->count);
+    memcpy(iw_wq_slot_ptr(q, slot), w, sizeof(*w));
+    q->chunk[slot / IW_WQ_CHUNK]->used++;
     q->count++;
     return 0;
 }
 
 int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
 {
-    struct iw_wqe *w;
+    uint32_t slot = q->head;
+    struct iw_wq_chunk **c;
 
     if (!q->count)
         return -ENOBUFS;
-    w = iw_wq_at(q, 0);
-    *out = *w;
-    memset(w, 0, sizeof(*w));        /* the entry's buffers and references now belong to *out */
+    memcpy(out, iw_wq_slot_ptr(q, slot), sizeof(*out));
+    memset(iw_wq_slot_ptr(q, slot), 0, q->stride);   /* its buffers and references now belong to *out */
+    c = &q->chunk[slot / IW_WQ_CHUNK];
+    if (--(*c)->used == 0) {
+        if (!q->spare)
+            q->spare = *c;
+        else
+            free(*c);
+        *c = NULL;
+    }
     q->head = (q->head + 1) % q->depth;
     q->count--;
     return 0;
@@ -66,18 +123,23 @@ int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
 
 int iw_wq_resize(struct iw_wq *q, uint32_t depth)
 {
-    struct iw_wqe *ring;
+    struct iw_wq n;
 
     if (depth < q->count)
         return -EINVAL;              /* never drop posted requests */
-    ring = calloc(depth, sizeof(*ring));
-    if (!ring)
+    if (wq_init_stride(&n, depth, q->max_sge, q->stride) < 0)
         return -ENOMEM;
-    for (uint32_t i = 0; i < q->count; i++)
-        ring[i] = *iw_wq_at(q, i);
-    free(q->ring);
-    q->ring = ring;
-    q->head = 0;
-    q->depth = depth;
+    for (uint32_t i = 0; i < q->count; i++) {
+        uint32_t slot = iw_wq_slot(&n, n.count);
+        if (iw_wq_reserve(&n) < 0) {
+            wq_free_chunks(&n);      /* copies only: the entries still belong to q */
+            return -ENOMEM;
+        }
+        memcpy(iw_wq_slot_ptr(&n, slot), iw_wq_at(q, i), q->stride);
+        n.chunk[slot / IW_WQ_CHUNK]->used++;
+        n.count++;
+    }
+    wq_free_chunks(q);
+    *q = n;
     return 0;
 }
