@@ -10,7 +10,8 @@
  * decides a placement target at the HEADER event, after the checks of iwarp-wire.md §5.2 /
  * §3.5; payload then goes there either by readv() straight into the target (the deframer is
  * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
- * in the staging buffer together with headers, by one copy.
+ * in the staging buffer together with headers, by one copy that also runs the CRC
+ * (IW_FPDU_RX_CALLER_CRC): either way each payload byte passes through the CRC once.
  *
  * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
  * dp->rx_mutex; qp->lock is taken briefly for
