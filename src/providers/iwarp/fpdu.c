@@ -650,10 +650,50 @@ static size_t min_size(size_t a, size_t b)
 enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, size_t len,
                                      size_t *consumed, struct iw_fpdu_event *ev)
 {
+    return iw_fpdu_rx_step_ex(rx, data, len, 0, consumed, ev);
+}
+
+/* Bytes owed may only be settled before the next step; afterwards the CRC check at END would
+ * compare against a register that skipped them. */
+static uint32_t rx_owed_take(struct iw_fpdu_rx *rx, size_t n)
+{
+    uint32_t t = n < rx->crc_owed ? (uint32_t)n : rx->crc_owed;
+
+    rx->crc_owed -= t;
+    return t;
+}
+
+void iw_fpdu_rx_place_copy(struct iw_fpdu_rx *rx, void *dst, const void *src, size_t n)
+{
+    uint32_t t = rx_owed_take(rx, n);
+
+    if (t)
+        rx->crc_state = iw_crc32c_copy(dst, src, t, rx->crc_state);
+    if (n > t)
+        memcpy((uint8_t *)dst + t, (const uint8_t *)src + t, n - t);
+}
+
+void iw_fpdu_rx_place_skip(struct iw_fpdu_rx *rx, const void *src, size_t n)
+{
+    uint32_t t = rx_owed_take(rx, n);
+
+    if (t)
+        rx->crc_state = iw_crc32c_update(rx->crc_state, src, t);
+}
+
+enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
+                                        size_t *consumed, struct iw_fpdu_event *ev)
+{
     const uint8_t *in = data;
     size_t used = 0;
 
     memset(ev, 0, sizeof *ev);
+    if (rx->crc_owed) {
+        rx->crc_owed = 0;                       /* an earlier error, if any, stays the first */
+        rx_fail(rx, -ENOTRECOVERABLE, IW_FPDU_RXERR_INTERNAL, IW_TERM_LAYER_RDMAP,
+                IW_TERM_ETYPE_RDMAP_CATASTROPHIC, IW_TERM_RDMAP_UNSPECIFIED, false);
+        goto error;
+    }
     for (;;) {
         size_t avail = len - used;
         size_t take;
@@ -687,8 +727,12 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, si
             if (!avail)
                 goto need_more;
             take = min_size(rx->hdr.payload_len - rx->pay_done, avail);
-            if (rx->cfg.crc)
+            if (rx->cfg.crc && (flags & IW_FPDU_RX_CALLER_CRC)) {
+                rx->crc_owed = (uint32_t)take;
+                ev->crc_owed = true;
+            } else if (rx->cfg.crc) {
                 rx->crc_state = iw_crc32c_update(rx->crc_state, in + used, take);
+            }
             ev->type = IW_FPDU_EV_PAYLOAD;
             ev->hdr = &rx->hdr;
             ev->data = in + used;

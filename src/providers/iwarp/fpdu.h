@@ -13,6 +13,9 @@
  *            Request's 28-byte body and a Terminate's whole body are part of the header.
  *   PAYLOAD  a chunk of the segment's payload, pointing INTO the caller's input buffer, with
  *            its offset inside the segment, so it can be placed straight into registered memory.
+ *            With IW_FPDU_RX_CALLER_CRC the deframer leaves the chunk's CRC to the caller, who
+ *            places it with iw_fpdu_rx_place_copy() / iw_fpdu_rx_place_skip(): bytes that must
+ *            be copied anyway are then read once, by the copy that also runs the CRC.
  *   END      pad and CRC trailer consumed (CRC verified when enabled).
  *   ERROR    a protocol error; rx->error holds the RFC Terminate layer / etype / code to send,
  *            with the offending header attached where the RFC wants it. The first error sticks:
@@ -207,6 +210,7 @@ struct iw_fpdu_event {
     bool     crc_checked;               /* END: CRC enabled and verified */
     uint32_t crc_wire;                  /* END: CRC field value (read LSB first) */
     uint32_t crc_calc;                  /* END: computed value, when crc_checked */
+    bool     crc_owed;                  /* PAYLOAD: the CRC over these bytes is the caller's */
     bool     pad_nonzero;               /* END */
     const struct iw_fpdu_rx_error *err; /* ERROR */
 };
@@ -229,6 +233,7 @@ struct iw_fpdu_rx {
     bool     pad_nonzero;
     uint8_t  crc_got;
     uint32_t crc_state;
+    uint32_t crc_owed;                  /* bytes of the last PAYLOAD event not yet in crc_state */
     uint64_t offset;                    /* stream bytes consumed */
     uint64_t fpdu_start;                /* stream offset of the current FPDU */
     uint64_t fpdus;                     /* FPDUs completed */
@@ -252,6 +257,22 @@ void iw_fpdu_rx_init(struct iw_fpdu_rx *rx, const struct iw_fpdu_rx_cfg *cfg);
  * *consumed is always set; NEED_MORE means all len bytes were consumed. */
 enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, size_t len,
                                      size_t *consumed, struct iw_fpdu_event *ev);
+
+/* iw_fpdu_rx_step() with flags. IW_FPDU_RX_CALLER_CRC: when CRC is on, a PAYLOAD event's bytes
+ * are not run through the CRC (ev->crc_owed); before the next step the caller passes every one
+ * of them, in order, through iw_fpdu_rx_place_copy() or iw_fpdu_rx_place_skip(). A step with
+ * bytes still owed records an internal error (a bug of the caller, never peer input). */
+#define IW_FPDU_RX_CALLER_CRC 1u
+enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
+                                        size_t *consumed, struct iw_fpdu_event *ev);
+
+/* Copies n bytes of the last PAYLOAD event (src inside it, the next unplaced bytes) to dst,
+ * running the CRC over them in the same pass when they are owed; a plain memcpy otherwise. */
+void iw_fpdu_rx_place_copy(struct iw_fpdu_rx *rx, void *dst, const void *src, size_t n);
+
+/* The same for n bytes that stay where they are (read straight into their target, or dropped):
+ * runs the CRC over them when owed. */
+void iw_fpdu_rx_place_skip(struct iw_fpdu_rx *rx, const void *src, size_t n);
 
 /* Records an error the caller found in the current segment (bad STag, no receive buffer, ...),
  * attaching the header as RFC 5040 §4.8 describes, and stops the deframer. Keeps an earlier

@@ -10,7 +10,8 @@
  * decides a placement target at the HEADER event, after the checks of iwarp-wire.md §5.2 /
  * §3.5; payload then goes there either by readv() straight into the target (the deframer is
  * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
- * in the staging buffer together with headers, by one copy.
+ * in the staging buffer together with headers, by one copy that also runs the CRC
+ * (IW_FPDU_RX_CALLER_CRC): either way each payload byte passes through the CRC once.
  *
  * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
  * dp->rx_mutex; qp->lock is taken briefly for
@@ -231,29 +232,32 @@ static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
 /* ---- PAYLOAD: placement ---- */
 
 /* Copies a chunk of segment payload to its target; a chunk that was read straight into the
- * target (readv) is already there and costs nothing. */
+ * target (readv) is already there and costs only the CRC. The deframer leaves the CRC to us
+ * (IW_FPDU_RX_CALLER_CRC), so staged bytes are read once, by the copy that runs it. */
 static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
 {
+    struct iw_fpdu_rx *fr = &dp->rx.fr;
     const struct dp_sgl *s = rx_target_sgl(dp);
     const uint8_t *src = ev->data;
     uint64_t off = dp->rx.tgt_base + ev->off, left = ev->len;
 
-    if (!s)
-        return;
-    while (left) {
+    while (s && left) {
         struct iovec iov[16];
         uint64_t mapped;
         int n = iw_access_sgl_iov(s, off, left, iov, 16, &mapped);
         if (n == 0 || mapped == 0)
-            return;                               /* cannot happen: the header was checked */
+            break;                                /* cannot happen: the header was checked */
         for (int i = 0; i < n; i++) {
             if (iov[i].iov_base != (const void *)src)
-                memcpy(iov[i].iov_base, src, iov[i].iov_len);
+                iw_fpdu_rx_place_copy(fr, iov[i].iov_base, src, iov[i].iov_len);
+            else
+                iw_fpdu_rx_place_skip(fr, src, iov[i].iov_len);
             src += iov[i].iov_len;
         }
         off += mapped;
         left -= mapped;
     }
+    iw_fpdu_rx_place_skip(fr, src, (size_t)left); /* no target: the CRC still covers them */
 }
 
 /* ---- END: completion ---- */
@@ -486,7 +490,8 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
     for (;;) {
         struct iw_fpdu_event ev;
         size_t used = 0;
-        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&dp->rx.fr, data + pos, len - pos, &used, &ev);
+        enum iw_fpdu_ev_type t =
+            iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos, IW_FPDU_RX_CALLER_CRC, &used, &ev);
         int err;
 
         pos += used;
