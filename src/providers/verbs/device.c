@@ -270,6 +270,8 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     /* siw (vendor "bmt", 0x626d74) flushes a QP's queues inside the state change and never after
      * (siw_qp_modify, siw_post_send): drain.c completes what it leaves behind. */
     dev->flush_sync = ax.orig_attr.vendor_id == 0x626d74 && dev->iwarp;
+    if (dev->flush_sync)
+        vb_memlock_raise(dev);
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);

@@ -48,6 +48,7 @@ static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     if (!r) {
         int err = errno ? errno : ENOMEM;
         pthread_mutex_unlock(&mr->lock);
+        vb_memlock_explain(dev, "NdkRegisterMr", len, err);
         return err == EFAULT ? STATUS_ACCESS_VIOLATION : vb_status_from_errno(err);
     }
     mr->mr = r;
@@ -141,6 +142,7 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
     if (!r) {
         int err = errno ? errno : ENOMEM;
         pthread_mutex_unlock(&mr->lock);
+        vb_memlock_explain(dev, "NdkFastRegister", len, err);
         return -err;
     }
     mr->mr = r;

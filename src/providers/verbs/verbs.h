@@ -192,6 +192,10 @@ void vb_token_set(struct vb_mr *mr, uint32_t lkey, int64_t delta);
 /* Rewrites an SGE whose lkey is a minted token; false if it is none. tok_lock inside. */
 bool vb_token_translate(struct vb_device *dev, struct ibv_sge *sge);
 
+/* ---- locked-memory limit (memlock.c) ---- */
+void vb_memlock_raise(struct vb_device *dev);
+void vb_memlock_explain(struct vb_device *dev, const char *what, size_t len, int err);
+
 /* ---- progress (progress.c) ---- */
 int vb_progress_start(struct vb_device *dev);
 void vb_progress_stop(struct vb_device *dev);

@@ -119,6 +119,21 @@ cell_perf() {
 	else record FAIL "perf-$dev" "failed:$bad (results/perf-$dev.log)"; fi
 }
 
+# ---- many RDMA Reads outstanding from the peer, under root's default locked-memory limit: the
+# client keeps 16 Reads of 1 MiB in flight against the server (siw answers them from its IRQ
+# while a Read Response is still going out), and each side registers 16 MiB. siw charges every
+# registration to RLIMIT_MEMLOCK even for root (siw_umem_get), so without the provider lifting
+# the limit both sides fail at 8 MiB (ksmbd's reads at queue depth 16 hit it first).
+cell_reads() {
+	local dev=$1 ip=$2 log=$RES/reads-$1.log
+	: >"$log"
+	pair "$log" 180 "ulimit -l 8192; ndkperf -s $ip:18650 --once --provider verbs" \
+		"ulimit -l 8192; ndkperf -c $ip:18650 -t read -z 1048576 -n 48 -d 16 --verify --provider verbs"
+	if [ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ]; then
+		record PASS "reads-$dev" "16 x 1 MiB RDMA Reads outstanding, 48 verified, under ulimit -l 8192 (root)"
+	else record FAIL "reads-$dev" "server $PAIR_SRC, client $PAIR_CRC (results/reads-$dev.log)"; fi
+}
+
 cell_ping() {
 	local dev=$1 ip=$2 log=$RES/ping-$1.log
 	: >"$log"
@@ -237,6 +252,8 @@ for g in $CELLS; do
 	conform-siw) cell_conform siw "$SIW_IP" ;;
 	perf-rxe) cell_perf rxe "$RXE_IP" ;;
 	perf-siw) cell_perf siw "$SIW_IP" ;;
+	reads-siw) cell_reads siw "$SIW_IP" ;;
+	reads-rxe) cell_reads rxe "$RXE_IP" ;;
 	ping-rxe) cell_ping rxe "$RXE_IP" ;;
 	ping-siw) cell_ping siw "$SIW_IP" ;;
 	cross-siw) cell_cross ;;
