@@ -275,6 +275,7 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
+    pthread_mutex_init(&dev->rinv_lock, NULL);
     ndk_prov_adapter_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->seps);
@@ -313,6 +314,8 @@ fail:
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
+    pthread_mutex_destroy(&dev->rinv_lock);
+    free(dev->rinv);
     free(dev);
     return ndk_status_from_errno(err);
 }
@@ -332,6 +335,8 @@ void vb_device_destroy(struct vb_device *dev)
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
+    pthread_mutex_destroy(&dev->rinv_lock);
+    free(dev->rinv);
     free(dev);
 }
 

@@ -68,6 +68,7 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
                 (qp->obj.dev->rxe_inv_quirk && (wc->wc_flags & IBV_WC_IP_CSUM_OK))) {
                 r->Type = NdkOperationTypeReceiveAndInvalidate;
                 r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
+                vb_rinv_note(qp->obj.dev, wc->invalidated_rkey);
             }
         }
         return true;
@@ -100,6 +101,7 @@ NDK_OPERATION_TYPE vb_qp_op_type(uint8_t sop)
 {
     return sop == VB_SOP_SEND ? NdkOperationTypeSend : sop == VB_SOP_WRITE ? NdkOperationTypeWrite
          : sop == VB_SOP_READ ? NdkOperationTypeRead : sop == VB_SOP_BIND ? NdkOperationTypeBind
+         : sop == VB_SOP_FR ? NdkOperationTypeFastRegister
          : NdkOperationTypeInvalidate;
 }
 
