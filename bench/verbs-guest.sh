@@ -53,14 +53,24 @@ awk -F, '
 	END {
 		print "## verbs provider against perftest on the same device (QEMU guest, TCG: ratios only)"
 		print ""
-		print "| device | measurement | ndkperf (verbs) | perftest | ratio ndkperf/perftest | runs each |"
-		print "|---|---|---|---|---|---|"
+		print "| device | measurement | ndkperf (verbs) | perftest | ratio of medians | paired ratios: median (min-max) | runs each |"
+		print "|---|---|---|---|---|---|---|"
 		for (k in keys) {
 			split(k, p, SUBSEP)
 			a = median(k, "ndk"); b = median(k, "pt")
 			r = (a != "" && b != "" && b > 0) ? sprintf("%.2f", a / b) : "n/a"
+			# the ratio of each repetition, whose two runs were back to back: the spread says how
+			# far the noise of the guest moves it
+			m = 0
+			for (i = 1; i <= n[k, "ndk"] && i <= n[k, "pt"]; i++)
+				if (v[k, "pt", i] > 0) { pr[k, "q", ++m] = v[k, "ndk", i] / v[k, "pt", i] }
+			n[k, "q"] = m
+			for (i = 1; i <= m; i++) v[k, "q", i] = pr[k, "q", i]
+			pm = median(k, "q"); lo = hi = ""
+			for (i = 1; i <= m; i++) { x = pr[k, "q", i]; if (lo == "" || x < lo) lo = x; if (hi == "" || x > hi) hi = x }
+			sp = m ? sprintf("%.2f (%.2f-%.2f)", pm, lo, hi) : "n/a"
 			tool = p[2] ~ /lat/ ? "ib_send_lat" : "ib_write_bw"
-			printf "| %s | %s (%s, vs %s) | %s | %s | %s | %d |\n", p[1], p[2], unit[k], tool, a, b, r, n[k, "ndk"] | "sort"
+			printf "| %s | %s (%s, vs %s) | %s | %s | %s | %s | %d |\n", p[1], p[2], unit[k], tool, a, b, r, sp, n[k, "ndk"] | "sort"
 		}
 		close("sort")
 		print ""
