@@ -5,6 +5,7 @@
 # perftest back to back, in the order ndkperf-perftest and then perftest-ndkperf.
 #   write bandwidth  ndkperf -t write -z SIZE -n N -d 32 --poll  vs  ib_write_bw -R -s SIZE -n N -t 32
 #   send latency     ndkperf -t send --lat -z 8 -n N (events)     vs  ib_send_lat -R -s 8 -n N -e
+#                    and the client's CPU time per round trip (bash's time, user + system)
 # Both tools are timed alike from outside: two client runs with N1 and N2 iterations, the
 # difference of their wall-clock times (start-up and connection set-up cancel; perftest's cycle
 # counter is unusable under TCG). Latency is half a round trip. Only the ratios mean anything:
@@ -74,7 +75,7 @@ awk -F, '
 		}
 		close("sort")
 		print ""
-		print "Both timed from outside (wall-clock difference of an N1- and an N2-iteration run). Bandwidth: a ratio below 1 means ndkperf is slower; latency (half a round trip, median of the repetitions): above 1 means slower."
+		print "Both timed from outside (wall-clock difference of an N1- and an N2-iteration run). Bandwidth: a ratio below 1 means ndkperf is slower; latency (half a round trip, median of the repetitions): above 1 means slower; send.lat.8.cpu is the client process'"'"'s CPU time (user + system, the same difference) per round trip: above 1 means ndkperf over verbs spends more CPU per message than perftest."
 	}' "$csv" >"$md"
 cat "$md"
 [ $rc = 0 ] || { echo "bench: a verbs bench cell failed (rc $rc; $log)"; exit 1; }
