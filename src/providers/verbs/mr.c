@@ -112,16 +112,28 @@ static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_
 }
 
 /* mr->lock held: drops a window-backed MR's last registration. The device refuses while the
- * window is still bound over it (rxe_dereg_mr: -EINVAL with MWs bound), which is exactly "not
- * invalidated yet" (§5.10). Returns 0 or -EBUSY. */
+ * window is still bound over it (rxe_dereg_mr: -EINVAL with MWs bound), which is the case when
+ * the consumer posted NdkInvalidate and this fast register back to back (§5.5: in send-queue
+ * order): then the registration is parked until its LOCAL_INV has run. A window never
+ * invalidated makes the new bind fail on the device, as a fast register of a valid MR does.
+ * Returns 0 or -EBUSY. */
 static int vb_mr_retire(struct vb_mr *mr)
 {
+    int k = 0;
+
+    for (int i = 0; i < mr->nstale; i++)
+        if (ibv_dereg_mr(mr->stale[i]))
+            mr->stale[k++] = mr->stale[i];
+    mr->nstale = k;
     if (!mr->mr)
         return 0;
     if (!mr->mw_backed)
         return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
-    if (ibv_dereg_mr(mr->mr))
-        return -EBUSY;
+    if (ibv_dereg_mr(mr->mr)) {
+        if (mr->nstale == VB_MR_STALE)
+            return -EBUSY;
+        mr->stale[mr->nstale++] = mr->mr;
+    }
     mr->mr = NULL;
     mr->mw_backed = false;
     return 0;
@@ -274,6 +286,9 @@ static void vb_mr_destroy(struct vb_obj *o)
         vb_err(o->dev, "ibv_dealloc_mw (token placeholder): %s", strerror(errno));
     if (mr->mr && ibv_dereg_mr(mr->mr))
         vb_err(o->dev, "ibv_dereg_mr: %s", strerror(errno));
+    for (int i = 0; i < mr->nstale; i++)
+        if (ibv_dereg_mr(mr->stale[i]))
+            vb_err(o->dev, "ibv_dereg_mr (retired registration): %s", strerror(errno));
     vb_token_del(mr);
     if (mr->ph && ibv_dereg_mr(mr->ph))
         vb_err(o->dev, "ibv_dereg_mr (token placeholder): %s", strerror(errno));

@@ -442,6 +442,7 @@ NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
 int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *out);
 
 /* ---- MR / MW (mr.c, mw.c) ---- */
+#define VB_MR_STALE 4
 struct vb_mr {
     NDK_MR ndk;
     struct vb_obj obj;
@@ -469,6 +470,8 @@ struct vb_mr {
      * option A). mr stays until the window is known unbound: the next fast register or close. */
     bool mw_backed;
     uint32_t mw_rkey;               /* ph_mw's key of the current (or last) bind */
+    struct ibv_mr *stale[VB_MR_STALE];   /* earlier registrations whose window was still bound */
+    int nstale;
 };
 #define to_vb_mr(p) ndk_container_of((p), struct vb_mr, ndk)
 NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
