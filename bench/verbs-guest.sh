@@ -44,7 +44,7 @@ cat "$gdir"/share/results/bench-*.csv 2>/dev/null | awk 'NR == 1 || $0 !~ /^dev,
 md=$out/verbs-guest.md
 awk -F, '
 	NR == 1 { next }
-	{ k = $1 SUBSEP $2; v[k, $4, ++n[k, $4]] = $5; unit[k] = $6; keys[k] = 1 }
+	{ k = $1 SUBSEP $2; v[k, $4, ++n[k, $4]] = $5; rv[k, $4, $3] = $5; unit[k] = $6; keys[k] = 1; if ($3 > nrep) nrep = $3 }
 	function median(k, t,    m, i, j, a, x) {
 		m = n[k, t]
 		for (i = 1; i <= m; i++) a[i] = v[k, t, i]
@@ -54,7 +54,7 @@ awk -F, '
 	END {
 		print "## verbs provider against perftest on the same device (QEMU guest, TCG: ratios only)"
 		print ""
-		print "| device | measurement | ndkperf (verbs) | perftest | ratio of medians | paired ratios: median (min-max) | runs each |"
+		print "| device | measurement | ndkperf (verbs) | perftest | ratio of medians | ratio per repetition: median (min-max), pairs | runs each |"
 		print "|---|---|---|---|---|---|---|"
 		for (k in keys) {
 			split(k, p, SUBSEP)
@@ -63,13 +63,13 @@ awk -F, '
 			# the ratio of each repetition, whose two runs were back to back: the spread says how
 			# far the noise of the guest moves it
 			m = 0
-			for (i = 1; i <= n[k, "ndk"] && i <= n[k, "pt"]; i++)
-				if (v[k, "pt", i] > 0) { pr[k, "q", ++m] = v[k, "ndk", i] / v[k, "pt", i] }
+			for (i = 1; i <= nrep; i++)
+				if (rv[k, "pt", i] > 0 && rv[k, "ndk", i] != "") pr[k, "q", ++m] = rv[k, "ndk", i] / rv[k, "pt", i]
 			n[k, "q"] = m
 			for (i = 1; i <= m; i++) v[k, "q", i] = pr[k, "q", i]
 			pm = median(k, "q"); lo = hi = ""
 			for (i = 1; i <= m; i++) { x = pr[k, "q", i]; if (lo == "" || x < lo) lo = x; if (hi == "" || x > hi) hi = x }
-			sp = m ? sprintf("%.2f (%.2f-%.2f)", pm, lo, hi) : "n/a"
+			sp = m ? sprintf("%.2f (%.2f-%.2f), %d", pm, lo, hi, m) : "n/a"
 			tool = p[2] ~ /lat/ ? "ib_send_lat" : "ib_write_bw"
 			printf "| %s | %s (%s, vs %s) | %s | %s | %s | %s | %d |\n", p[1], p[2], unit[k], tool, a, b, r, sp, n[k, "ndk"] | "sort"
 		}
