@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include "conform.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define KNOWN_ADAPTER_FLAGS                                                                                          \
     (NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED | NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |                        \
@@ -451,5 +453,142 @@ void case_lam_build(void)
     free(lam2);
     cf_mem_free(&m2);
     cf_mem_free(&m);
+    cf_ad_close(&a);
+}
+
+/* ---- OID_NDK_LOCAL_ENDPOINTS (§6.8) ---- */
+
+static void ep_connect_cb(void *ctx, NDK_CONNECTOR *c)
+{
+    (void)ctx;
+    (void)c;
+}
+
+struct ep_list {
+    uint8_t *buf;
+    ULONG count;                    /* entries, TCP twins included */
+    bool mapped;                    /* NDLocalEndpointsMappedtoTCPLocalEndpoints */
+    NDIS_NDK_LOCAL_ENDPOINT_ENTRY *e;
+};
+
+/* One query by the size protocol: no buffer, one byte short (nothing written past it), exact. */
+static struct ep_list ep_query(struct cf_ad *a)
+{
+    struct ep_list l = { 0 };
+    ULONG wr = 0, need = 0;
+    const ULONG hdr = (ULONG)offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints);
+
+    NTSTATUS st = ndk_rt_query_oid(a->rt, a->id, OID_NDK_LOCAL_ENDPOINTS, NULL, 0, &wr, &need);
+    CHECK_MSG(st == NDIS_STATUS_BUFFER_TOO_SHORT, "OID_NDK_LOCAL_ENDPOINTS without a buffer: 0x%08x, expected "
+              "NDIS_STATUS_BUFFER_TOO_SHORT", (unsigned)st);
+    CHECK_MSG(need >= hdr && (need - hdr) % sizeof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY) == 0,
+              "BytesNeeded %u is not 16 + 36 * n (§6.8)", need);
+    l.buf = malloc(need + 64);
+    CHECK(l.buf);
+    memset(l.buf, 0xCC, need + 64);
+    ULONG need2 = 0;
+    st = ndk_rt_query_oid(a->rt, a->id, OID_NDK_LOCAL_ENDPOINTS, l.buf, need - 1, &wr, &need2);
+    CHECK_MSG(st == NDIS_STATUS_BUFFER_TOO_SHORT && need2 == need, "one byte short: 0x%08x, BytesNeeded %u (was %u)",
+              (unsigned)st, need2, need);
+    CHECK_MSG(cf_all(l.buf + need - 1, 65, 0xCC), "the short query wrote past its buffer");
+    st = ndk_rt_query_oid(a->rt, a->id, OID_NDK_LOCAL_ENDPOINTS, l.buf, need, &wr, &need2);
+    CHECK_MSG(st == STATUS_SUCCESS, "OID_NDK_LOCAL_ENDPOINTS with %u bytes: 0x%08x", need, (unsigned)st);
+    CHECK_MSG(cf_all(l.buf + need, 64, 0xCC), "the query wrote past BytesNeeded");
+    NDIS_NDK_LOCAL_ENDPOINTS *r = (NDIS_NDK_LOCAL_ENDPOINTS *)l.buf;
+    size_t size = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(r->Count);
+    CHECK_EQ(r->Header.Type, NDIS_OBJECT_TYPE_DEFAULT);
+    CHECK_EQ(r->Header.Revision, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    CHECK_MSG(r->Header.Size == (size > 0xffff ? 0xffff : size), "Header.Size %u for %u entries, expected %zu (§6.8)",
+              r->Header.Size, r->Count, size);
+    CHECK_EQ(r->Flags, 0);
+    CHECK_MSG(size <= need && wr >= size && wr <= need, "%u entries (%zu bytes) in BytesNeeded %u, BytesWritten %u",
+              r->Count, size, need, wr);
+    l.count = r->Count;
+    l.mapped = r->NDLocalEndpointsMappedtoTCPLocalEndpoints != FALSE;
+    l.e = (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)(l.buf + hdr);
+    if (l.mapped) {
+        /* §6.8: the ND endpoint at an even index, its TCP endpoint at the next. */
+        CHECK_MSG(l.count % 2 == 0, "TCP-mapped list with an odd count %u", l.count);
+        for (ULONG i = 0; i < l.count; i += 2)
+            CHECK_MSG(cf_port(&l.e[i].Local) == cf_port(&l.e[i + 1].Local) &&
+                          cf_addr_same_ip(&l.e[i].Local, &l.e[i + 1].Local),
+                      "entry %u (ND) and %u (its TCP endpoint) differ", i, i + 1);
+    }
+    return l;
+}
+
+/* The ND entries of l that are at want (address and port): how many, the last one in *out. */
+static int ep_find(const struct ep_list *l, const SOCKADDR_INET *want, NDIS_NDK_LOCAL_ENDPOINT_ENTRY *out)
+{
+    int n = 0;
+    for (ULONG i = 0; i < l->count; i += l->mapped ? 2 : 1) {
+        if (l->e[i].Local.si_family == want->si_family && cf_port(&l->e[i].Local) == cf_port(want) &&
+            cf_addr_same_ip(&l->e[i].Local, want)) {
+            *out = l->e[i];
+            n++;
+        }
+    }
+    return n;
+}
+
+static ULONG ep_nd_count(const struct ep_list *l)
+{
+    return l->mapped ? l->count / 2 : l->count;
+}
+
+void case_oid_local_endpoints(void)
+{
+    struct cf_ad a;
+    cf_ad_open(&a);
+    struct ep_list base = ep_query(&a);
+    ULONG n0 = ep_nd_count(&base);
+
+    /* A listener is an endpoint once it listens; a shared endpoint from its creation. */
+    struct cf_op *op = cf_op_new("NdkCreateListener");
+    NDK_LISTENER *l = CF_SENTINEL, *lis;
+    NTSTATUS st = a.ad->Dispatch->NdkCreateListener(a.ad, ep_connect_cb, NULL, cf_create_cb, op, &l);
+    CHECK_ST(cf_create_done(op, st, (void *const *)&l, NdkObjectTypeListener, a.version, (void **)&lis), STATUS_SUCCESS);
+    struct ep_list x = ep_query(&a);
+    CHECK_MSG(ep_nd_count(&x) == n0, "a listener that has not listened is listed (%u entries, %u before)",
+              ep_nd_count(&x), n0);
+    free(x.buf);
+    SOCKADDR_INET any = cf_addr(0);
+    CHECK_ST(cf_listen(lis, &any), STATUS_SUCCESS);
+    SOCKADDR_INET la = cf_listener_addr(lis);
+    NDK_SHARED_ENDPOINT *sep;
+    CHECK_ST(cf_try_sep(&a, &any, &sep), STATUS_SUCCESS);
+    SOCKADDR_INET sa;
+    ULONG len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    CHECK_ST(sep->Dispatch->NdkGetLocalAddress(sep, (PSOCKADDR)&sa, &len), STATUS_SUCCESS);
+    cf_note("listener on port %u, shared endpoint on port %u", cf_port(&la), cf_port(&sa));
+
+    struct ep_list both = ep_query(&a);
+    CHECK_MSG(ep_nd_count(&both) == n0 + 2, "%u ND entries with a listener and a shared endpoint, %u before",
+              ep_nd_count(&both), n0);
+    CHECK_MSG(both.mapped == base.mapped, "NDLocalEndpointsMappedtoTCPLocalEndpoints changed between queries");
+    NDIS_NDK_LOCAL_ENDPOINT_ENTRY e;
+    CHECK_MSG(ep_find(&both, &la, &e) == 1, "the listener (port %u) is not listed once", cf_port(&la));
+    CHECK_MSG(e.Listener, "the listener's entry has Listener FALSE");
+    CHECK_MSG(!e.UserModeOwner, "the listener's entry has UserModeOwner TRUE: its owner is an NDKPI consumer (§6.8)");
+    CHECK_EQ(e.OwnerPid, (ULONG)getpid());
+    CHECK_MSG(ep_find(&both, &sa, &e) == 1, "the shared endpoint (port %u) is not listed once", cf_port(&sa));
+    CHECK_MSG(!e.Listener, "the shared endpoint's entry has Listener TRUE");
+    CHECK_MSG(!e.UserModeOwner, "the shared endpoint's entry has UserModeOwner TRUE (§6.8)");
+    CHECK_EQ(e.OwnerPid, (ULONG)getpid());
+    free(both.buf);
+
+    /* Closing each removes exactly its entry. */
+    cf_close(sep);
+    x = ep_query(&a);
+    CHECK_MSG(ep_nd_count(&x) == n0 + 1 && ep_find(&x, &sa, &e) == 0 && ep_find(&x, &la, &e) == 1,
+              "after closing the shared endpoint: %u ND entries (%u before), it or the listener wrong", ep_nd_count(&x), n0);
+    free(x.buf);
+    cf_close(lis);
+    x = ep_query(&a);
+    CHECK_MSG(ep_nd_count(&x) == n0 && ep_find(&x, &la, &e) == 0, "after closing the listener: %u ND entries (%u before)",
+              ep_nd_count(&x), n0);
+    free(x.buf);
+    free(base.buf);
     cf_ad_close(&a);
 }

@@ -3,7 +3,8 @@
 # guest: siw (iWARP) and Soft-RoCE rxe, both in the image vm/build.sh makes (the same image the
 # siw matrix boots, default variant). One boot runs guest/verbs.sh: ndkinfo, ndkconform on the
 # verbs provider over rxe and over siw (with exclude/verbs-<dev>.txt), ndkperf --verify and
-# ndkping between two processes, verbs-over-siw against our iwarp provider in both directions,
+# ndkping between two processes, 16 Reads outstanding under root's default ulimit -l (siw),
+# verbs-over-siw against our iwarp provider in both directions,
 # and rdma-core's own tools against verbs.
 #
 # Usage: tests/interop/verbs.sh BUILD_DIR
@@ -28,7 +29,7 @@ case "$CACHE/" in "$SRC_ROOT"/*) echo "INTEROP_CACHE ($CACHE) must be outside th
 export INTEROP_CACHE="$CACHE"
 OUT="${INTEROP_OUT:-$BUILD/interop-verbs}"
 VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-1500}"
-CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw}"
+CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw reads-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw}"
 CONFORM_CASES="${VERBS_CONFORM_CASES:-all}"
 
 [ -e "$BUILD/providers/ndk-verbs.so" ] || skip "ndk-verbs.so was not built (libibverbs-dev/librdmacm-dev missing: scripts/deps.sh build)"

@@ -105,6 +105,9 @@ static void vb_connector_save_peer(struct vb_connector *c, const struct rdma_cm_
         c->peer_ord = ev->param.conn.initiator_depth;
     }
     c->have_peer_data = true;
+    vb_dbg(c->obj.dev, "connector: %s: responder_resources %u, initiator_depth %u; ours ird %u ord %u",
+           rdma_event_str(ev->event), ev->param.conn.responder_resources, ev->param.conn.initiator_depth,
+           (unsigned)c->ird, (unsigned)c->ord);
 }
 
 static void vb_connector_disc_work(struct vb_work *w)

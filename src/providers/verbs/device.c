@@ -270,9 +270,12 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     /* siw (vendor "bmt", 0x626d74) flushes a QP's queues inside the state change and never after
      * (siw_qp_modify, siw_post_send): drain.c completes what it leaves behind. */
     dev->flush_sync = ax.orig_attr.vendor_id == 0x626d74 && dev->iwarp;
+    if (dev->flush_sync)
+        vb_memlock_raise(dev);
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->qpt_lock, NULL);
     pthread_mutex_init(&dev->wq_lock, NULL);
+    pthread_mutex_init(&dev->rinv_lock, NULL);
     ndk_prov_adapter_list_init(&dev->adapters);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->seps);
@@ -311,6 +314,8 @@ fail:
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
+    pthread_mutex_destroy(&dev->rinv_lock);
+    free(dev->rinv);
     free(dev);
     return ndk_status_from_errno(err);
 }
@@ -330,6 +335,8 @@ void vb_device_destroy(struct vb_device *dev)
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
+    pthread_mutex_destroy(&dev->rinv_lock);
+    free(dev->rinv);
     free(dev);
 }
 
@@ -385,7 +392,8 @@ static NDIS_STATUS vb_oid_connections(struct vb_device *dev, NDK_OID_REQUEST *re
         struct sockaddr *l = rdma_get_local_addr(c->id), *p = rdma_get_peer_addr(c->id);
         memcpy(&r->Connections[i].Local, l, vb_sa_len(l));
         memcpy(&r->Connections[i].Remote, p, vb_sa_len(p));
-        r->Connections[i].UserModeOwner = TRUE;
+        r->Connections[i].UserModeOwner = FALSE;  /* an NDKPI consumer's (§6.7) */
+        r->Connections[i].OwnerPid = (ULONG)getpid();
         i++;
     }
     pthread_mutex_unlock(&dev->lock);
@@ -403,7 +411,7 @@ static NDIS_STATUS vb_oid_connections(struct vb_device *dev, NDK_OID_REQUEST *re
  * own. */
 static NDIS_STATUS vb_oid_endpoints(struct vb_device *dev, NDK_OID_REQUEST *req)
 {
-    NDIS_NDK_LOCAL_ENDPOINTS *r = req->InformationBuffer;
+    NDIS_NDK_LOCAL_ENDPOINTS *r;
     struct ndk_list *pos;
     ULONG n = 0, i = 0, per = dev->iwarp ? 2 : 1;
     size_t need;
@@ -413,13 +421,13 @@ static NDIS_STATUS vb_oid_endpoints(struct vb_device *dev, NDK_OID_REQUEST *req)
         n++;
     ndk_list_for_each(pos, &dev->seps)
         n++;
-    need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(n ? per * n : 1);
-    if (!r || req->InformationBufferLength < need) {
+    need = NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(per * n);
+    r = ndk_prov_oid_begin(req, need, NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1);
+    if (!r) {
         pthread_mutex_unlock(&dev->lock);
-        req->BytesNeeded = (ULONG)need;
         return NDIS_STATUS_BUFFER_TOO_SHORT;
     }
-    memset(r, 0, need);
+    /* The array is declared [1]: index through a pointer (-fsanitize=bounds). */
     NDIS_NDK_LOCAL_ENDPOINT_ENTRY *e =
         (NDIS_NDK_LOCAL_ENDPOINT_ENTRY *)((uint8_t *)r + offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints));
     for (int pass = 0; pass < 2; pass++) {
@@ -427,7 +435,7 @@ static NDIS_STATUS vb_oid_endpoints(struct vb_device *dev, NDK_OID_REQUEST *req)
             const SOCKADDR_INET *a = pass ? &ndk_list_entry(pos, struct vb_sep, link)->addr
                                           : &ndk_list_entry(pos, struct vb_listener, link)->addr;
             e[i].Local = *a;
-            e[i].UserModeOwner = TRUE;      /* a user-space process, as OID_NDK_CONNECTIONS says */
+            e[i].UserModeOwner = FALSE;     /* an NDKPI consumer's, not NDSPI's (§6.8) */
             e[i].Listener = !pass;
             e[i].OwnerPid = (ULONG)getpid();
             i++;
@@ -436,9 +444,6 @@ static NDIS_STATUS vb_oid_endpoints(struct vb_device *dev, NDK_OID_REQUEST *req)
         }
     }
     pthread_mutex_unlock(&dev->lock);
-    r->Header.Type = NDIS_OBJECT_TYPE_DEFAULT;
-    r->Header.Revision = NDIS_NDK_LOCAL_ENDPOINTS_REVISION_1;
-    r->Header.Size = (USHORT)need;
     r->Count = i;
     r->NDLocalEndpointsMappedtoTCPLocalEndpoints = dev->iwarp;
     req->BytesWritten = (ULONG)need;

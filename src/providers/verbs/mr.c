@@ -48,6 +48,7 @@ static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     if (!r) {
         int err = errno ? errno : ENOMEM;
         pthread_mutex_unlock(&mr->lock);
+        vb_memlock_explain(dev, "NdkRegisterMr", len, err);
         return err == EFAULT ? STATUS_ACCESS_VIOLATION : vb_status_from_errno(err);
     }
     mr->mr = r;
@@ -110,14 +111,45 @@ static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_
     return STATUS_SUCCESS;
 }
 
+/* mr->lock held: drops a window-backed MR's last registration. The device refuses while the
+ * window is still bound over it (rxe_dereg_mr: -EINVAL with MWs bound), which is the case when
+ * the consumer posted NdkInvalidate and this fast register back to back (§5.5: in send-queue
+ * order): then the registration is parked until its LOCAL_INV has run. A window never
+ * invalidated makes the new bind fail on the device, as a fast register of a valid MR does.
+ * Returns 0 or -EBUSY. */
+static int vb_mr_retire(struct vb_mr *mr)
+{
+    int k = 0;
+
+    for (int i = 0; i < mr->nstale; i++)
+        if (ibv_dereg_mr(mr->stale[i]))
+            mr->stale[k++] = mr->stale[i];
+    mr->nstale = k;
+    if (!mr->mr)
+        return 0;
+    if (!mr->mw_backed)
+        return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
+    if (ibv_dereg_mr(mr->mr)) {
+        if (mr->nstale == VB_MR_STALE)
+            return -EBUSY;
+        mr->stale[mr->nstale++] = mr->mr;
+    }
+    mr->mr = NULL;
+    mr->mw_backed = false;
+    return 0;
+}
+
 /* Posting thread: replaces the fast-register MR's registration, addressed at iova; SGEs carrying
  * the MR's local token are shifted by delta (a label base the device cannot take, post.c).
+ * With mw (remote access on a device with type-2 windows) the registration gets local rights
+ * and MW_BIND only, the caller binds ph_mw over it with the remote ones (vb_mr_bind_wr).
  * Returns 0 or -errno. */
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags)
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags, bool mw)
 {
     struct vb_device *dev = mr->obj.dev;
     ULONG f = 0;
     struct ibv_mr *r;
+    int err;
 
     if (flags & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
         f |= NDK_MR_FLAG_ALLOW_LOCAL_WRITE;
@@ -127,37 +159,92 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
         f |= NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
     if (flags & NDK_OP_FLAG_RDMA_READ_SINK)
         f |= NDK_MR_FLAG_RDMA_READ_SINK;
+    if (mw)     /* the window carries the remote rights; a remote-write window needs local write */
+        f = (f & ~(ULONG)(NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE)) |
+            ((f & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE : 0);
     pthread_mutex_lock(&mr->lock);
-    if (!mr->ph) {
+    if (!mr->ph || (mw && !mr->ph_mw)) {
         pthread_mutex_unlock(&mr->lock);
         return -EINVAL;     /* not initialised (§2.6 NdkInitializeFastRegisterMr) */
     }
-    if (mr->mr) {
+    if ((err = vb_mr_retire(mr)) != 0) {
         pthread_mutex_unlock(&mr->lock);
-        return -EBUSY;      /* still registered: NDK requires an invalidate first (§5.10) */
+        return err;
     }
     /* The peer addresses the region by BaseVirtualAddress (a label): the registration's iova. */
-    r = ibv_reg_mr_iova2(mr->pd->pd, (void *)va, len, iova, (unsigned)vb_mr_access(f, dev->iwarp, false));
+    r = ibv_reg_mr_iova2(mr->pd->pd, (void *)va, len, iova, (unsigned)vb_mr_access(f, dev->iwarp, mw));
     if (!r) {
-        int err = errno ? errno : ENOMEM;
+        err = errno ? errno : ENOMEM;
         pthread_mutex_unlock(&mr->lock);
+        vb_memlock_explain(dev, "NdkFastRegister", len, err);
         return -err;
     }
     mr->mr = r;
-    mr->access = vb_mr_access(f, dev->iwarp, false);
+    mr->mw_backed = mw;
+    mr->access = vb_mr_access(f, dev->iwarp, mw);
     vb_token_set(mr, r->lkey, delta);
     pthread_mutex_unlock(&mr->lock);
     return 0;
 }
 
-int vb_mr_invalidate(struct vb_mr *mr)
+/* Posting thread, after vb_mr_fast_register(mw): the bind of ph_mw over the new registration
+ * [iova, iova+len) with the remote rights of flags; the key takes effect once posted. */
+void vb_mr_bind_wr(struct vb_mr *mr, uint64_t iova, size_t len, ULONG flags, struct ibv_send_wr *t)
+{
+    unsigned acc = 0;
+
+    if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+        acc |= IBV_ACCESS_REMOTE_READ;
+    if ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+        acc |= IBV_ACCESS_REMOTE_WRITE;
+    memset(t, 0, sizeof(*t));
+    t->opcode = IBV_WR_BIND_MW;
+    pthread_mutex_lock(&mr->lock);
+    t->bind_mw.mw = mr->ph_mw;
+    t->bind_mw.rkey = ibv_inc_rkey(mr->ph_mw->rkey);
+    t->bind_mw.bind_info.mr = mr->mr;
+    if (mr->mw_rkey)
+        vb_rinv_take(mr->obj.dev, mr->mw_rkey);
+    vb_rinv_take(mr->obj.dev, t->bind_mw.rkey);
+    pthread_mutex_unlock(&mr->lock);
+    t->bind_mw.bind_info.addr = iova;
+    t->bind_mw.bind_info.length = len;
+    t->bind_mw.bind_info.mw_access_flags = acc;
+}
+
+/* Posting thread: the bind of vb_mr_bind_wr was posted (rkey) or refused (0: the registration
+ * goes again). */
+void vb_mr_bound(struct vb_mr *mr, uint32_t rkey)
+{
+    pthread_mutex_lock(&mr->lock);
+    if (rkey) {
+        /* libibverbs leaves a type-2 window's key at its allocation value; the next bind names the
+         * window by mw->rkey, which rxe checks against its current key (rxe_bind_mw). */
+        mr->mw_rkey = rkey;
+        mr->ph_mw->rkey = rkey;
+    } else {
+        if (mr->ph)
+            vb_token_set(mr, mr->ph->lkey, 0);
+        if (mr->mr && !ibv_dereg_mr(mr->mr))
+            mr->mr = NULL;
+        mr->mw_backed = false;
+    }
+    pthread_mutex_unlock(&mr->lock);
+}
+
+/* The local side of NdkInvalidate. A window-backed registration stays until its window is
+ * unbound (the caller posts the LOCAL_INV; *rkey gets the window's key, else 0). */
+int vb_mr_invalidate(struct vb_mr *mr, uint32_t *rkey)
 {
     int err = 0;
 
+    *rkey = 0;
     pthread_mutex_lock(&mr->lock);
     if (mr->ph)
         vb_token_set(mr, mr->ph->lkey, 0);
-    if (mr->mr && ibv_dereg_mr(mr->mr))
+    if (mr->mr && mr->mw_backed)
+        *rkey = mr->mw_rkey;
+    else if (mr->mr && ibv_dereg_mr(mr->mr))
         err = -errno;
     else
         mr->mr = NULL;
@@ -171,7 +258,8 @@ static UINT32 vb_mr_remote_token(NDK_MR *m)
     UINT32 t;
 
     pthread_mutex_lock(&mr->lock);
-    t = mr->mr ? mr->mr->rkey : mr->ph_mw ? mr->ph_mw->rkey : mr->ph ? mr->ph->rkey : 0;
+    t = mr->mr && mr->mw_backed ? mr->mw_rkey : mr->mr ? mr->mr->rkey : mr->ph_mw ? mr->ph_mw->rkey
+      : mr->ph ? mr->ph->rkey : 0;
     pthread_mutex_unlock(&mr->lock);
     return t;
 }
@@ -191,11 +279,17 @@ static void vb_mr_destroy(struct vb_obj *o)
 {
     struct vb_mr *mr = ndk_container_of(o, struct vb_mr, obj);
 
-    if (mr->mr && ibv_dereg_mr(mr->mr))
-        vb_err(o->dev, "ibv_dereg_mr: %s", strerror(errno));
-    vb_token_del(mr);
+    if (mr->mw_rkey)
+        vb_rinv_take(o->dev, mr->mw_rkey);
+    /* The window first: a registration with a window bound over it cannot go (rxe_dereg_mr). */
     if (mr->ph_mw && ibv_dealloc_mw(mr->ph_mw))
         vb_err(o->dev, "ibv_dealloc_mw (token placeholder): %s", strerror(errno));
+    if (mr->mr && ibv_dereg_mr(mr->mr))
+        vb_err(o->dev, "ibv_dereg_mr: %s", strerror(errno));
+    for (int i = 0; i < mr->nstale; i++)
+        if (ibv_dereg_mr(mr->stale[i]))
+            vb_err(o->dev, "ibv_dereg_mr (retired registration): %s", strerror(errno));
+    vb_token_del(mr);
     if (mr->ph && ibv_dereg_mr(mr->ph))
         vb_err(o->dev, "ibv_dereg_mr (token placeholder): %s", strerror(errno));
     pthread_mutex_destroy(&mr->lock);

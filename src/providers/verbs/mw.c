@@ -53,6 +53,8 @@ static void vb_mw_destroy(struct vb_obj *o)
 {
     struct vb_mw *mw = ndk_container_of(o, struct vb_mw, obj);
 
+    if (mw->mw)
+        vb_rinv_take(o->dev, atomic_load(&mw->rkey));
     if (mw->mw && ibv_dealloc_mw(mw->mw))
         vb_err(o->dev, "ibv_dealloc_mw: %s", strerror(errno));
     vb_mw_emu_invalidate(mw);

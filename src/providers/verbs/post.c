@@ -233,6 +233,9 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     }
     t.bind_mw.mw = mw->mw;
     t.bind_mw.rkey = ibv_inc_rkey(atomic_load(&mw->rkey));
+    /* A record of the old key (the peer invalidated it) or of a wrapped new one is stale now. */
+    vb_rinv_take(qp->obj.dev, atomic_load(&mw->rkey));
+    vb_rinv_take(qp->obj.dev, t.bind_mw.rkey);
     t.bind_mw.bind_info.mr = mr->mr;
     t.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)va;
     t.bind_mw.bind_info.length = len;
@@ -241,8 +244,10 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     /* The MR is the bound window's antecedent (§1.7): its close pends while the window lives. */
     vb_obj_set_ante(&mw->obj, 1, &mr->obj);
     NTSTATUS st = vb_post_sq(qp, ctx, VB_SOP_BIND, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
-    if (st == STATUS_SUCCESS)
+    if (st == STATUS_SUCCESS) {
         atomic_store(&mw->rkey, t.bind_mw.rkey);
+        mw->mw->rkey = t.bind_mw.rkey;     /* the window's name in the next bind (vb_mr_bound) */
+    }
     return st;
 }
 
@@ -295,9 +300,20 @@ NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CO
         iova = va;
         delta = (int64_t)(va - (uintptr_t)base);
     }
-    err = vb_mr_fast_register(mr, va, len, iova, delta, flags);
+    /* Remote access where the device has type-2 windows: the token is a window bound over the
+     * registration, which a peer's Send with Invalidate ends (rxe refuses it for a user MR's
+     * key); the bind is a work request, so the fast register completes in send-queue order. */
+    bool mw = remote && qp->obj.dev->has_mw2 && mr->ph_mw;
+    err = vb_mr_fast_register(mr, va, len, iova, delta, flags, mw);
     if (err)
         return vb_post_fail(qp, vb_post_fail_status(err));
+    if (mw) {
+        struct ibv_send_wr t;
+        vb_mr_bind_wr(mr, iova, len, flags, &t);
+        NTSTATUS st = vb_post_sq(qp, ctx, VB_SOP_FR, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, NULL);
+        vb_mr_bound(mr, st == STATUS_SUCCESS ? t.bind_mw.rkey : 0);
+        return st;
+    }
     vb_post_soft(qp, ctx, NdkOperationTypeFastRegister, flags, STATUS_SUCCESS);
     return STATUS_SUCCESS;
 }
@@ -318,13 +334,29 @@ NTSTATUS vb_post_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *target, ULO
             return STATUS_SUCCESS;
         }
         struct ibv_send_wr t = { .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = atomic_load(&mw->rkey) };
+        /* Already invalidated by the peer: the key is dead, and rxe oopses on it (rinv.c). */
+        if (vb_rinv_take(qp->obj.dev, t.invalidate_rkey)) {
+            vb_post_soft(qp, ctx, NdkOperationTypeInvalidate, flags & ~(ULONG)NDK_OP_FLAG_SILENT_SUCCESS,
+                         STATUS_ACCESS_VIOLATION);
+            return STATUS_SUCCESS;
+        }
         return vb_post_sq(qp, ctx, VB_SOP_INV, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
     }
     if (target->ObjectType == NdkObjectTypeMr) {
         struct vb_mr *mr = to_vb_mr((NDK_MR *)target);
         if (!mr->fast)
             return STATUS_INVALID_PARAMETER;
-        vb_mr_invalidate(mr);
+        uint32_t rkey;
+        vb_mr_invalidate(mr, &rkey);
+        if (rkey && vb_rinv_take(qp->obj.dev, rkey)) {
+            vb_post_soft(qp, ctx, NdkOperationTypeInvalidate, flags & ~(ULONG)NDK_OP_FLAG_SILENT_SUCCESS,
+                         STATUS_ACCESS_VIOLATION);
+            return STATUS_SUCCESS;
+        }
+        if (rkey) {
+            struct ibv_send_wr t = { .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = rkey };
+            return vb_post_sq(qp, ctx, VB_SOP_INV, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, NULL);
+        }
         vb_post_soft(qp, ctx, NdkOperationTypeInvalidate, flags, STATUS_SUCCESS);
         return STATUS_SUCCESS;
     }

@@ -83,12 +83,15 @@ static void vb_run_work(struct vb_device *dev)
     }
 }
 
+/* One event per wake-up: a CQ raises at most one per arming, and the channel is level-triggered
+ * in epoll, so a second read would mostly be an EAGAIN, a syscall per message on the event path
+ * (a ping-pong wakes once per message). */
 static void vb_on_comp(struct vb_device *dev)
 {
     struct ibv_cq *cq;
     void *cq_ctx;
 
-    while (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
+    if (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
         vb_cq_on_event(dev, cq);
 }
 

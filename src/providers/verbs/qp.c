@@ -40,6 +40,9 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
     r->QPContext = qp->qp_ctx;
     r->Status = vb_status_from_wc(wc->status, recv);
     r->ProviderErrorCode = ok ? 0 : ((uint32_t)wc->status << 24) | (wc->vendor_err & 0xffffffu);
+    if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR)
+        vb_dbg(qp->obj.dev, "QP %u: %s completion: %s (vendor error 0x%x)", qp->qpn, recv ? "receive" : "send queue",
+               ibv_wc_status_str(wc->status), wc->vendor_err);
     if (recv) {
         if (wc->wr_id & VB_WR_RING) {
             uint32_t c = (uint32_t)wc->wr_id;
@@ -65,6 +68,7 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
                 (qp->obj.dev->rxe_inv_quirk && (wc->wc_flags & IBV_WC_IP_CSUM_OK))) {
                 r->Type = NdkOperationTypeReceiveAndInvalidate;
                 r->TypeSpecificCompletionOutput = wc->invalidated_rkey;
+                vb_rinv_note(qp->obj.dev, wc->invalidated_rkey);
             }
         }
         return true;
@@ -97,6 +101,7 @@ NDK_OPERATION_TYPE vb_qp_op_type(uint8_t sop)
 {
     return sop == VB_SOP_SEND ? NdkOperationTypeSend : sop == VB_SOP_WRITE ? NdkOperationTypeWrite
          : sop == VB_SOP_READ ? NdkOperationTypeRead : sop == VB_SOP_BIND ? NdkOperationTypeBind
+         : sop == VB_SOP_FR ? NdkOperationTypeFastRegister
          : NdkOperationTypeInvalidate;
 }
 

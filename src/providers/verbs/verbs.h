@@ -166,6 +166,11 @@ struct vb_device {
     atomic_uint ntok;
     void *ph_page;
 
+    /* rinv.c: window keys a peer invalidated, which a LOCAL_INV must not reach (rxe). */
+    pthread_mutex_t rinv_lock;
+    uint32_t *rinv;
+    size_t rinv_n, rinv_cap;
+
     /* drain.c: siw completes nothing posted after its QP reached ERROR and skips the SQ flush on
      * some transitions (siw_qp.c), so the provider completes what the device dropped. */
     bool flush_sync;                /* the device's flush is done when ibv_modify_qp(ERR) returns */
@@ -191,6 +196,14 @@ void vb_token_del(struct vb_mr *mr);
 void vb_token_set(struct vb_mr *mr, uint32_t lkey, int64_t delta);
 /* Rewrites an SGE whose lkey is a minted token; false if it is none. tok_lock inside. */
 bool vb_token_translate(struct vb_device *dev, struct ibv_sge *sge);
+
+/* ---- remotely invalidated window keys (rinv.c) ---- */
+void vb_rinv_note(struct vb_device *dev, uint32_t key);
+bool vb_rinv_take(struct vb_device *dev, uint32_t key);
+
+/* ---- locked-memory limit (memlock.c) ---- */
+void vb_memlock_raise(struct vb_device *dev);
+void vb_memlock_explain(struct vb_device *dev, const char *what, size_t len, int err);
 
 /* ---- progress (progress.c) ---- */
 int vb_progress_start(struct vb_device *dev);
@@ -351,7 +364,7 @@ void vb_srq_on_event(struct vb_srq *srq, NTSTATUS st);
 #define VB_WR_RING  (1ull << 63)
 #define VB_WR_RECV  (1ull << 62)
 #define VB_WR_GEN(id) ((uint32_t)(((id) >> 32) & 0x3fffffffu))
-enum vb_sop { VB_SOP_SEND, VB_SOP_WRITE, VB_SOP_READ, VB_SOP_BIND, VB_SOP_INV, VB_SOP_HIDDEN };
+enum vb_sop { VB_SOP_SEND, VB_SOP_WRITE, VB_SOP_READ, VB_SOP_BIND, VB_SOP_INV, VB_SOP_HIDDEN, VB_SOP_FR };
 struct vb_sslot {                   /* a send-queue request's shadow (map D3) */
     void *ctx;
     uint8_t type;                   /* NDK_OPERATION_TYPE low byte via vb_sop */
@@ -429,6 +442,7 @@ NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
 int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *out);
 
 /* ---- MR / MW (mr.c, mw.c) ---- */
+#define VB_MR_STALE 4
 struct vb_mr {
     NDK_MR ndk;
     struct vb_obj obj;
@@ -451,11 +465,20 @@ struct vb_mr {
     struct ibv_mr *mr;
     int nmw;                        /* windows bound over mr */
     int access;                     /* mr's verbs access bits */
+    /* A remote fast register where the device has type-2 windows (rxe, mlx5): ph_mw is bound
+     * over mr and its key is the remote token, so a peer's Send with Invalidate ends it (map §1.3
+     * option A). mr stays until the window is known unbound: the next fast register or close. */
+    bool mw_backed;
+    uint32_t mw_rkey;               /* ph_mw's key of the current (or last) bind */
+    struct ibv_mr *stale[VB_MR_STALE];   /* earlier registrations whose window was still bound */
+    int nstale;
 };
 #define to_vb_mr(p) ndk_container_of((p), struct vb_mr, ndk)
 NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
-int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags);
-int vb_mr_invalidate(struct vb_mr *mr);
+int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags, bool mw);
+void vb_mr_bind_wr(struct vb_mr *mr, uint64_t iova, size_t len, ULONG flags, struct ibv_send_wr *t);
+void vb_mr_bound(struct vb_mr *mr, uint32_t rkey);
+int vb_mr_invalidate(struct vb_mr *mr, uint32_t *rkey);
 int vb_mr_access(ULONG ndk_flags, bool iwarp, bool mw);
 
 struct vb_mw {
