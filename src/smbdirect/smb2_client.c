@@ -219,7 +219,7 @@ static uint32_t smb2_status(const uint8_t *m) { return smbd_get32(m + SMB2_HDR_S
 static int smb2_call(smb2_client *c, uint16_t cmd, uint8_t *req, size_t len, uint16_t charge, uint8_t **resp,
                      size_t *rlen, const char *what)
 {
-    uint64_t mid;
+    uint64_t mid = 0;   /* set by smb2_send_req on success; -O3 cannot see that */
     int rc = smb2_send_req(c, cmd, req, len, charge, &mid);
     if (rc)
         return rc;
@@ -274,7 +274,7 @@ int smb2_negotiate(smb2_client *c)
         smbd_put16(x + 10, SMB2_SIGNING_AES_CMAC);
         len += 8 + 4;
     }
-    uint64_t mid;
+    uint64_t mid = 0;   /* set by smb2_send_req on success; -O3 cannot see that */
     int rc = smb2_send_req(c, SMB2_NEGOTIATE, req, len, 1, &mid);
     if (rc)
         return rc;
@@ -338,7 +338,7 @@ int smb2_session_setup(smb2_client *c, const char *user, const char *domain, con
     uint8_t preauth[64], tok[32], blob[4096], auth[4096], key[16];
     memcpy(preauth, c->preauth, 64);
     size_t blen = smb2_spnego_init(tok, smb2_ntlm_negotiate(tok), blob, sizeof blob);
-    uint64_t mid;
+    uint64_t mid = 0;   /* set by smb2_send_req on success; -O3 cannot see that */
     int rc = smb2_sess_req(c, blob, blen, preauth, &mid);
     if (rc)
         return rc;
