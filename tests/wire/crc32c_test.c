@@ -31,14 +31,8 @@ static uint32_t ref_crc(const uint8_t *p, size_t len)
 }
 
 /* Deterministic xorshift so failures reproduce. */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define WIRE_RND_SEED 0x9E3779B97F4A7C15ull
+#include "wire_rnd.h"
 
 static const struct iw_crc32c_impl *impls;
 static size_t nimpl;

@@ -13,14 +13,8 @@
 #include "fpdu.h"
 #include "testlib.h"
 
-static uint64_t rng_state = 0xD1B54A32D192ED03ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define WIRE_RND_SEED 0xD1B54A32D192ED03ull
+#include "wire_rnd.h"
 
 #define NFPDU   12
 #define MAXPAY  9000u

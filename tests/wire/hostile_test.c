@@ -16,14 +16,8 @@
 #include "streamdec.h"
 #include "testlib.h"
 
-static uint64_t rng_state = 0xD1B54A32D192ED03ull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define WIRE_RND_SEED 0xD1B54A32D192ED03ull
+#include "wire_rnd.h"
 
 static const struct wex_fpdu *ex(const char *prefix)
 {

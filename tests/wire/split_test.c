@@ -30,14 +30,8 @@ struct stream {
     size_t len;
 };
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#define WIRE_RND_SEED 0x2545F4914F6CDD1Dull
+#include "wire_rnd.h"
 
 static void expect_same(const struct stream *s, const char *how, const struct wsd_log *ref, const struct wsd_log *got)
 {
