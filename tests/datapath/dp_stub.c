@@ -113,8 +113,10 @@ bool dpt_check(const uint8_t *p, size_t n, uint32_t seed)
     return ndk_test_check(p, n, seed);
 }
 
-/* Tears a side down the way cm.c does: state out of RTS, fd detached and closed (abortive),
- * then connection_lost, then flush. Harness thread (or the test after it stopped). */
+/* Tears a side down the way cm.c does: state out of RTS, the socket made abortive, then
+ * connection_lost, which stops the engines and closes the socket under rx_mutex (qp.c), so a
+ * consumer polling the engines never reads a descriptor being closed; then flush. Harness
+ * thread (or the test after it stopped). */
 static void teardown(struct dpt_side *s, int err)
 {
     struct iw_qp *qp = s->qp;
@@ -126,12 +128,10 @@ static void teardown(struct dpt_side *s, int err)
     if (qp->state != IW_QP_ERROR)
         iw_qp_modify_locked(qp, IW_QP_ERROR);
     fd = qp->fd;
-    qp->fd = -1;
     pthread_mutex_unlock(&qp->lock);
-    if (fd >= 0) {
+    if (fd >= 0) {                   /* only this thread closes it */
         struct linger lg = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-        close(fd);
     }
     iw_qp_connection_lost(qp, err);
     pthread_mutex_lock(&qp->lock);
