@@ -227,14 +227,17 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
 static __thread struct dp_tx_batch tx_thread_batch;
 
 /* The socket left part of the batch: it moves to the QP's own copy, the iovecs that point to
- * its headers and trailers with it. -ENOMEM when there is no memory for it. tx_mutex held. */
+ * its headers and trailers with it. The copy's storage stays with the QP until it stops: a
+ * connection that fills its socket once does so on every large message, and a malloc and free
+ * per full socket would sit on the data path. -ENOMEM when there is no memory. tx_mutex held. */
 static int tx_keep(struct dp_tx *tx)
 {
     uintptr_t lo = (uintptr_t)tx->b, hi = lo + sizeof(*tx->b);
 
-    if (tx->b == tx->kept)
+    if (tx->kept && tx->b == tx->kept)
         return 0;
-    tx->kept = malloc(sizeof(*tx->kept));
+    if (!tx->kept)
+        tx->kept = malloc(sizeof(*tx->kept));
     if (!tx->kept)
         return -ENOMEM;
     memcpy(tx->kept, tx->b, sizeof(*tx->kept));
@@ -247,7 +250,7 @@ static int tx_keep(struct dp_tx *tx)
     return 0;
 }
 
-/* The batch is out: a kept copy goes. tx_mutex held (or all engine locks, stopping). */
+/* The QP stops: its copy goes. All engine locks held. */
 static void tx_unkeep(struct dp_tx *tx)
 {
     free(tx->kept);
@@ -262,7 +265,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     uint32_t maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
     int nf = 0;
 
-    tx->b = &tx_thread_batch;                      /* nothing is kept: the last batch is out */
+    tx->b = &tx_thread_batch;                      /* the last batch is out */
     tx->iovcnt = tx->iovpos = 0;
     tx->batch_bytes = 0;
     tx->batch_last = false;
@@ -433,7 +436,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
             }
-            tx_unkeep(tx);
+            tx->b = NULL;                         /* out; tx_build takes the thread's next */
             iw_poll_tx_blocked(dp, false);
             tx_goto(qp, dp, DP_TX_IDLE);
             tx_batch_done(qp, dp);
