@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -26,10 +25,8 @@ struct ndk_sync_op {
 ndk_sync_op *ndk_sync_op_new(void)
 {
     ndk_sync_op *op = calloc(1, sizeof *op);
-    if (!op) {
-        fprintf(stderr, "%s: out of memory\n", program_invocation_short_name);
-        exit(2);
-    }
+    if (!op)
+        return NULL;
     pthread_mutex_init(&op->lock, NULL);
     ndk_sync_time_cond_init(&op->cond);
     op->refs = 2;
@@ -49,6 +46,8 @@ static void sync_op_put_locked_and_unlock(ndk_sync_op *op)
 
 static void sync_op_complete(ndk_sync_op *op, NTSTATUS status, NDK_OBJECT_HEADER *obj)
 {
+    if (!op)
+        return;                                    /* issued without a waiter (no memory) */
     pthread_mutex_lock(&op->lock);
     op->done = true;
     op->status = status;
@@ -128,7 +127,18 @@ NTSTATUS ndk_sync_close(NDK_OBJECT_HEADER *obj, int timeout_ms)
     default: return STATUS_INVALID_PARAMETER;
     }
     ndk_sync_op *op = ndk_sync_op_new();
-    return ndk_sync_op_finish(op, fn(obj, ndk_sync_op_close_done, op), timeout_ms, NULL);
+    if (op)
+        return ndk_sync_op_finish(op, fn(obj, ndk_sync_op_close_done, op), timeout_ms, NULL);
+    /* No memory for an op, but an object must still close: wait on the stack with no timeout,
+     * which is safe because every close completes (ndkpi-reference.md, close contract), so no
+     * completion can come after this frame is gone. */
+    ndk_sync_op local = { .refs = 3 };             /* waiter's, completion's, and the frame's: never freed */
+    pthread_mutex_init(&local.lock, NULL);
+    ndk_sync_time_cond_init(&local.cond);
+    NTSTATUS st = ndk_sync_op_finish(&local, fn(obj, ndk_sync_op_close_done, &local), -1, NULL);
+    pthread_mutex_destroy(&local.lock);
+    pthread_cond_destroy(&local.cond);
+    return st;
 }
 
 NTSTATUS ndk_sync_create_finish(ndk_sync_op *op, NTSTATUS returned, void **out, void *inline_obj)
@@ -144,6 +154,8 @@ NTSTATUS ndk_sync_create_finish(ndk_sync_op *op, NTSTATUS returned, void **out, 
 NTSTATUS ndk_sync_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
 {
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     NDK_PD *pd = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreatePd(ad, ndk_sync_op_create_done, op, &pd);
     return ndk_sync_create_finish(op, st, (void **)out, pd);
@@ -152,6 +164,8 @@ NTSTATUS ndk_sync_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
 NTSTATUS ndk_sync_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
 {
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     NDK_CONNECTOR *c = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateConnector(ad, ndk_sync_op_create_done, op, &c);
     return ndk_sync_create_finish(op, st, (void **)out, c);
@@ -161,6 +175,8 @@ NTSTATUS ndk_sync_create_qp(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, PVOID qp_ctx, 
                             ULONG rsge, ULONG isge, ULONG inline_size, NDK_QP **out)
 {
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     NDK_QP *qp = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateQp(pd, rcq, icq, qp_ctx, rq_depth, iq_depth, rsge, isge, inline_size,
                                             ndk_sync_op_create_done, op, &qp);

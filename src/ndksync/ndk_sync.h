@@ -24,8 +24,10 @@ extern "C" {
 #define NDK_SYNC_OP_TIMEOUT_MS 10000
 
 /* One asynchronous request. Heap-allocated and reference-counted so that a late completion
- * after a timeout never touches freed memory. ndk_sync_op_new exits the process (status 2)
- * when memory runs out: a request without its context cannot be issued safely. */
+ * after a timeout never touches freed memory. ndk_sync_op_new returns NULL when memory runs
+ * out: the caller must then not issue the request (a request without its context cannot be
+ * waited for), and answers STATUS_INSUFFICIENT_RESOURCES or, in teardown, skips what close
+ * does anyway (ndk_sync_close itself never fails for want of memory). */
 typedef struct ndk_sync_op ndk_sync_op;
 ndk_sync_op *ndk_sync_op_new(void);
 /* Completion callbacks to pass to the provider with the op as RequestContext. */

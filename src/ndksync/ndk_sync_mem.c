@@ -27,12 +27,20 @@ NTSTATUS ndk_sync_mem_register(NDK_PD *pd, void *buf, size_t len, ULONG flags, n
         goto fail;
     }
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op) {
+        st = STATUS_INSUFFICIENT_RESOURCES;
+        goto fail;
+    }
     NDK_MR *mr = NULL;
     st = pd->Dispatch->NdkCreateMr(pd, FALSE, ndk_sync_op_create_done, op, &mr);
     st = ndk_sync_create_finish(op, st, (void **)&m->mr, mr);
     if (st != STATUS_SUCCESS)
         goto fail;
     op = ndk_sync_op_new();
+    if (!op) {
+        st = STATUS_INSUFFICIENT_RESOURCES;
+        goto fail;
+    }
     st = m->mr->Dispatch->NdkRegisterMr(m->mr, m->mdl, len, flags, ndk_sync_op_request_done, op);
     st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
     if (st != STATUS_SUCCESS)
@@ -54,9 +62,12 @@ fail:
 void ndk_sync_mem_release(ndk_sync_mem *m)
 {
     if (m->mr) {
+        /* Without memory for the op, closing the MR is the deregistration. */
         ndk_sync_op *op = ndk_sync_op_new();
-        NTSTATUS st = m->mr->Dispatch->NdkDeregisterMr(m->mr, ndk_sync_op_request_done, op);
-        ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        if (op) {
+            NTSTATUS st = m->mr->Dispatch->NdkDeregisterMr(m->mr, ndk_sync_op_request_done, op);
+            ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        }
         ndk_sync_close(&m->mr->Header, NDK_SYNC_OP_TIMEOUT_MS);
     }
     if (m->mdl)

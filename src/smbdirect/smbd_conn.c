@@ -199,6 +199,8 @@ static int smbd_resources(smbd_conn *c, NDK_ADAPTER *adapter)
     if (st != STATUS_SUCCESS)
         return smbd_fail(c, -EIO, st, "NdkCreatePd: %s", ndk_rt_status_name(st));
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "NdkCreateCq: out of memory");
     NDK_CQ *cq = NULL;
     st = adapter->Dispatch->NdkCreateCq(adapter, cqd, smbd_cq_notify, c, NULL, ndk_sync_op_create_done, op, &cq);
     NDK_OBJECT_HEADER *obj = NULL;
@@ -375,6 +377,8 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
     ULONG ird = c->p.ird > c->ad.info.MaxInboundReadLimit ? c->ad.info.MaxInboundReadLimit : c->p.ird;
     ULONG ord = c->p.ord > c->ad.info.MaxOutboundReadLimit ? c->ad.info.MaxOutboundReadLimit : c->p.ord;
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "NdkConnect: out of memory");
     st = c->connector->Dispatch->NdkConnect(c->connector, c->qp, (PSOCKADDR)&s, ndk_sync_addr_len(&s),
                                             (PSOCKADDR)&d, ndk_sync_addr_len(&d), ird, ord, NULL, 0,
                                             ndk_sync_op_request_done, op);
@@ -387,6 +391,8 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
     if (st != STATUS_SUCCESS && st != STATUS_BUFFER_TOO_SMALL)
         return smbd_fail(c, -EIO, st, "NdkGetConnectionData: %s", ndk_rt_status_name(st));
     op = ndk_sync_op_new();
+    if (!op)
+        return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "NdkCompleteConnect: out of memory");
     st = c->connector->Dispatch->NdkCompleteConnect(c->connector, smbd_disconnect_event, c,
                                                     ndk_sync_op_request_done, op);
     st = ndk_sync_op_finish(op, st, c->p.timeout_ms, NULL);
@@ -402,9 +408,11 @@ void smbd_close(smbd_conn *c)
 {
     if (!c)
         return;
-    if (c->connector && c->established) {
+    ndk_sync_op *op;
+    /* Without memory for the op the graceful disconnect is skipped: closing the connector
+     * aborts the connection anyway. */
+    if (c->connector && c->established && (op = ndk_sync_op_new()) != NULL) {
         /* Bounded: a peer that flushed may take seconds to answer (issue 13 item 1). */
-        ndk_sync_op *op = ndk_sync_op_new();
         NTSTATUS st = c->connector->Dispatch->NdkDisconnect(c->connector, ndk_sync_op_request_done, op);
         ndk_sync_op_finish(op, st, SMBD_TEARDOWN_MS, NULL);
     }

@@ -25,6 +25,8 @@ int smbd_mr_pool_init(smbd_conn *c)
         smbd_frmr *f = &c->frmrs[i];
         NDK_OBJECT_HEADER *obj = NULL;
         ndk_sync_op *op = ndk_sync_op_new();
+        if (!op)
+            return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "NdkCreateMr: out of memory");
         NDK_MR *mr = NULL;
         NTSTATUS st = c->pd->Dispatch->NdkCreateMr(c->pd, TRUE, ndk_sync_op_create_done, op, &mr);
         st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, &obj);
@@ -33,6 +35,8 @@ int smbd_mr_pool_init(smbd_conn *c)
         f->mr = obj ? (NDK_MR *)obj : mr;
         c->frmr_count++;
         op = ndk_sync_op_new();
+        if (!op)
+            return smbd_fail(c, -ENOMEM, STATUS_INSUFFICIENT_RESOURCES, "NdkInitializeFastRegisterMr: out of memory");
         st = f->mr->Dispatch->NdkInitializeFastRegisterMr(f->mr, c->frmr_pages, TRUE, ndk_sync_op_request_done, op);
         st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
         if (st != STATUS_SUCCESS)
@@ -172,9 +176,13 @@ int smbd_mr_register(smbd_conn *c, void *buf, size_t len, bool peer_writes, smbd
         NTSTATUS st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, NULL, NULL, NULL, &lamsz, &lfbo);
         if (st == STATUS_BUFFER_TOO_SMALL && (f->lam = calloc(1, lamsz)) != NULL) {
             ndk_sync_op *op = ndk_sync_op_new();
-            st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, ndk_sync_op_request_done, op, f->lam,
-                                                      &lamsz, &lfbo);
-            st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+            if (!op) {
+                st = STATUS_INSUFFICIENT_RESOURCES;
+            } else {
+                st = c->ad.adapter->Dispatch->NdkBuildLAM(c->ad.adapter, f->mdl, n, ndk_sync_op_request_done, op,
+                                                          f->lam, &lamsz, &lfbo);
+                st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+            }
         }
         if (st != STATUS_SUCCESS) {
             free(f->lam);

@@ -190,6 +190,7 @@ void peer_drop(peer *p)
     if (p->conn.established) {
         /* Bounded: the client may already be gone. */
         ndk_sync_op *op = ndk_sync_op_new();
+        CHECK(op != NULL);
         NTSTATUS st = p->conn.connector->Dispatch->NdkDisconnect(p->conn.connector, ndk_sync_op_request_done, op);
         ndk_sync_op_finish(op, st, 2000, NULL);
         p->conn.established = false;

@@ -54,6 +54,8 @@ NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const
     if (pdata_len)
         memcpy(data, pdata, pdata_len);
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     st = c->connector->Dispatch->NdkConnect(c->connector, c->qp, (PSOCKADDR)&s, ndk_sync_addr_len(&s), (PSOCKADDR)&d,
                                             ndk_sync_addr_len(&d), ird, ord, pdata_len ? data : NULL, pdata_len,
                                             ndk_sync_op_request_done, op);
@@ -78,6 +80,8 @@ NTSTATUS ndk_tool_conn_connect(ndk_tool_conn *c, const SOCKADDR_INET *src, const
     if (c->peer_data_len > sizeof c->peer_data)
         c->peer_data_len = sizeof c->peer_data;
     op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     st = c->connector->Dispatch->NdkCompleteConnect(c->connector, tool_conn_disconnect_event, c,
                                                     ndk_sync_op_request_done, op);
     st = ndk_sync_op_wait(op, st, timeout_ms, ndk_tool_stopped, NULL);
@@ -111,6 +115,8 @@ NTSTATUS ndk_tool_conn_accept(ndk_tool_conn *c, NDK_CONNECTOR *connector, ULONG 
         memcpy(data, pdata, pdata_len);
     c->connector = connector;
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op)
+        return STATUS_INSUFFICIENT_RESOURCES;
     NTSTATUS st = connector->Dispatch->NdkAccept(connector, c->qp, ird, ord, pdata_len ? data : NULL, pdata_len,
                                                  tool_conn_disconnect_event, c, ndk_sync_op_request_done, op);
     st = ndk_sync_op_wait(op, st, timeout_ms, ndk_tool_stopped, NULL);
@@ -129,8 +135,8 @@ void ndk_tool_conn_reject(NDK_CONNECTOR *incoming, const void *pdata, ULONG pdat
 
 void ndk_tool_conn_close(ndk_tool_conn *c)
 {
-    if (c->connector && c->established) {
-        ndk_sync_op *op = ndk_sync_op_new();
+    ndk_sync_op *op;
+    if (c->connector && c->established && (op = ndk_sync_op_new()) != NULL) {  /* else close aborts */
         NTSTATUS st = c->connector->Dispatch->NdkDisconnect(c->connector, ndk_sync_op_request_done, op);
         ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
     }

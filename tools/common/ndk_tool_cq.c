@@ -76,8 +76,11 @@ NTSTATUS ndk_tool_cq_create(NDK_ADAPTER *ad, ULONG depth, bool poll, ndk_tool_cq
     c->poll = poll;
     ndk_sync_op *op = ndk_sync_op_new();
     NDK_CQ *cq = NULL;
-    NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, depth, tool_cq_notify, c, NULL, ndk_sync_op_create_done, op, &cq);
-    st = ndk_sync_create_finish(op, st, (void **)&c->cq, cq);
+    NTSTATUS st = STATUS_INSUFFICIENT_RESOURCES;
+    if (op) {
+        st = ad->Dispatch->NdkCreateCq(ad, depth, tool_cq_notify, c, NULL, ndk_sync_op_create_done, op, &cq);
+        st = ndk_sync_create_finish(op, st, (void **)&c->cq, cq);
+    }
     if (st != STATUS_SUCCESS) {
         pthread_mutex_destroy(&c->lock);
         pthread_cond_destroy(&c->cond);

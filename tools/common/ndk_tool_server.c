@@ -75,6 +75,10 @@ static NTSTATUS tool_server_add(ndk_tool_server *s, ndk_rt_adapter_id id, const 
     if (st != STATUS_SUCCESS)
         return st;
     ndk_sync_op *op = ndk_sync_op_new();
+    if (!op) {
+        ndk_tool_adapter_close(&slot->ad);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
     NDK_LISTENER *l = NULL;
     st = slot->ad.adapter->Dispatch->NdkCreateListener(slot->ad.adapter, tool_connect_event, slot,
                                                        ndk_sync_op_create_done, op, &l);
@@ -82,9 +86,12 @@ static NTSTATUS tool_server_add(ndk_tool_server *s, ndk_rt_adapter_id id, const 
     if (st == STATUS_SUCCESS) {
         SOCKADDR_INET a = *addr;
         op = ndk_sync_op_new();
-        st = slot->listener->Dispatch->NdkListen(slot->listener, (PSOCKADDR)&a, ndk_sync_addr_len(&a),
-                                                 ndk_sync_op_request_done, op);
-        st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        st = STATUS_INSUFFICIENT_RESOURCES;
+        if (op) {
+            st = slot->listener->Dispatch->NdkListen(slot->listener, (PSOCKADDR)&a, ndk_sync_addr_len(&a),
+                                                     ndk_sync_op_request_done, op);
+            st = ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        }
         if (st == STATUS_SUCCESS) {
             /* Learn the port when the provider chose it. */
             ULONG len = sizeof a;
@@ -275,10 +282,11 @@ void ndk_tool_server_stop(ndk_tool_server *s)
      * wait: a listener's close completes once the connectors it produced are closed. */
     for (int i = 0; i < s->nslots; i++) {
         struct tool_slot *slot = &s->slots[i];
+        /* Without memory for the op (NULL) the close is issued all the same and not waited for. */
         slot->close_op = ndk_sync_op_new();
         NTSTATUS st = slot->listener->Dispatch->NdkCloseListener(&slot->listener->Header, ndk_sync_op_close_done,
                                                                  slot->close_op);
-        if (st != STATUS_PENDING) {
+        if (st != STATUS_PENDING && slot->close_op) {
             ndk_sync_op_finish(slot->close_op, st, 0, NULL);
             slot->close_op = NULL;
         }

@@ -29,8 +29,10 @@ void ndk_tool_session_close(ndk_tool_session *s)
     /* The QP holds no reference on the memory: close it first so that nothing is in flight. */
     if (s->conn.connector && s->conn.established) {
         ndk_sync_op *op = ndk_sync_op_new();
-        NTSTATUS st = s->conn.connector->Dispatch->NdkDisconnect(s->conn.connector, ndk_sync_op_request_done, op);
-        ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        if (op) {                                  /* else the connector's close aborts */
+            NTSTATUS st = s->conn.connector->Dispatch->NdkDisconnect(s->conn.connector, ndk_sync_op_request_done, op);
+            ndk_sync_op_finish(op, st, NDK_SYNC_OP_TIMEOUT_MS, NULL);
+        }
         s->conn.established = false;
     }
     NDK_SYNC_CLOSE(s->conn.connector);
