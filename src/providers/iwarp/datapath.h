@@ -194,6 +194,7 @@ struct dp_tx_batch {
     uint8_t hdr[DP_TX_MAX_FPDUS][IW_FPDU_MAX_BUFFERED];
     uint8_t trl[DP_TX_MAX_FPDUS][8];
     struct dp_tx_bmsg m[DP_TX_MAX_FPDUS];
+    int nfpdu;                /* header / trailer slots used */
     int nmsg, mdone;          /* messages in the batch / retired so far */
     bool has_rresp;           /* holds a Read Response (at most one: DP_IRQ_SLOTS) */
 };

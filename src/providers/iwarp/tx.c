@@ -246,24 +246,34 @@ static __thread struct dp_tx_batch tx_thread_batch;
 /* The socket left part of the batch: it moves to the QP's own copy, the iovecs that point to
  * its headers and trailers with it. The copy's storage stays with the QP until it stops: a
  * connection that fills its socket once does so on every large message, and a malloc and free
- * per full socket would sit on the data path. -ENOMEM when there is no memory. tx_mutex held. */
+ * per full socket would sit on the data path. Only the parts in use are copied (a batch of a
+ * few small messages uses a fraction of it). -ENOMEM when there is no memory. tx_mutex held. */
 static int tx_keep(struct dp_tx *tx)
 {
-    uintptr_t lo = (uintptr_t)tx->b, hi = lo + sizeof(*tx->b);
+    struct dp_tx_batch *b = tx->b, *k;
+    uintptr_t lo = (uintptr_t)b, hi = lo + sizeof(*b);
 
-    if (tx->kept && tx->b == tx->kept)
+    if (tx->kept && b == tx->kept)
         return 0;
     if (!tx->kept)
         tx->kept = malloc(sizeof(*tx->kept));
     if (!tx->kept)
         return -ENOMEM;
-    memcpy(tx->kept, tx->b, sizeof(*tx->kept));
+    k = tx->kept;
+    memcpy(&k->iov[tx->iovpos], &b->iov[tx->iovpos], sizeof b->iov[0] * (size_t)(tx->iovcnt - tx->iovpos));
+    memcpy(k->hdr, b->hdr, sizeof b->hdr[0] * (size_t)b->nfpdu);
+    memcpy(k->trl, b->trl, sizeof b->trl[0] * (size_t)b->nfpdu);
+    memcpy(k->m, b->m, sizeof b->m[0] * (size_t)b->nmsg);
+    k->nfpdu = b->nfpdu;
+    k->nmsg = b->nmsg;
+    k->mdone = b->mdone;
+    k->has_rresp = b->has_rresp;
     for (int i = tx->iovpos; i < tx->iovcnt; i++) {
-        uintptr_t a = (uintptr_t)tx->b->iov[i].iov_base;
+        uintptr_t a = (uintptr_t)b->iov[i].iov_base;
         if (a >= lo && a < hi)
-            tx->kept->iov[i].iov_base = (uint8_t *)tx->kept + (a - lo);
+            k->iov[i].iov_base = (uint8_t *)k + (a - lo);
     }
-    tx->b = tx->kept;
+    tx->b = k;
     return 0;
 }
 
@@ -389,6 +399,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     }
     if (nf == 0)
         return -ENOBUFS;                           /* cannot happen: one FPDU always fits */
+    tx->b->nfpdu = nf;
     IW_COUNT(qp->obj.dev, rdma_out_frames, nf);
     return 0;
 }
