@@ -161,7 +161,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
             dp->sq_issued++;
             if (s->status != STATUS_SUCCESS) {
                 tx_fail_sqe_locked(qp, dp, slot, s->status, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
-                return tx_pick_locked(qp, dp, more);     /* sets up the Terminate */
+                return tx_pick_locked(qp, dp, more); /* sets up the Terminate */
             }
             s->state = DP_SQE_DONE;
             iw_qp_sq_retire_locked(qp);
