@@ -167,14 +167,36 @@ enum dp_tx_msg {
     DP_MSG_TERM,              /* our one Terminate */
 };
 
-#define DP_TX_MAX_FPDUS 16
-#define DP_TX_MAX_IOV   256
+/* A batch (one sendmsg, resumed after a short write) holds FPDUs of one or more whole messages
+ * in pick order, the last possibly unfinished. Limits: header / trailer slots (DP_TX_MAX_FPDUS,
+ * so at most as many messages), iovecs, and bytes: DP_TX_BATCH_BYTES bounds what one batch
+ * offers TCP (16 FPDUs of 64 KiB, the loopback MULPDU, as before, so large transfers keep
+ * their calls), and another message joins only while the batch holds under DP_TX_JOIN_BYTES,
+ * which bounds how long a Read Response or our Terminate, which never cut into a batch, waits
+ * behind small messages (about one 256 KiB socket buffer's worth). */
+#define DP_TX_MAX_FPDUS   64
+#define DP_TX_MAX_IOV     256
+#define DP_TX_BATCH_BYTES (1u << 20)
+#define DP_TX_JOIN_BYTES  (256u << 10)
 
-/* A batch of FPDUs: the iovecs sendmsg() gets, with the headers and trailers they point to. */
+/* One message's part of a batch: retired once iovecs [0, iov_end) are written. */
+struct dp_tx_bmsg {
+    uint32_t slot;            /* SQ ring slot (DP_MSG_SQ) */
+    uint16_t iov_end;
+    uint8_t msg;              /* enum dp_tx_msg */
+    bool last;                /* its last segment is in this batch */
+};
+
+/* A batch of FPDUs: the iovecs sendmsg() gets, with the headers and trailers they point to and
+ * the messages they carry. */
 struct dp_tx_batch {
     struct iovec iov[DP_TX_MAX_IOV];
     uint8_t hdr[DP_TX_MAX_FPDUS][IW_FPDU_MAX_BUFFERED];
     uint8_t trl[DP_TX_MAX_FPDUS][8];
+    struct dp_tx_bmsg m[DP_TX_MAX_FPDUS];
+    int nfpdu;                /* header / trailer slots used */
+    int nmsg, mdone;          /* messages in the batch / retired so far */
+    bool has_rresp;           /* holds a Read Response (at most one: DP_IRQ_SLOTS) */
 };
 
 struct dp_tx {
@@ -184,9 +206,8 @@ struct dp_tx {
     struct iw_fpdu_hdr h;     /* template of the message's segments */
     const struct dp_sgl *src; /* payload source */
     uint64_t off, len;        /* message bytes framed so far / total */
-    bool batch_last;          /* the batch holds the message's last segment */
     int iovcnt, iovpos;
-    size_t batch_bytes;
+    size_t batch_bytes;       /* wire bytes framed into the batch */
     /* The batch is built in the thread's struct dp_tx_batch (tx.c) and written from there; only
      * a batch the socket did not take whole moves to one of the QP's own (kept), freed when it
      * is out (issue 14 item 3: an idle QP holds no batch). */

@@ -10,6 +10,12 @@
  * lost. Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
  * payload iovecs, trailer; several FPDUs per call); a short write just leaves the batch in
  * DP_TX_SENDING and asks the progress engine for EPOLLOUT.
+ * A batch carries whole messages one after another, as tx_pick would send them, until it is
+ * full (datapath.h: FPDU slots, iovecs, DP_TX_BATCH_BYTES / DP_TX_JOIN_BYTES), so queued
+ * small messages share one sendmsg. It ends before a message that must not be framed ahead of
+ * the write of those before it: our Terminate, a Read Response while it holds one, a Bind /
+ * Fast Register / Invalidate (executed when the batch is out), a Read held by READ_FENCE or
+ * ORD, and a request that fails validation (its Terminate follows the batch).
  *
  * Message choice (tx_pick, qp->lock held): our Terminate first (after the FPDU in flight: an
  * FPDU is never cut), then queued Read Responses (RFC 5040 §5.3: in request order), then the SQ
@@ -18,7 +24,9 @@
  * an ORD slot (§5.11.3: excess reads queue); Bind / Fast Register / Invalidate execute when the
  * engine reaches them, so they are ordered with the transfers around them.
  * Completions: Send / Write when the last byte went to TCP (RFC 5040 has no acknowledgement),
- * Read when its Response has arrived (rx.c); always retired in posting order (§5.6).
+ * so after each sendmsg the batch's messages wholly written are retired, in batch order (which
+ * is posting order); Read when its Response has arrived (rx.c); always retired in posting
+ * order (§5.6).
  */
 #include "datapath.h"
 
@@ -83,15 +91,20 @@ static uint8_t send_opcode(const struct iw_wqe *w)
 }
 
 /* Returns 1 when a message was set up in dp->tx, 0 when there is nothing to send now.
+ * more: the message would join the batch being built (tx->b) behind whole messages not yet
+ * written; then it returns 0 for a message that must wait for the batch (tx.c's header).
  * Recursion depth is at most 2 (a failure queues the Terminate, which the second call picks). */
-static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp);
+static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more);
 
-static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
+static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
 {
     struct dp_tx *tx = &dp->tx;
+    bool rresp_in = more && tx->b->has_rresp;
 
     if (dp->stopped)
         return 0;
+    if (dp->term_pending && more)
+        return 0;                                  /* the Terminate goes alone, after the batch */
     if (dp->term_pending && !dp->term_sent) {
         memset(&tx->h, 0, sizeof tx->h);
         tx->h.opcode = IW_OP_TERMINATE;
@@ -110,7 +123,9 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
     if (qp->params.tx_wait_first_rx)
         return 0;
 
-    if (dp->irq_count) {
+    if (rresp_in && dp->irq_count > 1)
+        return 0;                                  /* the next Response waits (DP_IRQ_SLOTS) */
+    if (dp->irq_count && !rresp_in) {
         struct dp_irq_ent *e = &dp->irq[dp->irq_head];
         memset(&tx->h, 0, sizeof tx->h);
         tx->h.opcode = IW_OP_READ_RESP;
@@ -138,13 +153,15 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
         case IW_WR_BIND:
         case IW_WR_FAST_REGISTER:
         case IW_WR_INVALIDATE:
+            if (more)
+                return 0;                          /* after the transfers before it are out */
             s->status = w->op == IW_WR_BIND ? iw_access_exec_bind(qp, w)
                       : w->op == IW_WR_FAST_REGISTER ? iw_access_exec_fast_register(qp, w)
                       : iw_access_exec_invalidate(qp, w);
             dp->sq_issued++;
             if (s->status != STATUS_SUCCESS) {
                 tx_fail_sqe_locked(qp, dp, slot, s->status, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
-                return tx_pick_locked(qp, dp);     /* sets up the Terminate */
+                return tx_pick_locked(qp, dp, more); /* sets up the Terminate */
             }
             s->state = DP_SQE_DONE;
             iw_qp_sq_retire_locked(qp);
@@ -153,7 +170,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
             if (iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
-                return tx_pick_locked(qp, dp);
+                return tx_pick_locked(qp, dp, more);
             }
             memset(&tx->h, 0, sizeof tx->h);
             tx->h.opcode = IW_OP_READ_REQ;
@@ -189,7 +206,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
             } else if (iw_access_sgl_resolve(qp, w->sge, w->nsge, 0, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
-                return tx_pick_locked(qp, dp);
+                return tx_pick_locked(qp, dp, more);
             }
             memset(&tx->h, 0, sizeof tx->h);
             if (w->op == IW_WR_WRITE) {
@@ -209,7 +226,7 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
         default:
             dp->sq_issued++;
             tx_fail_sqe_locked(qp, dp, slot, STATUS_INVALID_PARAMETER, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
-            return tx_pick_locked(qp, dp);
+            return tx_pick_locked(qp, dp, more);
         }
         tx->slot = slot;
         tx->msg = DP_MSG_SQ;
@@ -229,24 +246,34 @@ static __thread struct dp_tx_batch tx_thread_batch;
 /* The socket left part of the batch: it moves to the QP's own copy, the iovecs that point to
  * its headers and trailers with it. The copy's storage stays with the QP until it stops: a
  * connection that fills its socket once does so on every large message, and a malloc and free
- * per full socket would sit on the data path. -ENOMEM when there is no memory. tx_mutex held. */
+ * per full socket would sit on the data path. Only the parts in use are copied (a batch of a
+ * few small messages uses a fraction of it). -ENOMEM when there is no memory. tx_mutex held. */
 static int tx_keep(struct dp_tx *tx)
 {
-    uintptr_t lo = (uintptr_t)tx->b, hi = lo + sizeof(*tx->b);
+    struct dp_tx_batch *b = tx->b, *k;
+    uintptr_t lo = (uintptr_t)b, hi = lo + sizeof(*b);
 
-    if (tx->kept && tx->b == tx->kept)
+    if (tx->kept && b == tx->kept)
         return 0;
     if (!tx->kept)
         tx->kept = malloc(sizeof(*tx->kept));
     if (!tx->kept)
         return -ENOMEM;
-    memcpy(tx->kept, tx->b, sizeof(*tx->kept));
+    k = tx->kept;
+    memcpy(&k->iov[tx->iovpos], &b->iov[tx->iovpos], sizeof b->iov[0] * (size_t)(tx->iovcnt - tx->iovpos));
+    memcpy(k->hdr, b->hdr, sizeof b->hdr[0] * (size_t)b->nfpdu);
+    memcpy(k->trl, b->trl, sizeof b->trl[0] * (size_t)b->nfpdu);
+    memcpy(k->m, b->m, sizeof b->m[0] * (size_t)b->nmsg);
+    k->nfpdu = b->nfpdu;
+    k->nmsg = b->nmsg;
+    k->mdone = b->mdone;
+    k->has_rresp = b->has_rresp;
     for (int i = tx->iovpos; i < tx->iovcnt; i++) {
-        uintptr_t a = (uintptr_t)tx->b->iov[i].iov_base;
+        uintptr_t a = (uintptr_t)b->iov[i].iov_base;
         if (a >= lo && a < hi)
-            tx->kept->iov[i].iov_base = (uint8_t *)tx->kept + (a - lo);
+            k->iov[i].iov_base = (uint8_t *)k + (a - lo);
     }
-    tx->b = tx->kept;
+    tx->b = k;
     return 0;
 }
 
@@ -258,18 +285,18 @@ static void tx_unkeep(struct dp_tx *tx)
     tx->b = NULL;
 }
 
-/* Frames as many segments of the current message as fit one batch. Engine-private (tx_mutex). */
-static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
+/* Frames segments of the current message into the batch until its last one is in (returns 1)
+ * or the batch is full (0: the message goes on in the next batch), else -errno. Records the
+ * message's part in the batch. Engine-private (tx_mutex). */
+static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
 {
     struct dp_tx *tx = &dp->tx;
+    struct dp_tx_batch *b = tx->b;
     uint32_t maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
-    int nf = 0;
+    int first = *nf;
+    bool last = false;
 
-    tx->b = &tx_thread_batch;                      /* the last batch is out */
-    tx->iovcnt = tx->iovpos = 0;
-    tx->batch_bytes = 0;
-    tx->batch_last = false;
-    do {
+    while (*nf < DP_TX_MAX_FPDUS) {
         struct iw_fpdu_hdr h = tx->h;
         uint64_t seg = tx->len - tx->off;
         int room = DP_TX_MAX_IOV - tx->iovcnt - 2;
@@ -278,10 +305,14 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
 
         if (seg > maxpay)
             seg = maxpay;
+        if (*nf && tx->batch_bytes + seg + IW_FPDU_MAX_BUFFERED + sizeof b->trl[0] > DP_TX_BATCH_BYTES)
+            break;
+        if (room < 0)
+            break;
         if (seg) {
-            if (room <= 0)
+            if (room == 0)
                 break;
-            np = iw_access_sgl_iov(tx->src, tx->off, seg, &tx->b->iov[tx->iovcnt + 1], room, &mapped);
+            np = iw_access_sgl_iov(tx->src, tx->off, seg, &b->iov[tx->iovcnt + 1], room, &mapped);
             if (mapped == 0)
                 break;                             /* out of iovecs: next batch */
             seg = mapped;                          /* a shorter segment is fine (RFC 5041 §5) */
@@ -291,43 +322,143 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
             h.to = tx->h.to + tx->off;
         else
             h.mo = (uint32_t)tx->off;
-        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, tx->b->hdr[nf], sizeof tx->b->hdr[nf]);
+        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, b->hdr[*nf], sizeof b->hdr[*nf]);
         if (hl < 0) {
             iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
             return hl;
         }
-        tx->b->iov[tx->iovcnt].iov_base = tx->b->hdr[nf];
-        tx->b->iov[tx->iovcnt].iov_len = (size_t)hl;
+        b->iov[tx->iovcnt].iov_base = b->hdr[*nf];
+        b->iov[tx->iovcnt].iov_len = (size_t)hl;
         uint32_t crc = 0;
         if (dp->crc) {
-            crc = iw_crc32c_update(iw_crc32c_init(), tx->b->hdr[nf], (size_t)hl);
+            crc = iw_crc32c_update(iw_crc32c_init(), b->hdr[*nf], (size_t)hl);
             for (int i = 0; i < np; i++)
-                crc = iw_crc32c_update(crc, tx->b->iov[tx->iovcnt + 1 + i].iov_base, tx->b->iov[tx->iovcnt + 1 + i].iov_len);
+                crc = iw_crc32c_update(crc, b->iov[tx->iovcnt + 1 + i].iov_base, b->iov[tx->iovcnt + 1 + i].iov_len);
         }
         uint32_t ulpdu = (uint32_t)(hl - IW_MPA_LEN_SIZE + seg);
-        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, tx->b->trl[nf], sizeof tx->b->trl[nf]);
+        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, b->trl[*nf], sizeof b->trl[*nf]);
         if (tl < 0)
             return tl;
         tx->iovcnt += 1 + np;
-        tx->b->iov[tx->iovcnt].iov_base = tx->b->trl[nf];
-        tx->b->iov[tx->iovcnt].iov_len = (size_t)tl;
+        b->iov[tx->iovcnt].iov_base = b->trl[*nf];
+        b->iov[tx->iovcnt].iov_len = (size_t)tl;
         tx->iovcnt++;
         tx->batch_bytes += iw_mpa_fpdu_len(ulpdu);
         tx->off += seg;
-        nf++;
+        (*nf)++;
         if (h.last) {
-            tx->batch_last = true;
+            last = true;
             break;
         }
-    } while (nf < DP_TX_MAX_FPDUS);
+    }
+    if (*nf > first) {
+        struct dp_tx_bmsg *m = &b->m[b->nmsg++];
+        m->slot = tx->slot;
+        m->iov_end = (uint16_t)tx->iovcnt;
+        m->msg = (uint8_t)tx->msg;
+        m->last = last;
+        if (tx->msg == DP_MSG_RRESP)
+            b->has_rresp = true;
+    }
+    return last ? 1 : 0;
+}
+
+/* Builds the next batch in the thread's storage: the current message, then (while there is
+ * room) the messages tx_pick chooses after it. Engine-private (tx_mutex); takes qp->lock. */
+static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+    int nf = 0;
+
+    tx->b = &tx_thread_batch;                      /* the last batch is out */
+    tx->b->nmsg = tx->b->mdone = 0;
+    tx->b->has_rresp = false;
+    tx->iovcnt = tx->iovpos = 0;
+    tx->batch_bytes = 0;
+    for (;;) {
+        int r = tx_frame(qp, dp, &nf);
+        if (r < 0)
+            return r;
+        if (r == 0)
+            break;                                 /* full: the message goes on next time */
+        bool rresp = tx->msg == DP_MSG_RRESP;
+        bool more = tx->msg != DP_MSG_TERM && nf < DP_TX_MAX_FPDUS && DP_TX_MAX_IOV - tx->iovcnt >= 3 &&
+                    tx->batch_bytes < DP_TX_JOIN_BYTES;
+        int picked = 0;
+        tx->msg = DP_MSG_NONE;                     /* framed whole; the batch retires it */
+        if (!rresp && !more)
+            break;
+        pthread_mutex_lock(&qp->lock);
+        if (rresp)
+            dp->rresp_last_out = true;
+        if (more)
+            picked = tx_pick_locked(qp, dp, true);
+        pthread_mutex_unlock(&qp->lock);
+        if (!picked)
+            break;
+    }
     if (nf == 0)
         return -ENOBUFS;                           /* cannot happen: one FPDU always fits */
+    tx->b->nfpdu = nf;
     IW_COUNT(qp->obj.dev, rdma_out_frames, nf);
     return 0;
 }
 
-/* Writes what is left of the batch. 0 = all written, -EAGAIN = socket full, else -errno. */
-static int tx_write(struct iw_dp *dp)
+/* Retires the batch's messages whose last byte went to TCP, in batch order. qp->lock NOT
+ * held; takes it. Engine-private (tx_mutex). */
+static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+    struct dp_tx_batch *b = tx->b;
+    struct dp_sgl drop;
+    bool sq = false;
+
+    if (b->mdone >= b->nmsg || b->m[b->mdone].iov_end > tx->iovpos)
+        return;
+    drop.n = 0;
+    pthread_mutex_lock(&qp->lock);
+    while (b->mdone < b->nmsg && b->m[b->mdone].iov_end <= tx->iovpos) {
+        const struct dp_tx_bmsg *m = &b->m[b->mdone++];
+        struct dp_sqe *s;
+
+        if (!m->last)
+            continue;                              /* more segments in the next batch */
+        switch (m->msg) {
+        case DP_MSG_SQ:
+            /* A Read may have had its Response and gone meanwhile (rx.c), its slot with it. */
+            s = iw_wq_slot_queued(&qp->sq, m->slot) ? iw_dp_sqe(qp, m->slot) : NULL;
+            if (s && s->state == DP_SQE_ACTIVE) {
+                /* A failure recorded meanwhile (the peer's Terminate named this request) stays. */
+                s->state = DP_SQE_DONE;
+                if (!s->failed)
+                    s->status = STATUS_SUCCESS;
+                sq = true;
+            }
+            break;
+        case DP_MSG_RRESP:
+            drop = dp->irq[dp->irq_head].src;
+            memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
+            dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
+            dp->irq_count--;
+            dp->rresp_last_out = false;
+            break;
+        case DP_MSG_TERM:
+            dp->term_sent = true;
+            tx_goto(qp, dp, DP_TX_DEAD);           /* RFC 5040 §5.3: nothing after a Terminate */
+            break;
+        default:
+            break;
+        }
+    }
+    if (sq)
+        iw_qp_sq_retire_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+    iw_access_sgl_release(&drop);
+}
+
+/* Writes what is left of the batch, retiring messages as they are out. 0 = all written,
+ * -EAGAIN = socket full, else -errno. Engine-private (tx_mutex). */
+static int tx_write(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
 
@@ -339,6 +470,7 @@ static int tx_write(struct iw_dp *dp)
         if (m.msg_iovlen > DP_IOV_MAX)
             m.msg_iovlen = DP_IOV_MAX;
         ssize_t n = sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+        IW_COUNT(qp->obj.dev, rdma_out_writes, 1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -346,6 +478,7 @@ static int tx_write(struct iw_dp *dp)
                 return -EAGAIN;
             return -errno;
         }
+        IW_COUNT(qp->obj.dev, rdma_out_octets, n);
         /* Partial write: advance through the iovecs; resume here later. */
         size_t left = (size_t)n;
         while (left && tx->iovpos < tx->iovcnt) {
@@ -361,51 +494,9 @@ static int tx_write(struct iw_dp *dp)
         }
         while (tx->iovpos < tx->iovcnt && tx->b->iov[tx->iovpos].iov_len == 0)
             tx->iovpos++;
+        tx_retire(qp, dp);
     }
     return 0;
-}
-
-/* The batch is on the wire. qp->lock NOT held; takes it. */
-static void tx_batch_done(struct iw_qp *qp, struct iw_dp *dp)
-{
-    struct dp_tx *tx = &dp->tx;
-    struct dp_sgl drop;
-    struct dp_sqe *s;
-
-    IW_COUNT(qp->obj.dev, rdma_out_octets, tx->batch_bytes);
-    if (!tx->batch_last)
-        return;                                    /* more segments of this message */
-    drop.n = 0;
-    pthread_mutex_lock(&qp->lock);
-    switch (tx->msg) {
-    case DP_MSG_SQ:
-        /* A Read may have had its Response and gone meanwhile (rx.c), its slot with it. */
-        s = iw_wq_slot_queued(&qp->sq, tx->slot) ? iw_dp_sqe(qp, tx->slot) : NULL;
-        if (s && s->state == DP_SQE_ACTIVE) {
-            /* A failure recorded meanwhile (the peer's Terminate named this request) stays. */
-            s->state = DP_SQE_DONE;
-            if (!s->failed)
-                s->status = STATUS_SUCCESS;
-            iw_qp_sq_retire_locked(qp);
-        }
-        break;
-    case DP_MSG_RRESP:
-        drop = dp->irq[dp->irq_head].src;
-        memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
-        dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
-        dp->irq_count--;
-        dp->rresp_last_out = false;
-        break;
-    case DP_MSG_TERM:
-        dp->term_sent = true;
-        tx_goto(qp, dp, DP_TX_DEAD);               /* RFC 5040 §5.3: nothing after a Terminate */
-        break;
-    default:
-        break;
-    }
-    pthread_mutex_unlock(&qp->lock);
-    iw_access_sgl_release(&drop);
-    tx->msg = DP_MSG_NONE;
 }
 
 /* The engine proper: runs until idle, blocked or dead. tx_mutex held. Returns 0 or a fatal
@@ -420,7 +511,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
         case DP_TX_DEAD:
             return 0;
         case DP_TX_SENDING:
-            err = tx_write(dp);
+            err = tx_write(qp, dp);
             if (err == -EAGAIN && tx_keep(tx) < 0) {
                 iw_err("QP[%u] no memory to keep a batch the socket did not take", qp->obj.id);
                 err = -ENOMEM;
@@ -438,10 +529,9 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             }
             tx->b = NULL;                         /* out; tx_build takes the thread's next */
             iw_poll_tx_blocked(dp, false);
-            tx_goto(qp, dp, DP_TX_IDLE);
-            tx_batch_done(qp, dp);
             if (tx->state == DP_TX_DEAD)
                 return -EPROTO;                    /* our Terminate is out: the CM aborts */
+            tx_goto(qp, dp, DP_TX_IDLE);
             continue;
         case DP_TX_IDLE: {
             int picked = 1;
@@ -451,7 +541,7 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             if (dp->term_pending && tx->msg != DP_MSG_TERM)
                 tx->msg = DP_MSG_NONE;
             if (tx->msg == DP_MSG_NONE)
-                picked = tx_pick_locked(qp, dp);
+                picked = tx_pick_locked(qp, dp, false);
             pthread_mutex_unlock(&qp->lock);
             {
                 if (!picked) {
@@ -466,11 +556,6 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             if (err < 0) {
                 tx_goto(qp, dp, DP_TX_DEAD);
                 return err;
-            }
-            if (tx->msg == DP_MSG_RRESP && tx->batch_last) {
-                pthread_mutex_lock(&qp->lock);
-                dp->rresp_last_out = true;
-                pthread_mutex_unlock(&qp->lock);
             }
             tx_goto(qp, dp, DP_TX_SENDING);
             continue;
