@@ -12,11 +12,11 @@
 # payload the run moved. Counted by `perf stat` on the kernel's syscall tracepoints where they
 # are readable (raw_syscalls:sys_enter for the total, syscalls:sys_enter_NAME for the data, wait
 # and memory calls one by one; in-kernel counters, so the tools run at nearly full speed), else
-# by `strace -c -f` (every call stops the process, so the runs are much slower; busy-polling
-# loops then make fewer calls per second, but the same number of calls per message).
-# In brackets: the calls of the data and wait syscalls that failed (EAGAIN from a
-# drained socket, a wait that timed out): a busy-polling side makes them while it waits, so they
-# scale with time, not bytes.
+# by `strace -c -f` (every call stops the process, so the runs are much slower and a
+# busy-polling loop's share changes; the successful data calls per message much less so).
+# In brackets: the calls of the data and wait syscalls that failed (EAGAIN from a drained or a
+# full socket, EINTR): a busy-polling side makes them while it waits, so they scale with time,
+# not bytes.
 # Results: BUILD_DIR/bench/syscalls.md (the tables), syscalls.csv (every count), raw/syscalls/.
 #
 # Environment: BENCH_SYSCALLS_SIZES ("65536 1048576"), BENCH_SYSCALLS_SECONDS (2, whole seconds),
@@ -294,7 +294,7 @@ done
 {
   echo "System calls per MiB of payload, each side (\`bench/syscalls.sh\`): counted with $method."
   echo "$pin_note; $([ "$poll" = 1 ] && echo "ndkperf and fi_peer busy-poll (BENCH_BW_POLL=1)" || echo "ndkperf and fi_peer block (BENCH_BW_POLL=0)"); depth $depth; ${secs} s per run; whole processes, set-up included."
-  echo "In brackets: how many of those calls failed (EAGAIN, a timed-out wait), counted for the data and wait calls."
+  echo "In brackets: how many of those calls failed (EAGAIN from a drained or full socket, EINTR), counted for the data and wait calls; a busy-polling side makes them while it waits, so they scale with time, not bytes."
   echo "In a Write and a Send the client sends the data; in a Read the server does. iperf3 (one TCP stream, client sending) is the same run in every table of a size."
   echo "Machine: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) cores, Linux $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg) at the end."
   echo
