@@ -22,7 +22,9 @@
 # measurement ids, e.g. 'ndk|fi\.'), BENCH_BW_POLL (1: ndkperf and fi_peer busy-poll in bandwidth
 # runs; 0: they block), BENCH_DEPTH (32: ndkperf's and fi_peer's window), BENCH_CPUS ("0 1":
 # server CPU, client CPU; "" to not pin), BENCH_MAX_OTHER (10), BENCH_ORDER (abba; once: every
-# measurement once per repetition, half the time, no drift cancellation).
+# measurement once per repetition, half the time, no drift cancellation), BENCH_SYSCALLS (1:
+# after the table, bench/syscalls.sh counts system calls per MiB, ours and the peers; 0: not),
+# BENCH_SCALE (1: then bench/scale.sh; 0: not).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -643,6 +645,11 @@ say "wrote $out/table.md, results.csv, results.json (samples.csv has every repet
 # ---------- verbs rows: ndkperf over the verbs provider against perftest in the interop guest ----------
 if [ "$quick" = 0 ]; then
   "$here/verbs-guest.sh" "$build" "$out" || true
+fi
+
+# ---------- syscalls section (bench/syscalls.sh; BENCH_SYSCALLS=0 leaves it out) ----------
+if [ "${BENCH_SYSCALLS:-1}" = 1 ]; then
+  "$here/syscalls.sh" "$build" || say "the syscalls section failed"
 fi
 
 # ---------- scale section (bench/scale.sh; BENCH_SCALE=0 leaves it out) ----------
