@@ -19,7 +19,9 @@
  *             can go beside them). One more connection, made first, carries a busy-polled
  *             8-byte Send ping-pong: its round-trip half (median, p99) alone, before the others
  *             exist, and beside the N idle ones in the same two processes (lat_alone_*,
- *             lat_beside_*).
+ *             lat_beside_*), with what load disturbs less: the best median of 1,000-sample
+ *             blocks, context switches and faults per round trip, and the thread CPU time of
+ *             one busy poll that finds nothing (*_empty_poll_ns).
  *   bench-shared N   the same, but the client's N QPs all use the latency connection's CQ, so
  *             its busy poll asks an epoll set of N idle sockets (lat_shared_*).
  *
