@@ -254,8 +254,10 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
  * poll_idle_ms: each check wakes the progress thread, which on a machine with few cores preempts
  * the very consumer that spins (every 2 ms at a fixed interval, 500 context switches a second
  * per side for a syscall the raw-TCP peer never makes). A consumer that stops polling without
- * arming gets its socket back within two intervals. */
+ * arming gets its socket back within two intervals (32 ms at the default poll_idle_ms of 2). */
 #define IW_POLL_CHECK_MAX 8u
+/* ... and never past this, unless poll_idle_ms itself is longer (no growth then). */
+#define IW_POLL_CHECK_MAX_MS 100u
 
 /* Progress thread, no lock held: hands the socket back to the progress thread when no consumer
  * polled since the last check (at least poll_idle_ms ago), so Read Requests and the peer's data
@@ -269,6 +271,8 @@ static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
     if (qp->poll_on) {
         unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
         uint64_t idle = dev->poll_idle_ms, max = (uint64_t)IW_POLL_CHECK_MAX * idle;
+        if (max > IW_POLL_CHECK_MAX_MS)
+            max = idle > IW_POLL_CHECK_MAX_MS ? idle : IW_POLL_CHECK_MAX_MS;
         uint64_t deadline = 0;
         if (seq != qp->poll_seq_seen) {
             /* Polled during the interval that just ended (armed at the last check): the next
