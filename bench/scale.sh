@@ -11,7 +11,10 @@
 # (mallinfo2) and descriptors per connection, and per idle unconnected QP (ours); the idle CPU of
 # both processes with the connections held; churn rate over sequential connect/disconnect
 # cycles; busy-poll 8-byte latency (half the round trip, median and p99) alone and beside the
-# held connections. Ours is measured inside the holding processes (test_iw_scale's latency
+# held connections, with two figures that other processes' load disturbs less: the lowest median
+# of 1,000-sample blocks, and the thread CPU time of one busy poll that finds nothing (it
+# says whether the idle connections make the poll path dearer; the latency of one run swings by
+# up to 1.5x on a loaded 2-core machine). Ours is measured inside the holding processes (test_iw_scale's latency
 # connection, so the provider's progress thread and epoll sets hold the idle sockets), once with
 # the idle QPs on CQs of their own and once (bench-shared N) with every client QP on the
 # latency connection's CQ; TCP's with sockperf --nonblocked beside tcp_scale's process.
@@ -164,6 +167,10 @@ awk -F, -v n="$n" -v churn="$churn" -v reps="$reps" '
     printf "| 8 B busy-poll latency alone / beside %d idle, median | %s | %s | µs |\n", n, pair("ndk", "client_lat_alone_median_us", "client_lat_beside_median_us"), pair("tcp", "client_lat_alone_median_us", "client_lat_beside_median_us")
     printf "| 8 B busy-poll latency alone / beside %d idle, p99 | %s | %s | µs |\n", n, pair("ndk", "client_lat_alone_p99_us", "client_lat_beside_p99_us"), pair("tcp", "client_lat_alone_p99_us", "client_lat_beside_p99_us")
     printf "| 8 B busy-poll latency beside %d idle QPs on the same CQ, median / p99 | %s | - | µs |\n", n, pair("ndkshared", "client_lat_shared_median_us", "client_lat_shared_p99_us")
+    printf "| 8 B busy-poll latency alone / beside %d idle, best median of 1,000-sample blocks | %s | - | µs |\n", n, pair("ndk", "client_lat_alone_best_block_median_us", "client_lat_beside_best_block_median_us")
+    printf "| 8 B busy-poll latency beside %d idle QPs on the same CQ, best median of 1,000-sample blocks | %s | - | µs |\n", n, med("ndkshared", "client_lat_shared_best_block_median_us") == "" ? "-" : med("ndkshared", "client_lat_shared_best_block_median_us")
+    printf "| thread CPU of one empty busy poll: alone / beside %d idle, own CQs | %s | - | ns |\n", n, pair("ndk", "client_lat_alone_empty_poll_ns", "client_lat_beside_empty_poll_ns")
+    printf "| thread CPU of one empty busy poll beside %d idle QPs on the same CQ | %s | - | ns |\n", n, med("ndkshared", "client_lat_shared_empty_poll_ns") == "" ? "-" : med("ndkshared", "client_lat_shared_empty_poll_ns")
   }' "$csv" >"$out/scale.md"
 cat "$out/scale.md"
 say "wrote $out/scale.md and scale.csv"

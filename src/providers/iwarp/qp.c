@@ -250,9 +250,18 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
     pthread_mutex_unlock(&qp->lock);
 }
 
+/* The expiry check's interval doubles while the consumer keeps polling, up to this many
+ * poll_idle_ms: each check wakes the progress thread, which on a machine with few cores preempts
+ * the very consumer that spins (every 2 ms at a fixed interval, 500 context switches a second
+ * per side for a syscall the raw-TCP peer never makes). A consumer that stops polling without
+ * arming gets its socket back within two intervals (32 ms at the default poll_idle_ms of 2). */
+#define IW_POLL_CHECK_MAX 8u
+/* ... and never past this, unless poll_idle_ms itself is longer (no growth then). */
+#define IW_POLL_CHECK_MAX_MS 100u
+
 /* Progress thread, no lock held: hands the socket back to the progress thread when no consumer
- * polled during the last poll_idle_ms, so Read Requests and the peer's data never wait on a
- * consumer that stopped polling without arming its CQ. */
+ * polled since the last check (at least poll_idle_ms ago), so Read Requests and the peer's data
+ * never wait long on a consumer that stopped polling without arming its CQ. */
 static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
 {
     struct iw_qp *qp = ndk_container_of(t, struct iw_qp, poll_timer);
@@ -261,12 +270,23 @@ static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
     pthread_mutex_lock(&qp->lock);
     if (qp->poll_on) {
         unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
+        uint64_t idle = dev->poll_idle_ms, max = (uint64_t)IW_POLL_CHECK_MAX * idle;
+        if (max > IW_POLL_CHECK_MAX_MS)
+            max = idle > IW_POLL_CHECK_MAX_MS ? idle : IW_POLL_CHECK_MAX_MS;
+        uint64_t deadline = 0;
         if (seq != qp->poll_seq_seen) {
+            /* Polled during the interval that just ended (armed at the last check): the next
+             * one is twice as long. */
+            uint64_t last = t->deadline_ms > qp->poll_since_ms ? t->deadline_ms - qp->poll_since_ms : 0;
+            uint64_t next = 2 * last < idle ? idle : 2 * last > max ? max : 2 * last;
             qp->poll_seq_seen = seq;
             qp->poll_since_ms = now;
+            deadline = now + next;
+        } else if (now - qp->poll_since_ms < idle) {
+            deadline = qp->poll_since_ms + idle;
         }
-        if (now - qp->poll_since_ms < dev->poll_idle_ms) {
-            if (iw_progress_timer_arm(dev, &qp->poll_timer, qp->poll_since_ms + dev->poll_idle_ms))
+        if (deadline) {
+            if (iw_progress_timer_arm(dev, &qp->poll_timer, deadline))
                 iw_obj_get(&qp->obj);
         } else {
             iw_dbg("QP[%u] not polled for %u ms: back to the progress thread", qp->obj.id, dev->poll_idle_ms);
