@@ -204,14 +204,16 @@ static bool cli_ctl(struct cli_conn *cc, uint32_t type, uint64_t a, uint64_t b, 
     return true;
 }
 
-static NTSTATUS cli_post_data(struct cli_conn *cc, uint64_t j, uint64_t size)
+/* more: another request follows at once (NDK_OP_FLAG_DEFER, §5.5.4: the provider may hold
+ * this one until a request without it). */
+static NTSTATUS cli_post_data(struct cli_conn *cc, uint64_t j, uint64_t size, bool more)
 {
     struct perf_conn *pc = &cc->pc;
     NDK_QP *qp = pc->s.conn.qp;
     uint64_t slot = j % cc->slots;
     size_t off = pc->off_data + (size_t)(slot * size);
     NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, off, (ULONG)size);
-    ULONG flags = size <= perf_opt.inline_size ? NDK_OP_FLAG_INLINE : 0;
+    ULONG flags = (size <= perf_opt.inline_size ? NDK_OP_FLAG_INLINE : 0) | (more ? NDK_OP_FLAG_DEFER : 0);
     switch (perf_opt.op) {
     case OP_WRITE:
         if (perf_opt.verify)
@@ -220,7 +222,8 @@ static NTSTATUS cli_post_data(struct cli_conn *cc, uint64_t j, uint64_t size)
     case OP_READ:
         if (perf_opt.verify)
             memset(pc->s.mem.buf + off, 0, size);
-        return qp->Dispatch->NdkRead(qp, TAG(K_DATA, j), &sge, 1, cc->rbuf_addr + slot * size, cc->rtoken, 0);
+        return qp->Dispatch->NdkRead(qp, TAG(K_DATA, j), &sge, 1, cc->rbuf_addr + slot * size, cc->rtoken,
+                                     more ? NDK_OP_FLAG_DEFER : 0);
     case OP_SEND:
         if (perf_opt.verify)
             perf_fill(pc->s.mem.buf + off, size, cc->data_sent);
@@ -247,10 +250,16 @@ static bool cli_bw_post(struct cli_conn *cc)
 {
     struct bw_state *b = &cc->bw;
     uint64_t completed = cc->data_done - b->done0;
-    while (!b->stop && b->posted - completed < cc->depth && (!b->iters || b->posted < b->iters)) {
-        if (perf_opt.op == OP_SEND && cc->credits0 + cc->credits_cum - cc->data_sent == 0)
-            break;
-        NTSTATUS st = cli_post_data(cc, b->posted, b->size);
+    /* How many go now: all but the last are posted with DEFER, so the provider may send them
+     * together (one TCP write for several small messages). */
+    uint64_t inflight = b->posted - completed;
+    uint64_t n = b->stop || inflight >= cc->depth ? 0 : cc->depth - inflight;
+    if (b->iters && n > b->iters - b->posted)
+        n = b->iters - b->posted;
+    if (perf_opt.op == OP_SEND && n > cc->credits0 + cc->credits_cum - cc->data_sent)
+        n = cc->credits0 + cc->credits_cum - cc->data_sent;
+    while (n) {
+        NTSTATUS st = cli_post_data(cc, b->posted, b->size, --n != 0);
         if (st != STATUS_SUCCESS) {
             cli_abort(cc, "posting %s #%llu failed: %s", perf_kind_name(K_DATA, perf_opt.op), (unsigned long long)b->posted,
                       ndk_tool_status(st));
