@@ -563,6 +563,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         iov[n].iov_base = rx_stage;
         iov[n].iov_len = sizeof rx_stage;
         ssize_t got = readv(dp->fd, iov, n + 1);
+        IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
         if (got < 0) {
