@@ -235,6 +235,9 @@ enum dp_rx_target {
 
 #define DP_RX_STAGE   8192u   /* the RX staging buffer, one per thread (rx.c) */
 #define DP_RX_MAX_IOV 64
+#define DP_RX_TAILS   33u     /* small buffers for trailer + next header, one readv()'s worth, per thread */
+#define DP_RX_TAIL_LEN 32u    /* pad (<= 3) + CRC (4) + the longest common header (20) */
+#define DP_RX_SPEC_MISS_MAX 4u /* Read Responses laid out ahead that may go wrong before a QP stops */
 
 struct dp_rx {
     enum dp_rx_state state;
@@ -254,6 +257,9 @@ struct dp_rx {
     bool first_done;          /* one good FPDU seen (RFC 5044 §7.1.2 hold-back released) */
     int tx_err;               /* socket error the TX engine hit while RX kicked it */
     size_t st_off, st_len;    /* unfed bytes of the thread's staging buffer (rx.c), within a call */
+    uint32_t spec_miss;       /* Read Response segments that were not where rx_layout foresaw */
+    bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
+    bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
 };
 
 /* The data-path state of a queued SQ slot (wq.c stores it beside the WQE). qp->lock held. */

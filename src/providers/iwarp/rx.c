@@ -25,6 +25,7 @@
 #include "datapath.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -482,10 +483,34 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
 
 /* ---- the engine ---- */
 
-/* Runs the deframer over len bytes at data. Returns 0 (all consumed) or a fatal -errno. */
-static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size_t len)
+/* What the engine expects the next header to say when it reads that frame's payload straight
+ * into the sink in the same readv() (rx_layout). */
+struct rx_pred {
+    uint32_t stag, len;
+    uint64_t to;
+    uint64_t base;            /* SGL offset of the payload's first byte */
+    const struct dp_sgl *sgl;
+    bool last;
+};
+
+/* TRUE when the header just decoded, and the target rx_on_header chose for it, are what pred
+ * foresaw, so the bytes behind it in the readv() already sit where they belong. */
+static bool rx_pred_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h, const struct rx_pred *p)
+{
+    return h->opcode == IW_OP_READ_RESP && h->stag == p->stag && h->to == p->to && h->payload_len == p->len &&
+           h->last == p->last && rx->tgt == DP_RXT_RRESP && rx->rsgl == p->sgl && rx->tgt_base == p->base &&
+           rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->fr.pay_done == 0;
+}
+
+/* Runs the deframer over len bytes at data. Returns 0 (all consumed) or a fatal -errno. With
+ * pred (the bytes are a trailer and the next header, and speculatively placed payload follows
+ * them), it also returns 1 when the stream is not what pred says, with *fed the bytes consumed:
+ * the caller then feeds the rest itself, none of it having been placed yet. */
+static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size_t len,
+                        const struct rx_pred *pred, size_t *fed)
 {
     size_t pos = 0;
+    int ret = 0;
 
     for (;;) {
         struct iw_fpdu_event ev;
@@ -497,29 +522,51 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
         pos += used;
         switch (t) {
         case IW_FPDU_EV_NEED_MORE:
-            return 0;
+            ret = pred ? 1 : 0;                   /* the header did not end here */
+            goto out;
         case IW_FPDU_EV_HEADER:
             rx_on_header(qp, dp, ev.hdr);
+            if (pred && dp->rx.fr.state != IW_FPDU_RX_ERROR) {
+                /* Stop before a byte of this segment is placed: the copy could land on
+                 * speculatively read bytes not yet fed. */
+                ret = rx_pred_ok(&dp->rx, ev.hdr, pred) && pos == len ? 0 : 1;
+                goto out;
+            }
             break;
         case IW_FPDU_EV_PAYLOAD:
             rx_place(dp, &ev);
             break;
         case IW_FPDU_EV_END:
             err = rx_on_end(qp, dp, &ev);
-            if (err)
-                return err;
+            if (err) {
+                ret = err;
+                goto out;
+            }
             break;
         case IW_FPDU_EV_ERROR:
         default:
-            return rx_error(qp, dp, ev.err ? ev.err : iw_fpdu_rx_error(&dp->rx.fr));
+            ret = rx_error(qp, dp, ev.err ? ev.err : iw_fpdu_rx_error(&dp->rx.fr));
+            goto out;
         }
     }
+out:
+    if (fed)
+        *fed = pos;
+    return ret;
 }
 
-/* The staging buffer behind the direct iovecs is the thread's, not the QP's (issue 14 item 3:
- * 8 KiB per connection otherwise): rx_engine feeds all of it to the deframer before it returns
- * (st_off == st_len on every return), and nothing it calls runs another QP's RX engine. */
+static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size_t len)
+{
+    return rx_feed_pred(qp, dp, data, len, NULL, NULL);
+}
+
+/* The staging buffer and the tail buffers are the thread's, not the QP's (issue 14 item 3:
+ * 8 KiB per connection otherwise): rx_engine feeds all of them to the deframer before it
+ * returns (st_off == st_len on every return), and nothing it calls runs another QP's RX
+ * engine. */
 static __thread uint8_t rx_stage[DP_RX_STAGE];
+static __thread uint8_t rx_tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+_Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
 static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
 {
@@ -535,11 +582,212 @@ static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
     return 0;
 }
 
+enum rx_piece { RXP_DIRECT, RXP_TAIL, RXP_STAGE };
+
+/* One readv()'s layout: iov[i] is a piece of kind[i]; a tail with pred[i] >= 0 is followed by
+ * the payload preds[pred[i]] foresees. */
+struct rx_layout {
+    struct iovec iov[DP_RX_MAX_IOV + 2];
+    uint8_t kind[DP_RX_MAX_IOV + 2];
+    int8_t pred[DP_RX_MAX_IOV + 2];
+    struct rx_pred preds[DP_RX_TAILS];
+    int n;
+    uint64_t asked;
+};
+
+static void rx_lay(struct rx_layout *l, void *base, size_t len, enum rx_piece kind, int pred)
+{
+    l->iov[l->n].iov_base = base;
+    l->iov[l->n].iov_len = len;
+    l->kind[l->n] = (uint8_t)kind;
+    l->pred[l->n] = (int8_t)pred;
+    l->asked += len;
+    l->n++;
+}
+
+/* Bytes of sink that the Read being answered still has to receive after the current segment,
+ * or 0 when there is none to speculate on. */
+static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+{
+    uint64_t left = 0;
+
+    if (h->opcode != IW_OP_READ_RESP || h->last || dp->rx.tgt != DP_RXT_RRESP || dp->rx.spec_miss >= DP_RX_SPEC_MISS_MAX)
+        return 0;
+    pthread_mutex_lock(&qp->lock);
+    if (dp->orq_count) {
+        const struct dp_orq_ent *o = &dp->orq[dp->orq_head];
+        if ((uint64_t)o->got + h->payload_len < o->size)
+            left = o->size - o->got - h->payload_len;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    return left;
+}
+
+/* Lays out the next readv(). Inside a segment whose target is checked, the rest of its payload
+ * goes straight to the target (issue 15 item 1). Then, for a large segment, only its trailer
+ * (pad + CRC) and the next header go into a small buffer of exactly that size, guessing the
+ * header is the common one of the same opcode (the next segment's when L=0; any other header is
+ * simply incomplete there and finishes through staging). So does the first small segment whose
+ * header came that way (the short last segment of a large message: the next message is likely
+ * large too). Any other small segment is followed by the staging buffer instead: many small
+ * FPDUs per read beat a read each.
+ *
+ * Only a Read Response goes further: the requester knows the Read's length, so the sink range
+ * the rest of the response covers is known, and with the segment size of the previous segment
+ * the following segments are laid out too, [payload k][trailer k + header k+1][payload k+1]...,
+ * each header checked against its prediction before a byte behind it is used (rx_run_layout).
+ * Nothing lands outside the Read's sink: the local buffer the Read owns until it completes,
+ * whose contents are undefined if it fails.
+ *
+ * Writes and Sends are not speculated on: a Write carries no total length (RFC 5040 §4.3), so
+ * payload read ahead for a next segment that turns out shorter or absent would overwrite bytes
+ * of the remote peer's MR outside the Write's extent, which the Write has no right to touch
+ * (RFC 5040 §5.1.1, iwarp-wire.md §5.4). A Send's receive buffer beyond the received length is
+ * the consumer's: NDKPI defines the received length as BytesTransferred (ndkpi-reference.md
+ * §4.1) and nowhere licenses writing past it, so bytes of other FPDUs must not pass through it. */
+static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
+{
+    struct dp_rx *rx = &dp->rx;
+    const struct iw_fpdu_hdr *h = &rx->fr.hdr;
+    const struct dp_sgl *sgl = rx_target_sgl(dp);
+    uint64_t left = h->payload_len - rx->fr.pay_done, mapped = 0;
+    int ntail = 0;
+
+    l->n = 0;
+    l->asked = 0;
+    int n = iw_access_sgl_iov(sgl, rx->tgt_base + rx->fr.pay_done, left, l->iov, DP_RX_MAX_IOV, &mapped);
+    for (int i = 0; i < n; i++) {
+        l->kind[i] = RXP_DIRECT;
+        l->pred[i] = -1;
+        l->asked += l->iov[i].iov_len;
+    }
+    l->n = n;
+    if (mapped < left || (h->payload_len < DP_RX_STAGE && !rx->tail_mode)) {
+        rx->tail_mode = false;
+        rx_lay(l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
+        return;
+    }
+    /* One small segment in tail mode keeps it (the short end of a large message), a second
+     * ends it: a stream of small messages must not cost a read each. */
+    rx->tail_mode = h->payload_len >= DP_RX_STAGE;
+
+    uint64_t spec = rx_rresp_left(qp, dp, h);
+    uint32_t seg = h->payload_len;
+    uint32_t trailer = rx->fr.pad_len + IW_MPA_CRC_SIZE;
+    uint64_t base = rx->tgt_base + h->payload_len, to = h->to + h->payload_len;
+
+    for (;;) {
+        uint32_t next = spec < seg ? (uint32_t)spec : seg;
+        uint64_t got = 0;
+
+        if (!next || ntail == DP_RX_TAILS - 1 || l->n + 2 > DP_RX_MAX_IOV) {
+            rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, -1);
+            return;
+        }
+        struct rx_pred *p = &l->preds[ntail];
+        p->stag = h->stag;
+        p->len = next;
+        p->to = to;
+        p->base = base;
+        p->sgl = sgl;
+        p->last = next == spec;
+        rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, ntail);
+        ntail++;
+        n = iw_access_sgl_iov(sgl, base, next, l->iov + l->n, DP_RX_MAX_IOV - l->n, &got);
+        for (int i = 0; i < n; i++) {
+            l->kind[l->n + i] = RXP_DIRECT;
+            l->pred[l->n + i] = -1;
+            l->asked += l->iov[l->n + i].iov_len;
+        }
+        l->n += n;
+        if (got < next)
+            return;                               /* out of iovecs: the rest next time */
+        spec -= next;
+        base += next;
+        to += next;
+        trailer = iw_mpa_pad_len(h->hdr_len - IW_MPA_LEN_SIZE + next) + IW_MPA_CRC_SIZE;
+    }
+}
+
+/* Feeds what one readv() brought, piece by piece. When a header is not what was foreseen, the
+ * bytes after it were read to the wrong places: they are gathered, before any is placed, into a
+ * buffer of their own and fed from there, so the deframer copies each where it belongs (or
+ * rejects it, Terminate), and nothing is placed from a piece a copy already overwrote.
+ * Returns 0 or a fatal -errno. */
+static int rx_run_layout(struct iw_qp *qp, struct iw_dp *dp, const struct rx_layout *l, size_t got)
+{
+    struct dp_rx *rx = &dp->rx;
+    size_t left = got;
+
+    for (int i = 0; i < l->n && left; i++) {
+        size_t take = left < l->iov[i].iov_len ? left : l->iov[i].iov_len;
+        const struct rx_pred *p = l->pred[i] >= 0 && take == l->iov[i].iov_len && take < left ? &l->preds[l->pred[i]] : NULL;
+        size_t fed = 0;
+        int r;
+
+        if (l->kind[i] == RXP_STAGE) {
+            rx->st_off = 0;
+            rx->st_len = take;
+            return 0;
+        }
+        r = rx_feed_pred(qp, dp, l->iov[i].iov_base, take, p, &fed);
+        left -= take;
+        if (r < 0)
+            return r;
+        if (r == 0)
+            continue;
+        /* Diverged: take - fed bytes of this piece and left bytes of the next ones. */
+        size_t rest = take - fed + left, o = 0;
+        uint8_t *buf = malloc(rest);
+        if (!buf)
+            return -ENOMEM;
+        memcpy(buf, (const uint8_t *)l->iov[i].iov_base + fed, take - fed);
+        o = take - fed;
+        for (int j = i + 1; j < l->n && o < rest; j++) {
+            size_t t = rest - o < l->iov[j].iov_len ? rest - o : l->iov[j].iov_len;
+            memcpy(buf + o, l->iov[j].iov_base, t);
+            o += t;
+        }
+        rx->spec_miss++;
+        r = rx_feed(qp, dp, buf, rest);
+        free(buf);
+        return r;
+    }
+    return 0;
+}
+
+/* After a read that ended in a tail, the bytes still missing of the trailer and the header the deframer is inside:
+ * exact once the next header's control bytes are in, else up to the end of a header as long as
+ * the previous one (the one a tail asked for). 0 when the rest would not fit a tail buffer. */
+static uint32_t rx_tail_rest_len(const struct iw_fpdu_rx *fr)
+{
+    uint32_t guess = fr->hdr.hdr_len > 4u ? fr->hdr.hdr_len : 4u, want;
+
+    switch (fr->state) {
+    case IW_FPDU_RX_PAD:
+        want = (uint32_t)(fr->pad_len - fr->pad_got) + IW_MPA_CRC_SIZE + guess;
+        break;
+    case IW_FPDU_RX_CRC:
+        want = (uint32_t)(IW_MPA_CRC_SIZE - fr->crc_got) + guess;
+        break;
+    case IW_FPDU_RX_HDR_REST:
+        want = fr->hneed > fr->hgot ? (uint32_t)(fr->hneed - fr->hgot) : 0;
+        break;
+    case IW_FPDU_RX_HDR_START:
+        want = guess > fr->hgot ? guess - fr->hgot : 0;
+        break;
+    default:
+        return 0;
+    }
+    return want <= DP_RX_TAIL_LEN ? want : 0;
+}
+
 #define DP_RX_READS_PER_CALL 64
 
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
+    struct rx_layout l;
     int err;
 
     if (rx->state == DP_RX_FAILED)
@@ -547,22 +795,25 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     if (rx->state == DP_RX_TERMINATED)
         return -ECONNRESET;
     for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
-        struct iovec iov[DP_RX_MAX_IOV + 1];
-        uint64_t direct = 0;
-        int n = 0;
-
         err = rx_consume_stage(qp, dp);
         if (err)
             return err;
-        /* Payload with a checked target: read it straight into registered memory, with the
-         * staging buffer behind it for the trailer and the next headers. */
         if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
-            uint64_t left = rx->fr.hdr.payload_len - rx->fr.pay_done;
-            n = iw_access_sgl_iov(rx_target_sgl(dp), rx->tgt_base + rx->fr.pay_done, left, iov, DP_RX_MAX_IOV, &direct);
+            rx_layout(qp, dp, &l);
+        } else if (rx->tail_last && rx_tail_rest_len(&rx->fr)) {
+            /* A trailer and header read alone arrived in part: the rest of them alone, so the
+             * payload behind still goes straight to its target. */
+            l.n = 0;
+            l.asked = 0;
+            rx_lay(&l, rx_tail[0], rx_tail_rest_len(&rx->fr), RXP_TAIL, -1);
+        } else {
+            rx->tail_mode = false;
+            l.n = 0;
+            l.asked = 0;
+            rx_lay(&l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
         }
-        iov[n].iov_base = rx_stage;
-        iov[n].iov_len = sizeof rx_stage;
-        ssize_t got = readv(dp->fd, iov, n + 1);
+        ssize_t got = readv(dp->fd, l.iov, l.n);
+        IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
         if (got < 0) {
@@ -574,21 +825,14 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         }
         rx->rx_bytes += (uint64_t)got;
         IW_COUNT(qp->obj.dev, rdma_in_octets, got);
+        rx->tail_last = l.kind[l.n - 1] == RXP_TAIL;
+        err = rx_run_layout(qp, dp, &l, (size_t)got);
+        if (err)
+            return err;
         /* Less than asked for: the socket was drained, and another readv() would only say
          * EAGAIN (one syscall per message saved). Whoever runs the engine comes back when more
          * arrives (level-triggered epoll, or the polling consumer). */
-        bool drained = (uint64_t)got < direct + sizeof rx_stage;
-        size_t left = (size_t)got;
-        for (int i = 0; i < n && left; i++) {
-            size_t take = left < iov[i].iov_len ? left : iov[i].iov_len;
-            err = rx_feed(qp, dp, iov[i].iov_base, take);
-            left -= take;
-            if (err)
-                return err;
-        }
-        rx->st_off = 0;
-        rx->st_len = left;
-        if (drained)
+        if ((uint64_t)got < l.asked)
             break;
     }
     return rx_consume_stage(qp, dp);
