@@ -49,6 +49,8 @@ struct notes {
     atomic_int cq_closed;       /* B's receive CQ close completed */
     atomic_int ncb_at_close;
     atomic_int late;            /* a callback ran, or was still running, after the close completed */
+    atomic_int cb_drained, cb_narms;   /* at the last callback's start, for the failure messages */
+    atomic_int cb_cq_drained;          /* B's CQ entries taken when it started, ditto */
 };
 
 struct pair {
@@ -178,6 +180,8 @@ static void on_notify(void *ctx, NTSTATUS st)
         atomic_fetch_add(&n->late, 1);
     /* §5.7 rule 1: callback k needs k arms (two arms may merge into one callback, never one arm
      * into two). */
+    atomic_store(&n->cb_drained, atomic_load(&p->drained));
+    atomic_store(&n->cb_narms, atomic_load(&n->narms));
     if (atomic_fetch_add(&n->ncb, 1) + 1 > atomic_load(&n->narms))
         atomic_fetch_add(&n->unarmed, 1);
     if (st != STATUS_SUCCESS)
@@ -371,6 +375,17 @@ static void check_notes(struct pair *p, const char *c)
               atomic_load(&p->n.bad_status));
 }
 
+/* After a settle: exactly want callbacks so far. */
+static void expect_ncb(struct pair *p, int want, const char *what)
+{
+    int n = atomic_load(&p->n.ncb);
+    CHECK_MSG(n == want,
+              "%s: %d callbacks, want %d (the last started with %d receives taken by B and %d arms issued; "
+              "now %d taken, %d arms, %d sent)",
+              what, n, want, atomic_load(&p->n.cb_drained), atomic_load(&p->n.cb_narms), atomic_load(&p->drained),
+              atomic_load(&p->n.narms), p->sent);
+}
+
 static void wait_cb(struct pair *p, int n, const char *what)
 {
     CHECK_MSG(iwt_wait_atomic(&p->n.ncb, n, TMO), "%s: %d callbacks, want %d", what, atomic_load(&p->n.ncb), n);
@@ -387,33 +402,31 @@ static void case_once(struct iwt *t)
     b_wait(&p, N_BURST, "unarmed");
     a_barrier(&p);
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 0, "once: %d callbacks with the CQ never armed", atomic_load(&p.n.ncb));
+    expect_ncb(&p, 0, "once: the CQ never armed");
 
     b_lock_arm(&p, NDK_CQ_NOTIFY_ANY);
     a_sends(&p, N_BURST, 0);
     wait_cb(&p, 1, "once: armed ANY, a burst");
     a_barrier(&p);
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 1, "once: %d callbacks for one ANY arm and a burst of %d",
-              atomic_load(&p.n.ncb), N_BURST);
+    expect_ncb(&p, 1, "once: one ANY arm and a burst");
     b_wait(&p, 2 * N_BURST, "armed burst");
 
     a_sends(&p, N_BURST, 0);
     b_wait(&p, 3 * N_BURST, "after the notification");
     a_barrier(&p);
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 1, "once: %d callbacks, completions after the notification fired unarmed",
-              atomic_load(&p.n.ncb));
+    expect_ncb(&p, 1, "once: completions after the notification, not re-armed");
 
     /* Re-armed with the CQ drained: nothing to report until the next completion. */
     b_lock_arm(&p, NDK_CQ_NOTIFY_ANY);
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 1, "once: an arm on a drained CQ fired");
+    expect_ncb(&p, 1, "once: an arm on a drained CQ");
     a_sends(&p, 1, 0);
     wait_cb(&p, 2, "once: re-armed, one Send");
     a_barrier(&p);
     usleep(SETTLE_US);
-    CHECK_EQ(atomic_load(&p.n.ncb), 2);
+    expect_ncb(&p, 2, __func__);
     b_wait(&p, 3 * N_BURST + 1, "re-armed");
     check_notes(&p, "once");
     pair_close(&p);
@@ -431,7 +444,7 @@ static void case_queued(struct iwt *t)
     b_lock_arm(&p, NDK_CQ_NOTIFY_ANY);
     wait_cb(&p, 1, "queued: ANY arm with 3 completions queued and never notified");
     usleep(SETTLE_US);
-    CHECK_EQ(atomic_load(&p.n.ncb), 1);
+    expect_ncb(&p, 1, __func__);
 
     /* Not drained; 2 more arrive after that notification: the next arm must see them. */
     a_sends(&p, 2, 0);
@@ -439,7 +452,7 @@ static void case_queued(struct iwt *t)
     b_lock_arm(&p, NDK_CQ_NOTIFY_ANY);
     wait_cb(&p, 2, "queued: ANY arm with 2 completions that arrived after the notification");
     usleep(SETTLE_US);
-    CHECK_EQ(atomic_load(&p.n.ncb), 2);
+    expect_ncb(&p, 2, __func__);
     b_wait(&p, 5, "queued");
 
     /* A queued solicited receive satisfies a SOLICITED arm the same way. */
@@ -465,7 +478,7 @@ static void case_solicited(struct iwt *t)
     a_barrier(&p);
     b_wait(&p, 2, "ERRORS arm");
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 0, "solicited: an ERRORS arm fired on a successful completion");
+    expect_ncb(&p, 0, "solicited: an ERRORS arm fired on a successful completion");
 
     /* SOLICITED (merged with the ERRORS arm still outstanding: SOLICITED, §5.7 rule 4). */
     b_lock_arm(&p, NDK_CQ_NOTIFY_SOLICITED);
@@ -473,19 +486,19 @@ static void case_solicited(struct iwt *t)
     a_barrier(&p);
     b_wait(&p, 4, "SOLICITED arm, unsolicited Sends");
     usleep(SETTLE_US);
-    CHECK_MSG(atomic_load(&p.n.ncb) == 0, "solicited: an unsolicited receive fired a SOLICITED arm");
+    expect_ncb(&p, 0, "solicited: an unsolicited receive fired a SOLICITED arm");
     a_sends(&p, 1, 0);
     a_sends(&p, 1, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     wait_cb(&p, 1, "solicited: SOLICITED arm, a solicited Send");
     a_barrier(&p);
     usleep(SETTLE_US);
-    CHECK_EQ(atomic_load(&p.n.ncb), 1);
+    expect_ncb(&p, 1, __func__);
     b_wait(&p, 6, "solicited Send");
 
     /* An error completion satisfies SOLICITED: B's flush cancels its posted receives. */
     b_lock_arm(&p, NDK_CQ_NOTIFY_SOLICITED);
     usleep(SETTLE_US);
-    CHECK_EQ(atomic_load(&p.n.ncb), 1);
+    expect_ncb(&p, 1, __func__);
     pthread_mutex_lock(&p.n.m);
     p.n.qp_closing = true;          /* no reposting into a flushed QP */
     pthread_mutex_unlock(&p.n.m);
