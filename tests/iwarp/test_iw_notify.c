@@ -614,6 +614,7 @@ static void case_close(struct iwt *t)
     p.n.cq_closing = true;
     pthread_mutex_unlock(&p.n.m);
     NDK_FN_CLOSE_OBJECT close_cq = p.brcq->Dispatch->NdkCloseCq;
+    int running = atomic_load(&p.n.in_cb);
     NTSTATUS cst = close_cq(&p.brcq->Header, cq_close_cb, &p);
     CHECK_MSG(cst == STATUS_PENDING || cst == STATUS_SUCCESS, "close: NdkCloseCq 0x%08x", (unsigned)cst);
     if (cst == STATUS_SUCCESS)
@@ -634,8 +635,8 @@ static void case_close(struct iwt *t)
     atomic_store(&p.stop, true);
     CHECK(pthread_join(ts, NULL) == 0);
     check_notes(&p, "close");
-    printf("close: %d receives, %d callbacks before the close completed\n", atomic_load(&p.drained),
-           atomic_load(&p.n.ncb));
+    printf("close: %d receives, %d callbacks before the close completed, %s\n", atomic_load(&p.drained),
+           atomic_load(&p.n.ncb), running ? "one running at the CQ's close" : "none running at the CQ's close");
     pair_close(&p);
 }
 
