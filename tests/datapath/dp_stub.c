@@ -429,6 +429,12 @@ void dpt_mr_reg(struct dpt_env *e, struct dpt_mr *m, size_t len, ULONG flags)
     m->token = m->mr->Dispatch->NdkGetLocalTokenFromMr(m->mr);
 }
 
+NDK_SGE dpt_sge(const struct dpt_mr *m, size_t off, size_t len)
+{
+    NDK_SGE s = { .VirtualAddress = m->p + off, .Length = (ULONG)len, .MemoryRegionToken = m->token };
+    return s;
+}
+
 void dpt_mr_free(struct dpt_env *e, struct dpt_mr *m)
 {
     (void)e;

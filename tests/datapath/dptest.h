@@ -76,6 +76,8 @@ struct dpt_mr {
 /* Allocates and registers len bytes with NDK_MR_FLAG_* flags; guard bytes around are 0xEE. */
 void dpt_mr_reg(struct dpt_env *e, struct dpt_mr *m, size_t len, ULONG flags);
 void dpt_mr_free(struct dpt_env *e, struct dpt_mr *m);
+/* One SGE over len bytes at off in m's region. */
+NDK_SGE dpt_sge(const struct dpt_mr *m, size_t off, size_t len);
 /* TRUE when the guard bytes around the region are untouched. */
 bool dpt_mr_guard_ok(const struct dpt_mr *m);
 

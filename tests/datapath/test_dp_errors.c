@@ -8,12 +8,6 @@
 static struct dpt_env env;
 static struct dpt_mr ma, mb, mro;     /* mro: B's MR without remote rights */
 
-static NDK_SGE sge(struct dpt_mr *m, size_t off, size_t len)
-{
-    NDK_SGE s = { .VirtualAddress = m->p + off, .Length = (ULONG)len, .MemoryRegionToken = m->token };
-    return s;
-}
-
 static bool zero(const struct dpt_mr *m)
 {
     for (size_t i = 0; i < m->len; i++)
@@ -34,12 +28,12 @@ static void violation(uint64_t raddr, uint32_t rtoken, NTSTATUS want, uint32_t p
     dpt_connect(&env, &o);
     memset(mb.p, 0, mb.len);
     memset(mro.p, 0, mro.len);
-    NDK_SGE rb = sge(&mb, 0, 100);
+    NDK_SGE rb = dpt_sge(&mb, 0, 100);
     CHECK_STATUS(iw_post_receive(env.s[1].ndk, (void *)0xB1, &rb, 1), STATUS_SUCCESS);
-    NDK_SGE s = sge(&ma, 0, 4096);
+    NDK_SGE s = dpt_sge(&ma, 0, 4096);
     dpt_fill(ma.p, 4096, 5);
     CHECK_STATUS(iw_post_write(env.s[0].ndk, (void *)0xA1, &s, 1, raddr, rtoken, NDK_OP_FLAG_DEFER), STATUS_SUCCESS);
-    NDK_SGE d = sge(&ma, 8192, 64);
+    NDK_SGE d = dpt_sge(&ma, 8192, 64);
     CHECK_STATUS(iw_post_read(env.s[0].ndk, (void *)0xA2, &d, 1, (uint64_t)(uintptr_t)mb.p, mb.token, 0),
                  STATUS_SUCCESS);
     dpt_wait_lost(&env, 1, 5000);
@@ -82,13 +76,13 @@ static void flush_test(void)
     o.ord = 1;
     dpt_connect(&env, &o);
     for (int i = 0; i < nrecv; i++) {
-        NDK_SGE rb = sge(&ma, 0, 10);
+        NDK_SGE rb = dpt_sge(&ma, 0, 10);
         CHECK_STATUS(iw_post_receive(env.s[0].ndk, (void *)(uintptr_t)(1000 + i), &rb, 1), STATUS_SUCCESS);
     }
     /* Reads, big Writes and silent Sends (B has no receives: B would Terminate on the first
      * Send, so only Reads and Writes here) */
     for (int i = 0; i < nsq; i++) {
-        NDK_SGE s = sge(&ma, 0, 1u << 20);
+        NDK_SGE s = dpt_sge(&ma, 0, 1u << 20);
         ULONG fl = i % 5 == 0 ? NDK_OP_FLAG_SILENT_SUCCESS : 0;
         if (i % 2)
             CHECK_STATUS(iw_post_read(env.s[0].ndk, (void *)(uintptr_t)(2000 + i), &s, 1, (uint64_t)(uintptr_t)mb.p,
@@ -101,7 +95,7 @@ static void flush_test(void)
     }
     env.s[0].ndk->Dispatch->NdkFlush(env.s[0].ndk);
     /* posts after the flush fail inline (not connected) or complete CANCELLED */
-    NDK_SGE s = sge(&ma, 0, 1);
+    NDK_SGE s = dpt_sge(&ma, 0, 1);
     CHECK_STATUS(iw_post_send(env.s[0].ndk, NULL, &s, 1, 0), STATUS_CONNECTION_INVALID);
     int nr = 0, ns = 0;
     uint64_t last_sq = 0;

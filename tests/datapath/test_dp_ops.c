@@ -11,15 +11,6 @@ static struct dpt_env env;
 static struct dpt_mr ma, mb;          /* A's and B's registered buffers */
 static size_t big;                    /* largest transfer in this mode */
 
-static NDK_SGE sge(struct dpt_mr *m, size_t off, size_t len)
-{
-    NDK_SGE s;
-    s.VirtualAddress = m->p + off;
-    s.Length = (ULONG)len;
-    s.MemoryRegionToken = m->token;
-    return s;
-}
-
 static NDK_QP *qa(void) { return env.s[0].ndk; }
 static NDK_QP *qb(void) { return env.s[1].ndk; }
 
@@ -44,7 +35,7 @@ static void barrier(void)
 
 static void test_send(size_t len, uint32_t seed, bool se)
 {
-    NDK_SGE s = sge(&ma, 0, len), r = sge(&mb, 0, len + 16);
+    NDK_SGE s = dpt_sge(&ma, 0, len), r = dpt_sge(&mb, 0, len + 16);
     NDK_RESULT_EX res;
 
     dpt_fill(ma.p, len, seed);
@@ -70,13 +61,13 @@ static void test_send_sges(uint32_t n, size_t len)
     memset(mb.p, 0, len + 64);
     for (uint32_t i = 0; i < n; i++) {
         size_t l = i == n - 1 ? len - per * i : per;
-        s[i] = sge(&ma, per * i, l);
+        s[i] = dpt_sge(&ma, per * i, l);
     }
     /* receive SGEs: uneven split, with gaps of 8 bytes between them in B's buffer */
     size_t off = 0, placed = 0;
     for (uint32_t i = 0; i < n; i++) {
         size_t l = i == n - 1 ? len - placed : (per / 2 + 1 + i) < len - placed ? per / 2 + 1 + i : len - placed;
-        r[i] = sge(&mb, off, l);
+        r[i] = dpt_sge(&mb, off, l);
         off += l + 8;
         placed += l;
     }
@@ -107,7 +98,7 @@ static void test_write(size_t len, size_t roff, uint32_t seed, uint32_t nsge)
     dpt_fill(ma.p, len, seed);
     memset(mb.p + roff, 0, len);
     for (uint32_t i = 0; i < nsge; i++)
-        s[i] = sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
+        s[i] = dpt_sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
     CHECK_STATUS(iw_post_write(qa(), (void *)5, s, nsge, (uint64_t)(uintptr_t)(mb.p + roff), mb.token, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)5, STATUS_SUCCESS);
     barrier();
@@ -122,7 +113,7 @@ static void test_read(size_t len, uint32_t nsge, ULONG flags)
     dpt_fill(mb.p, len, 999 + (uint32_t)len);
     memset(ma.p, 0, len);
     for (uint32_t i = 0; i < nsge; i++)
-        s[i] = sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
+        s[i] = dpt_sge(&ma, per * i, i == nsge - 1 ? len - per * i : per);
     CHECK_STATUS(iw_post_read(qa(), (void *)6, s, nsge, (uint64_t)(uintptr_t)mb.p, mb.token, flags), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)6, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p, len, 999 + (uint32_t)len));
@@ -139,7 +130,7 @@ static void test_read_queue(void)
     dpt_fill(mb.p, 4096 * n, 4242);
     memset(ma.p, 0, 4096 * n);
     for (int i = 0; i < n; i++) {
-        s = sge(&ma, 4096 * (size_t)i, 4096);
+        s = dpt_sge(&ma, 4096 * (size_t)i, 4096);
         ULONG fl = (i % 3 == 1 ? NDK_OP_FLAG_SILENT_SUCCESS : 0) | (i < n - 1 ? NDK_OP_FLAG_DEFER : 0);
         CHECK_STATUS(iw_post_read(qa(), (void *)(uintptr_t)(100 + i), &s, 1,
                                 (uint64_t)(uintptr_t)(mb.p + 4096 * (size_t)i), mb.token, fl),
@@ -160,7 +151,7 @@ static void test_inline(void)
     uint8_t tmp[IW_MAX_INLINE];
     NDK_SGE s[2] = { { .VirtualAddress = tmp, .Length = 100, .MemoryRegionToken = 0xdeadbeef },
                      { .VirtualAddress = tmp + 100, .Length = IW_MAX_INLINE - 100, .MemoryRegionToken = 7 } };
-    NDK_SGE r = sge(&mb, 0, IW_MAX_INLINE);
+    NDK_SGE r = dpt_sge(&mb, 0, IW_MAX_INLINE);
     NDK_RESULT_EX res;
 
     dpt_fill(tmp, sizeof tmp, 31);
@@ -187,18 +178,18 @@ static void test_limits(void)
 {
     NDK_SGE s[IW_MAX_SGE + 1];
     for (int i = 0; i <= (int)IW_MAX_SGE; i++)
-        s[i] = sge(&ma, 0, 1);
+        s[i] = dpt_sge(&ma, 0, 1);
     CHECK_STATUS(iw_post_send(qa(), NULL, s, IW_MAX_SGE + 1, 0), STATUS_INVALID_PARAMETER);
     CHECK_STATUS(iw_post_receive(qb(), NULL, s, IW_MAX_SGE + 1), STATUS_INVALID_PARAMETER);
     CHECK_STATUS(iw_post_send(qa(), NULL, s, 1, 0x80000000u), STATUS_INVALID_PARAMETER);
-    NDK_SGE huge[2] = { sge(&ma, 0, 0x7fffffff), sge(&ma, 0, 0x7fffffff) };
+    NDK_SGE huge[2] = { dpt_sge(&ma, 0, 0x7fffffff), dpt_sge(&ma, 0, 0x7fffffff) };
     CHECK_STATUS(iw_post_write(qa(), NULL, huge, 2, 0, mb.token, 0), STATUS_INVALID_PARAMETER);
 }
 
 /* DEFER chain: nothing is lost; an inline failure hands deferred requests over (§5.5.4). */
 static void test_defer(void)
 {
-    NDK_SGE s = sge(&ma, 0, 512);
+    NDK_SGE s = dpt_sge(&ma, 0, 512);
     dpt_fill(ma.p, 512, 55);
     CHECK_STATUS(iw_post_write(qa(), (void *)11, &s, 1, (uint64_t)(uintptr_t)mb.p, mb.token, NDK_OP_FLAG_DEFER),
                  STATUS_SUCCESS);
@@ -237,7 +228,7 @@ static void test_frmr_and_inv(void)
     expect(1, NdkOperationTypeFastRegister, (void *)12, STATUS_SUCCESS);
 
     /* A writes the whole region through the FR token, reads it back */
-    NDK_SGE s = sge(&ma, 0, len);
+    NDK_SGE s = dpt_sge(&ma, 0, len);
     dpt_fill(ma.p, len, 1234);
     CHECK_STATUS(iw_post_write(qa(), (void *)13, &s, 1, base, t1, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)13, STATUS_SUCCESS);
@@ -247,15 +238,15 @@ static void test_frmr_and_inv(void)
         CHECK(pages[4096 * (pg ^ 1) + pos % 4096] == ma.p[i]);
     }
     memset(ma.p + len, 0, len);
-    NDK_SGE d = sge(&ma, len, len);
+    NDK_SGE d = dpt_sge(&ma, len, len);
     CHECK_STATUS(iw_post_read(qa(), (void *)14, &d, 1, base, t1, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)14, STATUS_SUCCESS);
     CHECK(memcmp(ma.p, ma.p + len, len) == 0);
 
     /* Send&Invalidate of t1 */
-    NDK_SGE r = sge(&mb, 0, 64);
+    NDK_SGE r = dpt_sge(&mb, 0, 64);
     CHECK_STATUS(iw_post_receive(qb(), (void *)15, &r, 1), STATUS_SUCCESS);
-    NDK_SGE s2 = sge(&ma, 0, 64);
+    NDK_SGE s2 = dpt_sge(&ma, 0, 64);
     CHECK_STATUS(iw_post_send_inv(qa(), (void *)16, &s2, 1, 0, t1), STATUS_SUCCESS);
     expect(0, NdkOperationTypeSend, (void *)16, STATUS_SUCCESS);
     dpt_poll(&env, 1, &res, 20000);
@@ -288,13 +279,13 @@ static void test_bind(void)
                  STATUS_SUCCESS);
     uint32_t wt = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
     expect(1, NdkOperationTypeBind, (void *)19, STATUS_SUCCESS);
-    NDK_SGE s = sge(&ma, 0, 4096);
+    NDK_SGE s = dpt_sge(&ma, 0, 4096);
     dpt_fill(ma.p, 4096, 808);
     CHECK_STATUS(iw_post_write(qa(), (void *)20, &s, 1, wva, wt, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeWrite, (void *)20, STATUS_SUCCESS);
     barrier();
     CHECK(dpt_check(mb.p + 8192, 4096, 808));
-    NDK_SGE d = sge(&ma, 8192, 4096);
+    NDK_SGE d = dpt_sge(&ma, 8192, 4096);
     CHECK_STATUS(iw_post_read(qa(), (void *)21, &d, 1, wva, wt, 0), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)21, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p + 8192, 4096, 808));
@@ -343,12 +334,12 @@ static void test_srq(void)
     NDK_SRQ *srq = env.s[1].srq;
     NDK_RESULT_EX res;
     for (int i = 0; i < 4; i++) {
-        NDK_SGE r = sge(&mb, 4096 * (size_t)i, 4096);
+        NDK_SGE r = dpt_sge(&mb, 4096 * (size_t)i, 4096);
         CHECK_STATUS(srq->Dispatch->NdkSrqReceive(srq, (void *)(uintptr_t)(200 + i), &r, 1), STATUS_SUCCESS);
     }
     CHECK_STATUS(iw_post_receive(qb(), NULL, NULL, 0), STATUS_INVALID_DEVICE_REQUEST);
     for (int i = 0; i < 4; i++) {
-        NDK_SGE s = sge(&ma, 0, 1000 + (size_t)i);
+        NDK_SGE s = dpt_sge(&ma, 0, 1000 + (size_t)i);
         dpt_fill(ma.p, 1000 + (size_t)i, 300 + (uint32_t)i);
         CHECK_STATUS(iw_post_send(qa(), (void *)(uintptr_t)(210 + i), &s, 1, 0), STATUS_SUCCESS);
         expect(0, NdkOperationTypeSend, (void *)(uintptr_t)(210 + i), STATUS_SUCCESS);

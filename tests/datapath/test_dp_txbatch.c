@@ -19,15 +19,6 @@ static bool direct_roomy;             /* direct socket pair with its default buf
 #define SLOT 1024u                    /* bytes of ma / mb per message */
 #define NMSG 200u
 
-static NDK_SGE sge(struct dpt_mr *m, size_t off, size_t len)
-{
-    NDK_SGE s;
-    s.VirtualAddress = m->p + off;
-    s.Length = (ULONG)len;
-    s.MemoryRegionToken = m->token;
-    return s;
-}
-
 static NDK_QP *qa(void) { return env.s[0].ndk; }
 static NDK_QP *qb(void) { return env.s[1].ndk; }
 
@@ -75,7 +66,7 @@ static void *ctx(uint32_t base, uint32_t i)
 static void test_sends(uint32_t n, uint32_t seed)
 {
     for (uint32_t i = 0; i < n; i++) {
-        NDK_SGE r = sge(&mb, i * SLOT, SLOT);
+        NDK_SGE r = dpt_sge(&mb, i * SLOT, SLOT);
         memset(mb.p + i * SLOT, 0, SLOT);
         dpt_fill(ma.p + i * SLOT, SLOT, seed + i);
         CHECK_STATUS(iw_post_receive(qb(), ctx(0x10000, i), &r, 1), STATUS_SUCCESS);
@@ -83,7 +74,7 @@ static void test_sends(uint32_t n, uint32_t seed)
     hold_tx();
     uint64_t w0 = out_writes();
     for (uint32_t i = 0; i < n; i++) {
-        NDK_SGE s = sge(&ma, i * SLOT, send_len(i));
+        NDK_SGE s = dpt_sge(&ma, i * SLOT, send_len(i));
         ULONG fl = i % 4 == 3 ? NDK_OP_FLAG_SILENT_SUCCESS : 0;
         CHECK_STATUS(iw_post_send(qa(), ctx(0x20000, i), &s, 1, fl), STATUS_SUCCESS);
     }
@@ -114,13 +105,13 @@ static void test_writes(uint32_t n, uint32_t seed)
     memset(mb.p, 0, n * SLOT);
     for (uint32_t i = 0; i < n; i++)
         dpt_fill(ma.p + i * SLOT, SLOT, seed + i);
-    NDK_SGE r = sge(&mb, NMSG * SLOT, 16);
+    NDK_SGE r = dpt_sge(&mb, NMSG * SLOT, 16);
     CHECK_STATUS(iw_post_receive(qb(), ctx(0x30000, 0), &r, 1), STATUS_SUCCESS);
     hold_tx();
     uint64_t w0 = out_writes();
     for (uint32_t i = 0; i < n; i++) {
         size_t len = (i * 53u) % 700u + 1u;
-        NDK_SGE s = sge(&ma, i * SLOT, len);
+        NDK_SGE s = dpt_sge(&ma, i * SLOT, len);
         ULONG fl = i % 3 == 1 ? NDK_OP_FLAG_SILENT_SUCCESS : 0;
         CHECK_STATUS(iw_post_write(qa(), ctx(0x40000, i), &s, 1, (uint64_t)(uintptr_t)(mb.p + i * SLOT + 7), mb.token,
                                  fl),
@@ -187,15 +178,15 @@ static void test_mixed(uint32_t seed)
     for (uint32_t i = 0; i < 38; i++) {
         void *c = ctx(0x60000, n);
         if (i == 10) {
-            NDK_SGE d = sge(&ma, 80 * SLOT, rlen);
+            NDK_SGE d = dpt_sge(&ma, 80 * SLOT, rlen);
             CHECK_STATUS(iw_post_read(qa(), c, &d, 1, (uint64_t)(uintptr_t)(mb.p + 80 * SLOT), mb.token, 0),
                          STATUS_SUCCESS);
             kind[n] = K_READ, len[n++] = rlen;
             c = ctx(0x60000, n);
-            NDK_SGE rb = sge(&mb, 70 * SLOT, 4 * SLOT);
+            NDK_SGE rb = dpt_sge(&mb, 70 * SLOT, 4 * SLOT);
             recv_slot[nrecv] = 70;
             CHECK_STATUS(iw_post_receive(qb(), ctx(0x50000, nrecv), &rb, 1), STATUS_SUCCESS);
-            NDK_SGE s = sge(&ma, 80 * SLOT, rlen);
+            NDK_SGE s = dpt_sge(&ma, 80 * SLOT, rlen);
             CHECK_STATUS(iw_post_send(qa(), c, &s, 1, NDK_OP_FLAG_READ_FENCE), STATUS_SUCCESS);
             kind[n] = K_FENCED, len[n++] = rlen;
             nrecv++;
@@ -205,7 +196,7 @@ static void test_mixed(uint32_t seed)
                          STATUS_SUCCESS);
             kind[n] = K_FR, len[n++] = 0;
             c = ctx(0x60000, n);
-            NDK_SGE rb = sge(&mb, nrecv * SLOT, SLOT);
+            NDK_SGE rb = dpt_sge(&mb, nrecv * SLOT, SLOT);
             recv_slot[nrecv] = nrecv;
             CHECK_STATUS(iw_post_receive(qb(), ctx(0x50000, nrecv), &rb, 1), STATUS_SUCCESS);
             NDK_SGE s;
@@ -219,7 +210,7 @@ static void test_mixed(uint32_t seed)
             CHECK_STATUS(iw_post_invalidate(qa(), c, &fr->Header, 0), STATUS_SUCCESS);
             kind[n] = K_INV, len[n++] = 0;
         } else if (i % 7 == 2) {
-            NDK_SGE s = sge(&ma, 50 * SLOT + (i % 10) * 100, 90);
+            NDK_SGE s = dpt_sge(&ma, 50 * SLOT + (i % 10) * 100, 90);
             dpt_fill(ma.p + 50 * SLOT + (i % 10) * 100, 90, seed + 300 + i);
             CHECK_STATUS(iw_post_write(qa(), c, &s, 1, (uint64_t)(uintptr_t)(mb.p + 50 * SLOT + (i % 10) * 100),
                                      mb.token, 0),
@@ -227,10 +218,10 @@ static void test_mixed(uint32_t seed)
             kind[n] = K_WRITE, len[n++] = 90;
         } else {
             size_t l = (i * 29u) % 200u + 1u;
-            NDK_SGE rb = sge(&mb, nrecv * SLOT, SLOT);
+            NDK_SGE rb = dpt_sge(&mb, nrecv * SLOT, SLOT);
             recv_slot[nrecv] = nrecv;
             CHECK_STATUS(iw_post_receive(qb(), ctx(0x50000, nrecv), &rb, 1), STATUS_SUCCESS);
-            NDK_SGE s = sge(&ma, nrecv * SLOT, l);
+            NDK_SGE s = dpt_sge(&ma, nrecv * SLOT, l);
             CHECK_STATUS(iw_post_send(qa(), c, &s, 1, 0), STATUS_SUCCESS);
             kind[n] = K_SEND, len[n++] = l;
             nrecv++;
@@ -238,7 +229,7 @@ static void test_mixed(uint32_t seed)
     }
     {
         /* a last zero-length Send: B sees the Writes before it once its receive completes */
-        NDK_SGE rb = sge(&mb, nrecv * SLOT, SLOT);
+        NDK_SGE rb = dpt_sge(&mb, nrecv * SLOT, SLOT);
         recv_slot[nrecv] = nrecv;
         CHECK_STATUS(iw_post_receive(qb(), ctx(0x50000, nrecv), &rb, 1), STATUS_SUCCESS);
         CHECK_STATUS(iw_post_send(qa(), ctx(0x60000, n), NULL, 0, 0), STATUS_SUCCESS);
@@ -283,14 +274,14 @@ static void test_bad_in_run(uint32_t seed)
     const uint32_t n = 12, bad = 6;
 
     for (uint32_t i = 0; i < n; i++) {
-        NDK_SGE rb = sge(&mb, i * SLOT, SLOT);
+        NDK_SGE rb = dpt_sge(&mb, i * SLOT, SLOT);
         memset(mb.p + i * SLOT, 0, SLOT);
         dpt_fill(ma.p + i * SLOT, SLOT, seed + i);
         CHECK_STATUS(iw_post_receive(qb(), ctx(0x70000, i), &rb, 1), STATUS_SUCCESS);
     }
     hold_tx();
     for (uint32_t i = 0; i < n; i++) {
-        NDK_SGE s = sge(&ma, i * SLOT, 100 + i);
+        NDK_SGE s = dpt_sge(&ma, i * SLOT, 100 + i);
         if (i == bad)
             s.MemoryRegionToken ^= 0x5500u;  /* no such region: local protection error */
         CHECK_STATUS(iw_post_send(qa(), ctx(0x80000, i), &s, 1, 0), STATUS_SUCCESS);

@@ -297,3 +297,13 @@ void iwt_fill_pd(uint8_t *buf, size_t len, uint8_t seed)
     for (size_t i = 0; i < len; i++)
         buf[i] = (uint8_t)(seed + i * 7);
 }
+
+void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms)
+{
+    struct iwt_req rq;
+
+    iwt_req_init(&rq);
+    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), timeout_ms), STATUS_SUCCESS);
+    iwt_close_obj(mr, timeout_ms);
+    IoFreeMdl(mdl);
+}

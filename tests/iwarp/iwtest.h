@@ -54,6 +54,8 @@ struct iwt_close {
 void iwt_close_cb(void *ctx);
 /* Closes any object through its dispatch table (slot 0) and waits for the close to finish. */
 void iwt_close_obj(void *ndk_object, int timeout_ms);
+/* Deregisters mr (blocking), closes it and frees its MDL. */
+void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms);
 /* Starts a close; returns the status (SUCCESS / PENDING); c counts the completion. */
 NTSTATUS iwt_close_start(void *ndk_object, struct iwt_close *c);
 /* Polls until *flag >= value or timeout; returns true on success. */

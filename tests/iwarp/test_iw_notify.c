@@ -284,16 +284,6 @@ static NDK_MR *reg(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
     return mr;
 }
 
-static void unreg(NDK_MR *mr, PMDL mdl)
-{
-    struct iwt_req rq;
-
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), TMO), STATUS_SUCCESS);
-    iwt_close_obj(mr, TMO);
-    IoFreeMdl(mdl);
-}
-
 static void pair_open(struct iwt *t, struct pair *p)
 {
     NDK_ADAPTER *ad = t->ad;
@@ -355,8 +345,8 @@ static void pair_close(struct pair *p)
     iwt_close_obj(p->aqp, TMO);
     if (p->bqp)
         iwt_close_obj(p->bqp, TMO);
-    unreg(p->amr, p->amdl);
-    unreg(p->bmr, p->bmdl);
+    iwt_mr_release(p->amr, p->amdl, TMO);
+    iwt_mr_release(p->bmr, p->bmdl, TMO);
     iwt_close_obj(p->acq, TMO);
     iwt_close_obj(p->bicq, TMO);
     if (p->brcq)

@@ -44,15 +44,6 @@ static UINT32 reg(NDK_PD *pd, void *buf, ULONG len, NDK_MR **mr_out, PMDL *mdl_o
     return mr->Dispatch->NdkGetLocalTokenFromMr(mr);
 }
 
-static void unreg(NDK_MR *mr, PMDL mdl)
-{
-    struct iwt_req rq;
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), TMO), STATUS_SUCCESS);
-    iwt_close_obj(mr, TMO);
-    IoFreeMdl(mdl);
-}
-
 static void set_env(const struct arg *a)
 {
     setenv("NDK_IWARP_P2P", "0", 1);
@@ -119,8 +110,8 @@ static int server(void *p)
     CHECK_EQ(iwt_recv(iwt_srv_rx(&a->ch), TMO), 2);         /* client got our bytes */
     iwt_close_obj(c, TMO);
     iwt_close_obj(l, TMO);
-    unreg(mr, mdl);
-    unreg(mr2, mdl2);
+    iwt_mr_release(mr, mdl, TMO);
+    iwt_mr_release(mr2, mdl2, TMO);
     iwt_qp_destroy(&q);
     iwt_close(&t);
     return 0;
@@ -173,8 +164,8 @@ static int client(void *p)
         CHECK_EQ(in[i], (uint8_t)(i * 7 + a->family));
     iwt_send(iwt_cli_tx(&a->ch), 2);
     iwt_close_obj(c, TMO);
-    unreg(mr, mdl);
-    unreg(mr2, mdl2);
+    iwt_mr_release(mr, mdl, TMO);
+    iwt_mr_release(mr2, mdl2, TMO);
     iwt_qp_destroy(&q);
     iwt_close(&t);
     return 0;
