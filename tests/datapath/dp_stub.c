@@ -429,6 +429,28 @@ void dpt_mr_reg(struct dpt_env *e, struct dpt_mr *m, size_t len, ULONG flags)
     m->token = m->mr->Dispatch->NdkGetLocalTokenFromMr(m->mr);
 }
 
+void dpt_conn_opts_default(struct dpt_conn_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->split = DPT_DIRECT;
+    o->crc = true;
+}
+
+bool dpt_conn_opts_arg(struct dpt_conn_opts *o, const char *arg)
+{
+    if (!strcmp(arg, "random"))
+        o->split = DPT_RANDOM;
+    else if (!strcmp(arg, "onebyte"))
+        o->split = DPT_ONEBYTE;
+    else if (!strcmp(arg, "nocrc"))
+        o->crc = false;
+    else if (!strcmp(arg, "bigmss"))
+        o->mss = 65483;
+    else
+        return false;
+    return true;
+}
+
 NDK_SGE dpt_sge(const struct dpt_mr *m, size_t off, size_t len)
 {
     NDK_SGE s = { .VirtualAddress = m->p + off, .Length = (ULONG)len, .MemoryRegionToken = m->token };

@@ -48,6 +48,12 @@ struct dpt_conn_opts {
     uint32_t cq_depth;          /* 0: 4096 */
 };
 
+/* The defaults the tests start from: direct split, CRC on. */
+void dpt_conn_opts_default(struct dpt_conn_opts *o);
+/* Applies one of the arguments the datapath tests share (random, onebyte, nocrc, bigmss);
+ * false when arg is none of them. */
+bool dpt_conn_opts_arg(struct dpt_conn_opts *o, const char *arg);
+
 void dpt_env_init(struct dpt_env *e);
 void dpt_env_fini(struct dpt_env *e);
 /* Creates both QPs (same PD) and connects them as the CM would. */

@@ -354,19 +354,9 @@ static void test_srq(void)
 int main(int argc, char **argv)
 {
     struct dpt_conn_opts o;
-    memset(&o, 0, sizeof o);
-    o.split = DPT_DIRECT;
-    o.crc = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "random"))
-            o.split = DPT_RANDOM;
-        else if (!strcmp(argv[i], "onebyte"))
-            o.split = DPT_ONEBYTE;
-        else if (!strcmp(argv[i], "nocrc"))
-            o.crc = false;
-        else if (!strcmp(argv[i], "bigmss"))
-            o.mss = 65483;
-    }
+    dpt_conn_opts_default(&o);
+    for (int i = 1; i < argc; i++)
+        dpt_conn_opts_arg(&o, argv[i]);
     big = o.split == DPT_DIRECT ? 16u << 20 : o.split == DPT_RANDOM ? 1u << 20 : 65536;
     o.ord = 4;
     o.ird = 4;

@@ -314,19 +314,10 @@ int main(int argc, char **argv)
     struct dpt_conn_opts o;
     bool smallbuf = false;
 
-    memset(&o, 0, sizeof o);
-    o.split = DPT_DIRECT;
-    o.crc = true;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "random"))
-            o.split = DPT_RANDOM;
-        else if (!strcmp(argv[i], "onebyte"))
-            o.split = DPT_ONEBYTE;
-        else if (!strcmp(argv[i], "nocrc"))
-            o.crc = false;
-        else if (!strcmp(argv[i], "smallbuf"))
+    dpt_conn_opts_default(&o);
+    for (int i = 1; i < argc; i++)
+        if (!dpt_conn_opts_arg(&o, argv[i]) && !strcmp(argv[i], "smallbuf"))
             smallbuf = true;
-    }
     o.sq_depth = o.rq_depth = 256;
     o.ord = o.ird = 4;
     dpt_env_init(&env);
