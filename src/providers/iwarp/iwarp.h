@@ -575,6 +575,7 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
  * side state included (the owner releases what the side state holds first); -ENOBUFS when
  * empty. */
 int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
+int iw_wq_drop(struct iw_wq *q);   /* releases the head entry in place */
 /* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
