@@ -99,16 +99,11 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
     return 0;
 }
 
-int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
+/* The head slot was emptied and zeroed: gives its chunk back if it was the chunk's last entry. */
+static void wq_advance(struct iw_wq *q)
 {
-    uint32_t slot = q->head;
-    struct iw_wq_chunk **c;
+    struct iw_wq_chunk **c = &q->chunk[q->head / IW_WQ_CHUNK];
 
-    if (!q->count)
-        return -ENOBUFS;
-    memcpy(out, iw_wq_slot_ptr(q, slot), sizeof(*out));
-    memset(iw_wq_slot_ptr(q, slot), 0, q->stride);   /* its buffers and references now belong to *out */
-    c = &q->chunk[slot / IW_WQ_CHUNK];
     if (--(*c)->used == 0) {
         if (!q->spare)
             q->spare = *c;
@@ -118,6 +113,33 @@ int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
     }
     q->head = (q->head + 1) % q->depth;
     q->count--;
+}
+
+int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
+{
+    uint32_t slot = q->head;
+
+    if (!q->count)
+        return -ENOBUFS;
+    memcpy(out, iw_wq_slot_ptr(q, slot), sizeof(*out));
+    memset(iw_wq_slot_ptr(q, slot), 0, q->stride);   /* its buffers and references now belong to *out */
+    wq_advance(q);
+    return 0;
+}
+
+/* Retire's pop: it needs a few fields only, so the entry is released where it lies instead of
+ * being copied out (a WQE with its SGE array is some 400 bytes, and a small message pays for
+ * each copy). */
+int iw_wq_drop(struct iw_wq *q)
+{
+    uint32_t slot = q->head;
+    size_t wqe = IW_WQ_ALIGN(sizeof(struct iw_wqe));
+
+    if (!q->count)
+        return -ENOBUFS;
+    iw_wq_entry_release(iw_wq_slot_ptr(q, slot));    /* zeroes the WQE */
+    memset(iw_wq_side(q, slot), 0, q->stride - wqe); /* and the side state: a free slot is zero */
+    wq_advance(q);
     return 0;
 }
 
