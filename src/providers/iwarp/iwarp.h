@@ -580,6 +580,7 @@ int iw_wq_drop(struct iw_wq *q);   /* releases the head entry in place */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
+void iw_wqe_clear(struct iw_wqe *w);   /* zeroes all but the SGE array (wq.c) */
 /* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
 static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
 /* A queued slot's WQE and side state (the slot's chunk exists while the slot is queued). */
