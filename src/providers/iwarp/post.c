@@ -132,7 +132,7 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
 static NTSTATUS build_sgl_wqe(struct iw_qp *qp, struct iw_wqe *w, enum iw_wr_op op, PVOID rctx, CONST NDK_SGE *sgl,
                               ULONG nsge, ULONG flags, uint32_t max_sge)
 {
-    memset(w, 0, sizeof(*w));
+    iw_wqe_clear(w);                 /* the SGEs past nsge are never read or copied (wq.c) */
     if (flags & ~DP_ALL_OP_FLAGS)
         return STATUS_INVALID_PARAMETER;
     if (sgl_total(sgl, nsge, &w->length) < 0)
@@ -399,7 +399,7 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
         return STATUS_INVALID_DEVICE_REQUEST;       /* §8 item 27: receives go to the SRQ */
     if (nsge > qp->rq.max_sge)
         return STATUS_INVALID_PARAMETER;
-    memset(&w, 0, sizeof w);
+    iw_wqe_clear(&w);
     if (sgl_total(sgl, nsge, &w.length) < 0)
         return STATUS_INVALID_PARAMETER;
     w.op = IW_WR_RECEIVE;

@@ -7,6 +7,7 @@
 #include "iwarp.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,21 @@ int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_si
     return wq_init_stride(q, depth, max_sge, (uint32_t)(IW_WQ_ALIGN(sizeof(struct iw_wqe)) + IW_WQ_ALIGN(side_size)));
 }
 
+/* Every WQE is built from zero except its SGE array (iw_wqe_clear), a free slot is zero, and a
+ * pushed WQE's SGEs past nsge are not copied: so those read zero in the ring and in what pop
+ * copies out, and only the fields and the first nsge SGEs need copying or clearing. A WQE
+ * carries a 256-byte SGE array that a small message would otherwise move three times. */
+static size_t wq_sge_bytes(const struct iw_wqe *w)
+{
+    return (size_t)(w->nsge < IW_MAX_SGE ? w->nsge : IW_MAX_SGE) * sizeof(w->sge[0]);
+}
+
+void iw_wqe_clear(struct iw_wqe *w)
+{
+    memset(w, 0, offsetof(struct iw_wqe, sge));
+    memset(&w->length, 0, sizeof(*w) - offsetof(struct iw_wqe, length));
+}
+
 void iw_wq_entry_release(struct iw_wqe *w)
 {
     free(w->inline_buf);
@@ -47,7 +63,8 @@ void iw_wq_entry_release(struct iw_wqe *w)
         iw_obj_put(w->mem);
     if (w->mem2)
         iw_obj_put(w->mem2);
-    memset(w, 0, sizeof(*w));
+    memset(w->sge, 0, wq_sge_bytes(w));
+    iw_wqe_clear(w);
 }
 
 /* Frees the storage only: the entries were moved elsewhere or released. */
@@ -93,7 +110,9 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
     if (err)
         return err;
     slot = iw_wq_slot(q, q->count);
-    memcpy(iw_wq_slot_ptr(q, slot), w, sizeof(*w));
+    struct iw_wqe *d = iw_wq_slot_ptr(q, slot);   /* zero: a free slot */
+    memcpy(d, w, offsetof(struct iw_wqe, sge) + wq_sge_bytes(w));
+    memcpy(&d->length, &w->length, sizeof(*w) - offsetof(struct iw_wqe, length));
     q->chunk[slot / IW_WQ_CHUNK]->used++;
     q->count++;
     return 0;
