@@ -575,10 +575,12 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
  * side state included (the owner releases what the side state holds first); -ENOBUFS when
  * empty. */
 int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
+int iw_wq_drop(struct iw_wq *q);   /* releases the head entry in place */
 /* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
+void iw_wqe_clear(struct iw_wqe *w);   /* zeroes all but the SGE array (wq.c) */
 /* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
 static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
 /* A queued slot's WQE and side state (the slot's chunk exists while the slot is queued). */

@@ -73,6 +73,13 @@ static bool post_connected(struct iw_qp *qp)
     return ok;
 }
 
+/* A request that failed its checks: §2.9's CONNECTION_INVALID comes first. Looked at only on
+ * failure, so that a good post takes qp->lock once (post_sq checks the connection there). */
+static NTSTATUS post_bad_request(struct iw_qp *qp, NTSTATUS st)
+{
+    return post_connected(qp) ? st : STATUS_CONNECTION_INVALID;
+}
+
 static int sgl_total(const NDK_SGE *sgl, ULONG nsge, uint64_t *total)
 {
     uint64_t t = 0;
@@ -125,7 +132,7 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
 static NTSTATUS build_sgl_wqe(struct iw_qp *qp, struct iw_wqe *w, enum iw_wr_op op, PVOID rctx, CONST NDK_SGE *sgl,
                               ULONG nsge, ULONG flags, uint32_t max_sge)
 {
-    memset(w, 0, sizeof(*w));
+    iw_wqe_clear(w);                 /* the SGEs past nsge are never read or copied (wq.c) */
     if (flags & ~DP_ALL_OP_FLAGS)
         return STATUS_INVALID_PARAMETER;
     if (sgl_total(sgl, nsge, &w->length) < 0)
@@ -167,12 +174,10 @@ NTSTATUS iw_post_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULO
     struct iw_wqe w;
     NTSTATUS st;
 
-    if (!post_connected(qp))
-        return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_SEND, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(&w);
-        return post_fail(qp, st);
+        return post_fail(qp, post_bad_request(qp, st));
     }
     return post_sq(qp, &w, NULL);
 }
@@ -183,12 +188,10 @@ NTSTATUS iw_post_send_inv(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge,
     struct iw_wqe w;
     NTSTATUS st;
 
-    if (!post_connected(qp))
-        return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_SEND_INV, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(&w);
-        return post_fail(qp, st);
+        return post_fail(qp, post_bad_request(qp, st));
     }
     w.remote_stag = token;
     return post_sq(qp, &w, NULL);
@@ -200,12 +203,10 @@ NTSTATUS iw_post_write(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UI
     struct iw_wqe w;
     NTSTATUS st;
 
-    if (!post_connected(qp))
-        return post_fail(qp, STATUS_CONNECTION_INVALID);
     st = build_sgl_wqe(qp, &w, IW_WR_WRITE, rctx, sgl, nsge, flags, qp->sq.max_sge);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(&w);
-        return post_fail(qp, st);
+        return post_fail(qp, post_bad_request(qp, st));
     }
     w.remote_addr = raddr;
     w.remote_stag = rtoken;
@@ -398,7 +399,7 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
         return STATUS_INVALID_DEVICE_REQUEST;       /* §8 item 27: receives go to the SRQ */
     if (nsge > qp->rq.max_sge)
         return STATUS_INVALID_PARAMETER;
-    memset(&w, 0, sizeof w);
+    iw_wqe_clear(&w);
     if (sgl_total(sgl, nsge, &w.length) < 0)
         return STATUS_INVALID_PARAMETER;
     w.op = IW_WR_RECEIVE;

@@ -98,26 +98,24 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp)
 
     while (qp->sq.count) {
         struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, 0));
-        struct iw_wqe w;
 
         if (s->state != DP_SQE_DONE)
             break;
         NTSTATUS status = s->status;
-        ULONG pec = s->pec;
-        /* Memory references go before the completion is visible: a consumer that deregisters
-         * right after it must not find the region still in use by us (§5.10). */
-        iw_access_sgl_release(&s->sgl);
-        iw_wq_pop(&qp->sq, &w);              /* zeroes s; its chunk may go */
+        const struct iw_wqe *w = iw_wq_at(&qp->sq, 0);
         /* §5.5.2: a successful SILENT_SUCCESS request is not reported; a failure always is. */
-        bool report = !(status == STATUS_SUCCESS && (w.flags & NDK_OP_FLAG_SILENT_SUCCESS));
+        bool report = !(status == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_SILENT_SUCCESS));
         NDK_RESULT_EX r = {
             .Status = status,
             .QPContext = qp->qp_context,
-            .RequestContext = w.request_context,
-            .Type = iw_wr_type(w.op),
-            .ProviderErrorCode = status == STATUS_SUCCESS ? 0 : pec,
+            .RequestContext = w->request_context,
+            .Type = iw_wr_type(w->op),
+            .ProviderErrorCode = status == STATUS_SUCCESS ? 0 : s->pec,
         };
-        iw_wq_entry_release(&w);
+        /* Memory references go before the completion is visible: a consumer that deregisters
+         * right after it must not find the region still in use by us (§5.10). */
+        iw_access_sgl_release(&s->sgl);
+        iw_wq_drop(&qp->sq);                 /* releases the WQE, zeroes s; its chunk may go */
         if (report)
             iw_cq_push(qp->icq, &r, false);
         if (dp->sq_issued)

@@ -7,6 +7,7 @@
 #include "iwarp.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,21 @@ int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_si
     return wq_init_stride(q, depth, max_sge, (uint32_t)(IW_WQ_ALIGN(sizeof(struct iw_wqe)) + IW_WQ_ALIGN(side_size)));
 }
 
+/* Every WQE is built from zero except its SGE array (iw_wqe_clear), a free slot is zero, and a
+ * pushed WQE's SGEs past nsge are not copied: so those read zero in the ring and in what pop
+ * copies out, and only the fields and the first nsge SGEs need copying or clearing. A WQE
+ * carries a 256-byte SGE array that a small message would otherwise move three times. */
+static size_t wq_sge_bytes(const struct iw_wqe *w)
+{
+    return (size_t)(w->nsge < IW_MAX_SGE ? w->nsge : IW_MAX_SGE) * sizeof(w->sge[0]);
+}
+
+void iw_wqe_clear(struct iw_wqe *w)
+{
+    memset(w, 0, offsetof(struct iw_wqe, sge));
+    memset(&w->length, 0, sizeof(*w) - offsetof(struct iw_wqe, length));
+}
+
 void iw_wq_entry_release(struct iw_wqe *w)
 {
     free(w->inline_buf);
@@ -47,7 +63,8 @@ void iw_wq_entry_release(struct iw_wqe *w)
         iw_obj_put(w->mem);
     if (w->mem2)
         iw_obj_put(w->mem2);
-    memset(w, 0, sizeof(*w));
+    memset(w->sge, 0, wq_sge_bytes(w));
+    iw_wqe_clear(w);
 }
 
 /* Frees the storage only: the entries were moved elsewhere or released. */
@@ -93,22 +110,19 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
     if (err)
         return err;
     slot = iw_wq_slot(q, q->count);
-    memcpy(iw_wq_slot_ptr(q, slot), w, sizeof(*w));
+    struct iw_wqe *d = iw_wq_slot_ptr(q, slot);   /* zero: a free slot */
+    memcpy(d, w, offsetof(struct iw_wqe, sge) + wq_sge_bytes(w));
+    memcpy(&d->length, &w->length, sizeof(*w) - offsetof(struct iw_wqe, length));
     q->chunk[slot / IW_WQ_CHUNK]->used++;
     q->count++;
     return 0;
 }
 
-int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
+/* The head slot was emptied and zeroed: gives its chunk back if it was the chunk's last entry. */
+static void wq_advance(struct iw_wq *q)
 {
-    uint32_t slot = q->head;
-    struct iw_wq_chunk **c;
+    struct iw_wq_chunk **c = &q->chunk[q->head / IW_WQ_CHUNK];
 
-    if (!q->count)
-        return -ENOBUFS;
-    memcpy(out, iw_wq_slot_ptr(q, slot), sizeof(*out));
-    memset(iw_wq_slot_ptr(q, slot), 0, q->stride);   /* its buffers and references now belong to *out */
-    c = &q->chunk[slot / IW_WQ_CHUNK];
     if (--(*c)->used == 0) {
         if (!q->spare)
             q->spare = *c;
@@ -118,6 +132,33 @@ int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
     }
     q->head = (q->head + 1) % q->depth;
     q->count--;
+}
+
+int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out)
+{
+    uint32_t slot = q->head;
+
+    if (!q->count)
+        return -ENOBUFS;
+    memcpy(out, iw_wq_slot_ptr(q, slot), sizeof(*out));
+    memset(iw_wq_slot_ptr(q, slot), 0, q->stride);   /* its buffers and references now belong to *out */
+    wq_advance(q);
+    return 0;
+}
+
+/* Retire's pop: it needs a few fields only, so the entry is released where it lies instead of
+ * being copied out (a WQE with its SGE array is some 400 bytes, and a small message pays for
+ * each copy). */
+int iw_wq_drop(struct iw_wq *q)
+{
+    uint32_t slot = q->head;
+    size_t wqe = IW_WQ_ALIGN(sizeof(struct iw_wqe));
+
+    if (!q->count)
+        return -ENOBUFS;
+    iw_wq_entry_release(iw_wq_slot_ptr(q, slot));    /* zeroes the WQE */
+    memset(iw_wq_side(q, slot), 0, q->stride - wqe); /* and the side state: a free slot is zero */
+    wq_advance(q);
     return 0;
 }
 
