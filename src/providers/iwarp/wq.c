@@ -44,6 +44,9 @@ int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_si
  * pushed WQE's SGEs past nsge are not copied: so those read zero in the ring and in what pop
  * copies out, and only the fields and the first nsge SGEs need copying or clearing. A WQE
  * carries a 256-byte SGE array that a small message would otherwise move three times. */
+_Static_assert(offsetof(struct iw_wqe, length) == offsetof(struct iw_wqe, sge) + sizeof(((struct iw_wqe *)0)->sge),
+               "iw_wqe_clear and iw_wq_push skip exactly the SGE array: it must sit right before length");
+
 static size_t wq_sge_bytes(const struct iw_wqe *w)
 {
     return (size_t)(w->nsge < IW_MAX_SGE ? w->nsge : IW_MAX_SGE) * sizeof(w->sge[0]);
