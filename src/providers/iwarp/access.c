@@ -22,43 +22,37 @@
 static struct iw_mr *obj_mr(struct iw_obj *o) { return ndk_container_of(o, struct iw_mr, obj); }
 static struct iw_mw *obj_mw(struct iw_obj *o) { return ndk_container_of(o, struct iw_mw, obj); }
 
-/* Rights of a registration in DP_ACC_* terms. mr->lock held. */
-static unsigned mr_rights(const struct iw_mr *mr)
+/* Rights of a registration (fast_register) or a window's binding, in DP_ACC_* terms. */
+static unsigned view_rights(const struct iw_mem_view *v, bool mw)
 {
     unsigned r = 0;
 
-    if (mr->fast_register) {
-        /* NDK_OP_FLAG_ALLOW_* (§2.9): REMOTE_WRITE (0x30) includes LOCAL_WRITE (0x10). */
-        if (mr->access & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
-            r |= DP_ACC_LOCAL_WRITE;
-        if ((mr->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+    if (mw) {
+        if ((v->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
-        if (mr->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+        if (v->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
             r |= DP_ACC_REMOTE_READ;
-        if (mr->access & NDK_OP_FLAG_RDMA_READ_SINK)
+    } else if (v->fast_register) {
+        /* NDK_OP_FLAG_ALLOW_* (§2.9): REMOTE_WRITE (0x30) includes LOCAL_WRITE (0x10). */
+        if (v->access & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
+            r |= DP_ACC_LOCAL_WRITE;
+        if ((v->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+            r |= DP_ACC_REMOTE_WRITE;
+        if (v->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+            r |= DP_ACC_REMOTE_READ;
+        if (v->access & NDK_OP_FLAG_RDMA_READ_SINK)
             r |= DP_ACC_READ_SINK;
     } else {
         /* NDK_MR_FLAG_* (§2.6): REMOTE_WRITE (0x5) includes LOCAL_WRITE (0x1). */
-        if (mr->access & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
+        if (v->access & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
             r |= DP_ACC_LOCAL_WRITE;
-        if ((mr->access & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
+        if ((v->access & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
-        if (mr->access & NDK_MR_FLAG_ALLOW_REMOTE_READ)
+        if (v->access & NDK_MR_FLAG_ALLOW_REMOTE_READ)
             r |= DP_ACC_REMOTE_READ;
-        if (mr->access & NDK_MR_FLAG_RDMA_READ_SINK)
+        if (v->access & NDK_MR_FLAG_RDMA_READ_SINK)
             r |= DP_ACC_READ_SINK;
     }
-    return r;
-}
-
-static unsigned mw_rights(const struct iw_mw *mw)
-{
-    unsigned r = 0;
-
-    if ((mw->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
-        r |= DP_ACC_REMOTE_WRITE;
-    if (mw->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
-        r |= DP_ACC_REMOTE_READ;
     return r;
 }
 
@@ -97,6 +91,7 @@ NTSTATUS iw_access_term_status(const struct dp_term_code *tc)
     return STATUS_DATA_ERROR;
 }
 
+
 /* ---- remote checks (data sink / data source) ---- */
 
 int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
@@ -109,6 +104,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
      * a Write into a region without remote write gets RDMAP 0/1/0x02 (RFC 5040 §7.2). */
     const uint8_t L = rdmap ? IW_TERM_LAYER_RDMAP : IW_TERM_LAYER_DDP;
     const uint8_t E = rdmap ? IW_TERM_ETYPE_RDMAP_REMOTE_PROT : IW_TERM_ETYPE_DDP_TAGGED;
+    struct iw_mem_view v;
     uint64_t base, length;
     unsigned rights;
     struct iw_obj *pd;
@@ -116,25 +112,13 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
     *mem = NULL;
     /* 1. STag valid: index allocated, key matches, registered / bound. STag 0 is the
      * privileged token, never valid remotely (§2.5). */
-    if (stag == IW_PRIVILEGED_STAG || iw_mem_get(dev, stag, &o) < 0) {
+    if (stag == IW_PRIVILEGED_STAG || iw_mem_get(dev, stag, &o, &v) < 0) {
         set_tc(tc, L, E, rdmap ? IW_TERM_RDMAP_INV_STAG : IW_TERM_DDP_T_INV_STAG);
         return -EACCES;
     }
-    if (o->type == IW_OBJ_MR) {
-        struct iw_mr *mr = obj_mr(o);
-        pthread_mutex_lock(&mr->lock);
-        base = mr->base_va;
-        length = mr->length;
-        rights = mr_rights(mr);
-        pthread_mutex_unlock(&mr->lock);
-    } else {
-        struct iw_mw *mw = obj_mw(o);
-        pthread_mutex_lock(&mw->lock);
-        base = mw->base_va;
-        length = mw->length;
-        rights = mw_rights(mw);
-        pthread_mutex_unlock(&mw->lock);
-    }
+    base = v.base;
+    length = v.length;
+    rights = view_rights(&v, o->type != IW_OBJ_MR);
     pd = iw_obj_ante(o, 0);
     /* 2. Same protection domain (RFC 5040 §7.2 code 3 / RFC 5041 code 2). */
     if (pd != &qp->pd->obj) {
@@ -200,7 +184,8 @@ int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, u
 {
     struct iw_device *dev = qp->obj.dev;
 
-    memset(out, 0, sizeof(*out));
+    out->n = 0;                     /* entries past n are never read: no need to clear 16 */
+    out->total = 0;
     for (uint32_t i = 0; i < nsge; i++) {
         uint64_t va = (uint64_t)(uintptr_t)sge[i].VirtualAddress;
         uint64_t len = sge[i].Length;
@@ -216,15 +201,12 @@ int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, u
             if (va == 0)
                 goto bad;
         } else {
-            if (iw_mem_get(dev, sge[i].MemoryRegionToken, &o) < 0)
+            struct iw_mem_view v;
+            if (iw_mem_get(dev, sge[i].MemoryRegionToken, &o, &v) < 0)
                 goto bad;
             if (o->type != IW_OBJ_MR || iw_obj_ante(o, 0) != &qp->pd->obj)
                 goto bad_put;   /* windows are remote-only; other PDs are not ours (§5.10) */
-            struct iw_mr *mr = obj_mr(o);
-            pthread_mutex_lock(&mr->lock);
-            bool ok = in_bounds(mr->base_va, mr->length, va, len) && (mr_rights(mr) & need) == need;
-            pthread_mutex_unlock(&mr->lock);
-            if (!ok)
+            if (!in_bounds(v.base, v.length, va, len) || (view_rights(&v, false) & need) != need)
                 goto bad_put;
         }
         out->e[out->n].mem = o;
@@ -319,7 +301,7 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
     /* RFC 5040 §7.2 / iwarp-wire.md §5.3: unknown or already invalid -> 0/2/0x09; not in our PD
      * or not invalidatable (a regular registration: §2.9 NdkInvalidate, revoke it with
      * NdkDeregisterMr) -> 0/1/0x09. */
-    if (stag == IW_PRIVILEGED_STAG || iw_mem_get(dev, stag, &o) < 0) {
+    if (stag == IW_PRIVILEGED_STAG || iw_mem_get(dev, stag, &o, NULL) < 0) {
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CANT_INVALIDATE);
         return -EACCES;
     }
@@ -370,15 +352,15 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     if (!ok || iw_obj_ante(w->mem, 0) != iw_obj_ante(w->mem2, 0) || iw_obj_ante(w->mem, 0) != &qp->pd->obj)
         return STATUS_ACCESS_VIOLATION;
     pthread_mutex_lock(&mw->lock);
+    /* §1.7: the MR becomes the window's antecedent. */
+    iw_obj_set_ante(&mw->obj, IW_MW_ANTE_MR, &mr->obj);
+    pthread_mutex_lock(&dev->mem_lock);            /* iw_mem_get's view */
     mw->base_va = w->va;
     mw->length = w->length;
     mw->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
-    /* §1.7: the MR becomes the window's antecedent. */
-    iw_obj_set_ante(&mw->obj, IW_MW_ANTE_MR, &mr->obj);
-    pthread_mutex_unlock(&mw->lock);
-    pthread_mutex_lock(&dev->mem_lock);
     mw->bound = true;
     pthread_mutex_unlock(&dev->mem_lock);
+    pthread_mutex_unlock(&mw->lock);
     return STATUS_SUCCESS;
 }
 
@@ -397,11 +379,11 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
         memcpy(mr->pages, w->page_list, (size_t)w->page_count * sizeof(uint64_t));
         mr->npages = w->page_count;
         mr->fbo = w->fbo;
+        pthread_mutex_lock(&dev->mem_lock);        /* iw_mem_get's view */
         mr->base_va = w->va;
         mr->length = w->length;
         mr->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
                                  NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK);
-        pthread_mutex_lock(&dev->mem_lock);
         mr->registered = true;
         pthread_mutex_unlock(&dev->mem_lock);
     }

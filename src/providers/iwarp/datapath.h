@@ -217,6 +217,12 @@ struct dp_tx {
     uint32_t msn_rreq;
     uint32_t mulpdu;
     bool want_out;            /* EPOLLOUT requested */
+    /* Saved qp->lock round trips (engine-private): more_hint is false when the last pick saw
+     * nothing else to send, so the batch does not look again (a later post kicks the engine);
+     * prepick >= 0 is the result of the pick tx_retire made for the IDLE state in the critical
+     * section that retired a batch written whole. */
+    bool more_hint;
+    int8_t prepick;
 };
 
 /* ---- RX engine (rx.c) ---- */
@@ -298,8 +304,9 @@ struct iw_dp {
     struct dp_cq_ref cqref[2];/* receive CQ, initiator CQ (unused when it is the same CQ) */
     int fd;                   /* the connection's socket (qp->fd, taken over from the CM) */
     bool crc;
-    /* below: protected by qp->lock */
+    /* written with rx_mutex, tx_mutex and qp->lock held, so any one of them reads it: */
     bool stopped;             /* iw_qp_stop ran: engines never run again */
+    /* below: protected by qp->lock */
     bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
     bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */

@@ -641,6 +641,8 @@ struct iw_mr {
     bool frmr_initialized;            /* NdkInitializeFastRegisterMr done */
     bool frmr_remote;                 /* RemoteAccess given at initialization */
     uint32_t stag;                    /* local token = remote token (siw: lkey == rkey) */
+    /* base_va, length and access are also written under dev->mem_lock while the STag is
+     * findable, so that iw_mem_get can hand the data path a consistent view without mr->lock. */
     uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
     uint64_t length;
     ULONG access;                     /* NDK_MR_FLAG_* (registered) or NDK_OP_FLAG_ALLOW_* (fast) */
@@ -651,6 +653,9 @@ struct iw_mr {
     /* DMA users (data path references taken with iw_mem_get). A deregister while they are
      * non-zero pends until the last iw_mem_put (§5.10: memory is the consumer's after it). */
     atomic_int dma_users;
+    /* A deregister waits for dma_users to reach 0: lets iw_mem_put skip dev->mem_lock on the
+     * data path when none waits. Set and cleared under dev->mem_lock. */
+    atomic_bool dereg_waiting;
     NDK_FN_REQUEST_COMPLETION dereg_cb;
     void *dereg_ctx;
     struct iw_work dereg_work;
@@ -663,7 +668,7 @@ struct iw_mw {
     pthread_mutex_t lock;             /* job: the binding below (written by the data path's bind) */
     uint32_t stag;
     bool bound;
-    uint64_t base_va, length;
+    uint64_t base_va, length;         /* also written under dev->mem_lock, as the MR's */
     ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
     /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
 };
@@ -673,10 +678,18 @@ static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, str
 NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
 NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 
+/* What a registration or binding covers, read in one critical section with its validity. */
+struct iw_mem_view {
+    uint64_t base, length;
+    ULONG access;                     /* iw_mr.access or iw_mw.access */
+    bool fast_register;               /* an MR created for fast registration */
+};
+
 /* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
- * (for MRs) a DMA-user count held: release both with iw_mem_put. -ENOENT when the STag is not
- * valid (wrong key, free index, deregistered). Any thread; takes dev->mem_lock. */
-int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out);
+ * (for MRs) a DMA-user count held: release both with iw_mem_put. With view, also what it covers
+ * at that moment. -ENOENT when the STag is not valid (wrong key, free index, deregistered).
+ * Any thread; takes dev->mem_lock. */
+int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
 void iw_mem_put(struct iw_obj *mem);
 /* A fresh random key for stag's slot when a fast register / bind issues a new token (RFC 5040
  * §8). Returns the new STag (the old one if no random byte could be had). mem_lock not held. */

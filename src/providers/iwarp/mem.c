@@ -37,7 +37,7 @@ uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag)
     return ns ? ns : stag;
 }
 
-int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out)
+int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view)
 {
     struct iw_obj *o;
     int err = -ENOENT;
@@ -50,10 +50,14 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out)
         if (mr->stag != stag || !mr->registered)
             goto out;
         atomic_fetch_add(&mr->dma_users, 1);
+        if (view)
+            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->access, mr->fast_register };
     } else {
         struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
         if (mw->stag != stag || !mw->bound)
             goto out;
+        if (view)
+            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->access, false };
     }
     iw_obj_get(o);
     *out = o;
@@ -81,9 +85,17 @@ void iw_mem_put(struct iw_obj *o)
         struct iw_device *dev = o->dev;
         bool done;
 
-        pthread_mutex_lock(&dev->mem_lock);
-        done = atomic_fetch_sub(&mr->dma_users, 1) == 1 && mr->dereg_cb;
-        pthread_mutex_unlock(&dev->mem_lock);
+        /* Against iw_deregister_mr: it raises dereg_waiting, then reads dma_users; we lower
+         * dma_users, then read dereg_waiting (both sequentially consistent), so at least one
+         * of us sees the other, and the recheck under mem_lock lets only one complete. */
+        done = false;
+        if (atomic_fetch_sub(&mr->dma_users, 1) == 1 && atomic_load(&mr->dereg_waiting)) {
+            pthread_mutex_lock(&dev->mem_lock);
+            done = atomic_load(&mr->dereg_waiting) && atomic_load(&mr->dma_users) == 0;
+            if (done)
+                atomic_store(&mr->dereg_waiting, false);
+            pthread_mutex_unlock(&dev->mem_lock);
+        }
         if (done)
             iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
@@ -137,12 +149,17 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     iw_mem_stag_free(dev, mr->stag, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);
     mr->registered = false;
+    mr->dereg_cb = cb;
+    mr->dereg_ctx = ctx;
+    atomic_store(&mr->dereg_waiting, true);
     if (atomic_load(&mr->dma_users) > 0) {
         /* DMA in flight still uses the pages: complete when the data path lets go. */
-        mr->dereg_cb = cb;
-        mr->dereg_ctx = ctx;
         iw_obj_get(&mr->obj);
         st = STATUS_PENDING;
+    } else {
+        atomic_store(&mr->dereg_waiting, false);
+        mr->dereg_cb = NULL;
+        mr->dereg_ctx = NULL;
     }
     pthread_mutex_unlock(&dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);

@@ -339,9 +339,13 @@ void iw_qp_connection_established(struct iw_qp *qp)
      * process out of descriptors never loses a connection at establishment. */
     if (fd < 0 || nomem) {
         qp->dp = dp;
+        pthread_mutex_lock(&dp->rx_mutex);
+        pthread_mutex_lock(&dp->tx_mutex);
         pthread_mutex_lock(&qp->lock);
         dp->stopped = true;
         pthread_mutex_unlock(&qp->lock);
+        pthread_mutex_unlock(&dp->tx_mutex);
+        pthread_mutex_unlock(&dp->rx_mutex);
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
     }

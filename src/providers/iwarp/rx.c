@@ -863,9 +863,7 @@ int iw_rx_run(struct iw_qp *qp)
     if (!dp)
         return -ENOTCONN;
     pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_lock(&qp->lock);
-    stopped = dp->stopped;
-    pthread_mutex_unlock(&qp->lock);
+    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
     if (stopped && dp->discard && dp->fd >= 0)
         err = iw_rx_discard_locked(dp);   /* flushed, connection up: nothing is placed (§5.11.6) */
     else
@@ -884,9 +882,7 @@ int iw_rx_poll(struct iw_qp *qp)
 
     if (pthread_mutex_trylock(&dp->rx_mutex) != 0)
         return 0;                                 /* the owner reads the socket right now */
-    pthread_mutex_lock(&qp->lock);
-    stopped = dp->stopped;
-    pthread_mutex_unlock(&qp->lock);
+    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
     err = stopped || dp->fd < 0 ? 0 : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
@@ -903,9 +899,7 @@ int iw_rx_drain(struct iw_qp *qp)
     if (!dp)
         return 0;
     pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_lock(&qp->lock);
-    stopped = dp->stopped;
-    pthread_mutex_unlock(&qp->lock);
+    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
     if (!stopped && dp->fd >= 0 && dp->rx.state == DP_RX_RUN)
         err = rx_engine(qp, dp);
     else if (stopped && dp->discard && dp->fd >= 0)

@@ -96,7 +96,7 @@ static uint8_t send_opcode(const struct iw_wqe *w)
  * Recursion depth is at most 2 (a failure queues the Terminate, which the second call picks). */
 static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more);
 
-static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
+static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
 {
     struct dp_tx *tx = &dp->tx;
     bool rresp_in = more && tx->b->has_rresp;
@@ -234,6 +234,32 @@ static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
         return 1;
     }
     return 0;
+}
+
+/* tx_pick_one_locked, noting whether anything else was waiting (dp_tx.more_hint). */
+static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
+{
+    int r = tx_pick_one_locked(qp, dp, more);
+
+    dp->tx.more_hint = r && (dp->sq_issued < qp->sq.count || dp->term_pending ||
+                             dp->irq_count > (dp->tx.msg == DP_MSG_RRESP ? 1u : 0u));
+    return r;
+}
+
+/* The pick of the IDLE state. A Terminate (ours or the peer's) ends the stream at this FPDU
+ * boundary: the rest of the current message is abandoned (its request is flushed). qp->lock
+ * held. */
+static int tx_idle_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct dp_tx *tx = &dp->tx;
+
+    if (dp->term_pending && tx->msg != DP_MSG_TERM)
+        tx->msg = DP_MSG_NONE;
+    if (tx->msg != DP_MSG_NONE) {
+        tx->more_hint = true;                      /* the rest of a message: look on after it */
+        return 1;
+    }
+    return tx_pick_locked(qp, dp, false);
 }
 
 /* ---- building a batch of FPDUs ---- */
@@ -386,6 +412,8 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
                     tx->batch_bytes < DP_TX_JOIN_BYTES;
         int picked = 0;
         tx->msg = DP_MSG_NONE;                     /* framed whole; the batch retires it */
+        if (!tx->more_hint)
+            more = false;
         if (!rresp && !more)
             break;
         pthread_mutex_lock(&qp->lock);
@@ -404,8 +432,9 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     return 0;
 }
 
-/* Retires the batch's messages whose last byte went to TCP, in batch order. qp->lock NOT
- * held; takes it. Engine-private (tx_mutex). */
+/* Retires the batch's messages whose last byte went to TCP, in batch order; once the batch
+ * is out whole, also makes the IDLE state's pick (dp_tx.prepick). qp->lock NOT held; takes it.
+ * Engine-private (tx_mutex). */
 static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
@@ -452,6 +481,8 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
     }
     if (sq)
         iw_qp_sq_retire_locked(qp);
+    if (tx->iovpos == tx->iovcnt && tx->state != DP_TX_DEAD)
+        tx->prepick = (int8_t)tx_idle_pick_locked(qp, dp);
     pthread_mutex_unlock(&qp->lock);
     iw_access_sgl_release(&drop);
 }
@@ -534,23 +565,19 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             tx_goto(qp, dp, DP_TX_IDLE);
             continue;
         case DP_TX_IDLE: {
-            int picked = 1;
-            pthread_mutex_lock(&qp->lock);
-            /* A Terminate (ours or the peer's) ends the stream at this FPDU boundary: the rest
-             * of the current message is abandoned (its request is flushed). */
-            if (dp->term_pending && tx->msg != DP_MSG_TERM)
-                tx->msg = DP_MSG_NONE;
-            if (tx->msg == DP_MSG_NONE)
-                picked = tx_pick_locked(qp, dp, false);
-            pthread_mutex_unlock(&qp->lock);
-            {
-                if (!picked) {
-                    if (tx->want_out) {
-                        tx->want_out = false;
-                        iw_qp_want_writable(qp, false);
-                    }
-                    return 0;
+            int picked = tx->prepick;
+            tx->prepick = -1;
+            if (picked < 0) {
+                pthread_mutex_lock(&qp->lock);
+                picked = tx_idle_pick_locked(qp, dp);
+                pthread_mutex_unlock(&qp->lock);
+            }
+            if (!picked) {
+                if (tx->want_out) {
+                    tx->want_out = false;
+                    iw_qp_want_writable(qp, false);
                 }
+                return 0;
             }
             err = tx_build(qp, dp);
             if (err < 0) {
@@ -571,20 +598,21 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
 int iw_tx_run(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
+    struct dp_tx *tx;
     int ret = 0;
 
     if (!dp)
         return 0;
+    tx = &dp->tx;
     atomic_store_explicit(&dp->tx_pending, true, memory_order_release);
     while (atomic_load_explicit(&dp->tx_pending, memory_order_acquire)) {
         if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
             return ret;                            /* the owner will see tx_pending */
         atomic_store_explicit(&dp->tx_pending, false, memory_order_release);
-        bool stopped;
-        pthread_mutex_lock(&qp->lock);
-        stopped = dp->stopped;
-        pthread_mutex_unlock(&qp->lock);
-        int err = stopped ? 0 : tx_engine(qp, dp);
+        /* A stopped engine is DEAD (iw_qp_stop holds tx_mutex) or never sent (a failed
+         * establishment: its picks find dp->stopped), so no check of dp->stopped here. */
+        tx->prepick = -1;
+        int err = tx_engine(qp, dp);
         pthread_mutex_unlock(&dp->tx_mutex);
         if (err < 0 && !ret)
             ret = err;
