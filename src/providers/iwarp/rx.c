@@ -548,6 +548,10 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
             ret = rx_error(qp, dp, ev.err ? ev.err : iw_fpdu_rx_error(&dp->rx.fr));
             goto out;
         }
+        /* The deframer makes no event from zero bytes but an error (one a handler above may
+         * have recorded): without one, a step over nothing would only say NEED_MORE. */
+        if (!pred && pos == len && dp->rx.fr.state != IW_FPDU_RX_ERROR)
+            goto out;
     }
 out:
     if (fed)
