@@ -105,6 +105,8 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
     pthread_mutex_lock(&qp->lock);
     if (qp->state != IW_QP_RTS || !qp->dp || qp->dp->stopped) {
         st = STATUS_CONNECTION_INVALID;
+    } else if (w->op == IW_WR_READ && qp->dp->ord == 0) {
+        st = STATUS_INVALID_DEVICE_REQUEST;   /* the peer granted no Read (IRD 0) */
     } else if (iw_wq_reserve(&qp->sq) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;   /* full (§5.4), or no memory for the slot */
     } else {
@@ -219,23 +221,15 @@ NTSTATUS iw_post_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UIN
     struct iw_wqe w;
     /* Reads are never inline; their SGE limit is MaxReadRequestSge (§2.9). */
     NTSTATUS st;
-    uint32_t ord;
 
-    if (!post_connected(qp))
-        return post_fail(qp, STATUS_CONNECTION_INVALID);
     /* §2.9: without the adapter flag (an NDKPI 1.1 instance) the op flag is ignored. */
     if (!iw_adapter_read_local_invalidate(qp->obj.adapter))
         flags &= ~(ULONG)NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE;
     st = build_sgl_wqe(qp, &w, IW_WR_READ, rctx, sgl, nsge, flags & ~(ULONG)NDK_OP_FLAG_INLINE, qp->max_read_sge);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(&w);
-        return post_fail(qp, st);
+        return post_fail(qp, post_bad_request(qp, st));
     }
-    pthread_mutex_lock(&qp->lock);
-    ord = qp->dp ? qp->dp->ord : 1;
-    pthread_mutex_unlock(&qp->lock);
-    if (ord == 0)
-        return post_fail(qp, STATUS_INVALID_DEVICE_REQUEST);
     w.remote_addr = raddr;
     w.remote_stag = rtoken;
     return post_sq(qp, &w, NULL);
