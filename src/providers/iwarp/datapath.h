@@ -241,7 +241,7 @@ enum dp_rx_target {
 
 #define DP_RX_STAGE   8192u   /* the RX staging buffer, one per thread (rx.c) */
 #define DP_RX_MAX_IOV 64
-#define DP_RX_TAILS   33u     /* small buffers for trailer + next header, one readv()'s worth, per thread */
+#define DP_RX_TAILS   33u     /* small buffers for trailer + next header, one recvmsg()'s worth, per thread */
 #define DP_RX_TAIL_LEN 32u    /* pad (<= 3) + CRC (4) + the longest common header (20) */
 #define DP_RX_SPEC_MISS_MAX 4u /* Read Responses laid out ahead that may go wrong before a QP stops */
 

@@ -8,7 +8,7 @@
  * split down to one byte) and the engine's (enum dp_rx_state, rx_goto): RUN until an error of
  * ours (FAILED: Terminate queued) or the peer's Terminate (TERMINATED). Per segment the engine
  * decides a placement target at the HEADER event, after the checks of iwarp-wire.md §5.2 /
- * §3.5; payload then goes there either by readv() straight into the target (the deframer is
+ * §3.5; payload then goes there either by recvmsg() straight into the target (the deframer is
  * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
  * in the staging buffer together with headers, by one copy that also runs the CRC
  * (IW_FPDU_RX_CALLER_CRC): either way each payload byte passes through the CRC once.
@@ -233,7 +233,7 @@ static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
 /* ---- PAYLOAD: placement ---- */
 
 /* Copies a chunk of segment payload to its target; a chunk that was read straight into the
- * target (readv) is already there and costs only the CRC. The deframer leaves the CRC to us
+ * target (recvmsg) is already there and costs only the CRC. The deframer leaves the CRC to us
  * (IW_FPDU_RX_CALLER_CRC), so staged bytes are read once, by the copy that runs it. */
 static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
 {
@@ -484,7 +484,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
 /* ---- the engine ---- */
 
 /* What the engine expects the next header to say when it reads that frame's payload straight
- * into the sink in the same readv() (rx_layout). */
+ * into the sink in the same recvmsg() (rx_layout). */
 struct rx_pred {
     uint32_t stag, len;
     uint64_t to;
@@ -494,7 +494,7 @@ struct rx_pred {
 };
 
 /* TRUE when the header just decoded, and the target rx_on_header chose for it, are what pred
- * foresaw, so the bytes behind it in the readv() already sit where they belong. */
+ * foresaw, so the bytes behind it in the recvmsg() already sit where they belong. */
 static bool rx_pred_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h, const struct rx_pred *p)
 {
     return h->opcode == IW_OP_READ_RESP && h->stag == p->stag && h->to == p->to && h->payload_len == p->len &&
@@ -588,7 +588,7 @@ static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
 
 enum rx_piece { RXP_DIRECT, RXP_TAIL, RXP_STAGE };
 
-/* One readv()'s layout: iov[i] is a piece of kind[i]; a tail with pred[i] >= 0 is followed by
+/* One recvmsg()'s layout: iov[i] is a piece of kind[i]; a tail with pred[i] >= 0 is followed by
  * the payload preds[pred[i]] foresees. */
 struct rx_layout {
     struct iovec iov[DP_RX_MAX_IOV + 2];
@@ -627,7 +627,7 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
     return left;
 }
 
-/* Lays out the next readv(). Inside a segment whose target is checked, the rest of its payload
+/* Lays out the next recvmsg(). Inside a segment whose target is checked, the rest of its payload
  * goes straight to the target (issue 15 item 1). Then, for a large segment, only its trailer
  * (pad + CRC) and the next header go into a small buffer of exactly that size, guessing the
  * header is the common one of the same opcode (the next segment's when L=0; any other header is
@@ -713,7 +713,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
     }
 }
 
-/* Feeds what one readv() brought, piece by piece. When a header is not what was foreseen, the
+/* Feeds what one recvmsg() brought, piece by piece. When a header is not what was foreseen, the
  * bytes after it were read to the wrong places: they are gathered, before any is placed, into a
  * buffer of their own and fed from there, so the deframer copies each where it belongs (or
  * rejects it, Terminate), and nothing is placed from a piece a copy already overwrote.
@@ -788,6 +788,17 @@ static uint32_t rx_tail_rest_len(const struct iw_fpdu_rx *fr)
 
 #define DP_RX_READS_PER_CALL 64
 
+/* One read of the layout. Socket calls, not recvmsg(): a busy poller mostly finds nothing, and
+ * readv's way through the VFS (file position lock, permission hooks, iovec import) costs more
+ * than the empty read itself; recv() takes no iovec at all. */
+static ssize_t rx_read(int fd, struct rx_layout *l)
+{
+    if (l->n == 1)
+        return recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
+    struct msghdr m = { .msg_iov = l->iov, .msg_iovlen = (size_t)l->n };
+    return recvmsg(fd, &m, MSG_DONTWAIT);
+}
+
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
@@ -816,7 +827,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
             l.asked = 0;
             rx_lay(&l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
         }
-        ssize_t got = readv(dp->fd, l.iov, l.n);
+        ssize_t got = rx_read(dp->fd, &l);
         IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
@@ -833,7 +844,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         err = rx_run_layout(qp, dp, &l, (size_t)got);
         if (err)
             return err;
-        /* Less than asked for: the socket was drained, and another readv() would only say
+        /* Less than asked for: the socket was drained, and another recvmsg() would only say
          * EAGAIN (one syscall per message saved). Whoever runs the engine comes back when more
          * arrives (level-triggered epoll, or the polling consumer). */
         if ((uint64_t)got < l.asked)
