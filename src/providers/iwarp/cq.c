@@ -69,6 +69,7 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
     } else {
         cq->ring[(cq->head + cq->count) % cq->depth] = *res;
         cq->count++;
+        atomic_fetch_add_explicit(&cq->pushes, 1, memory_order_relaxed);
         cq->unnotified_any++;
         if (solicited || res->Status != STATUS_SUCCESS)
             cq->unnotified_sol++;
@@ -156,11 +157,14 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* A consumer polling from a notification callback is on the progress thread already. */
     bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
+    unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
     if (got < n && busy) {
         iw_poll_cq(cq);
-        got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
+        /* Most busy polls find nothing: then the CQ's lock is not taken a second time. */
+        if (atomic_load_explicit(&cq->pushes, memory_order_relaxed) != pushes)
+            got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
     }
     return got;
 }

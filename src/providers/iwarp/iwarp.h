@@ -470,6 +470,8 @@ struct iw_cq {
     void *notify_ctx;
     NTSTATUS notify_status;           /* status for the queued notification */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
+    atomic_uint pushes;               /* entries ever added to the ring, written under lock: a
+                                       * poll whose engines added none need not look again */
     uint32_t short_polls;             /* short polls in a row, each soon after the last (lock) */
     uint64_t last_short_ns;           /* when the last one was (lock) */
     /* Consumer-driven progress (poll.c). Job of qps_lock: the list of connected QPs that
