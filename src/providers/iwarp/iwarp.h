@@ -473,6 +473,7 @@ struct iw_cq {
     atomic_uint pushes;               /* entries ever added to the ring, written under lock: a
                                        * poll whose engines added none need not look again */
     uint32_t short_polls;             /* short polls in a row, each soon after the last (lock) */
+    uint32_t busy_unclocked;          /* busy short polls since the clock was last read (lock) */
     uint64_t last_short_ns;           /* when the last one was (lock) */
     /* Consumer-driven progress (poll.c). Job of qps_lock: the list of connected QPs that
      * complete here, and their engines' use by a polling consumer (a QP leaves the list only
@@ -511,6 +512,10 @@ void iw_poll_cq_stop(struct iw_cq *cq);
  * once or twice before it arms; one that polls now and then is served by the progress thread. */
 #define IW_POLL_ENTER 16u
 #define IW_POLL_GAP_NS 200000u
+/* Once busy, the clock is read on every IW_POLL_CLOCK_EVERY-th short poll only: an empty busy
+ * poll costs a few hundred ns, and the clock read was a tenth of it. 16 of them stay far below
+ * the gap, so a consumer that slowed down is still told apart within 16 polls. */
+#define IW_POLL_CLOCK_EVERY 16u
 
 /* ====================================================================================
  * Work requests and the work-queue ring (wq.c), shared by the QP's queues and the SRQ. A WQE is
