@@ -13,9 +13,10 @@
  *
  * iw_crc32c_update() and iw_crc32c_copy() pick, once at first use, the fastest implementation
  * this CPU runs: on x86-64 with AVX-512 and VPCLMULQDQ folding by 512-bit carry-less
- * multiplication side by side with three crc32 streams, with AVX2 and VPCLMULQDQ folding by
- * 256 bits, with PCLMULQDQ three interleaved streams of the SSE4.2 crc32 instruction, with
- * SSE4.2 alone one stream, elsewhere a slicing-by-8 table. All give identical results. Thread-safe.
+ * multiplication side by side with three crc32 streams (the copying form folds alone), with
+ * AVX2 and VPCLMULQDQ folding by 256 bits, with PCLMULQDQ three interleaved streams of the
+ * SSE4.2 crc32 instruction, with SSE4.2 alone one stream, elsewhere a slicing-by-8 table. All
+ * give identical results. Thread-safe.
  *
  * Talks to: nothing (included by fpdu.c, tx.c, the wire tests and bench/crc_bench). */
 #ifndef IWARP_CRC32C_H
