@@ -206,15 +206,15 @@ static void test_large(void)
 }
 
 /* Lengths within 64 bytes either side of where the folds change step: 256 and 384 (the zmm
- * steps), 512 (where the zmm fold starts), 4608 (a block of the fold beside crc32), a block plus
- * a step, and two and three blocks; each at a source offset and, for the copy, a destination
- * offset that move with the length, so the copy's alignment head pushes some lengths back
- * below a boundary. */
+ * steps), 512 (where the zmm fold starts), multiples of 4608 (a block of the fold beside crc32)
+ * and such a multiple plus a step, and 32768 (where that fold starts); each at a source offset
+ * and, for the copy, a destination offset that move with the length, so the copy's alignment
+ * head pushes some lengths back below a boundary. */
 static void test_edges(void)
 {
-    static const size_t bases[] = { 256, 384, 512, 768, 1024, 4608, 4608 + 384, 4608 + 1024, 2 * 4608,
-                                    3 * 4608 + 512 };
-    enum { MAXLEN = 3 * 4608 + 512 + 64 };
+    static const size_t bases[] = { 256, 384, 512, 768, 1024, 4608, 4608 + 384, 2 * 4608, 32768,
+                                    8 * 4608, 8 * 4608 + 384, 9 * 4608 + 1024, 65536 };
+    enum { MAXLEN = 65536 + 64 };
     uint8_t *buf = malloc(MAXLEN + 64);
     CHECK(buf != NULL);
     for (size_t i = 0; i < MAXLEN + 64; i++)
