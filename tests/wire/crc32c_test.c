@@ -1,14 +1,20 @@
 /* CRC-32C: published vectors (RFC 3720 B.4, the CRC catalogue check value, iwarp-wire.md §10.1),
  * and agreement of every implementation this CPU runs (slicing-by-8, one crc32 stream, three
- * interleaved streams joined by carry-less multiplication), plain and copying, with a
- * bit-at-a-time reference: every length 0..4096 at every alignment, random lengths up to 2 MiB
- * at random source and destination offsets, and the same data fed in random pieces, including
- * pieces handed from one implementation to another. The copying form must copy exactly and
- * write nothing outside the destination. */
+ * interleaved streams joined by carry-less multiplication, folding by 256- and 512-bit
+ * carry-less multiplication, the latter beside three crc32 streams), plain and copying, with a
+ * bit-at-a-time reference: every length 0..4096 at every alignment, every length within 64
+ * bytes of the folds' step and block sizes, random lengths up to 2 MiB at random source and
+ * destination offsets, and the same data fed in random pieces, including pieces handed from one
+ * implementation to another. The copying form must copy exactly and write nothing outside the
+ * destination. On a CPU with AVX-512 and VPCLMULQDQ the fold beside crc32 must be the one used. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "crc32c.h"
 #include "iwarp_wire.h"
@@ -199,6 +205,58 @@ static void test_large(void)
     free(buf);
 }
 
+/* Lengths within 64 bytes either side of where the folds change step: 256 and 384 (the zmm
+ * steps), 512 (where the zmm fold starts), multiples of 4608 (a block of the fold beside crc32)
+ * and such a multiple plus a step, and 32768 (where that fold starts); each at a source offset
+ * and, for the copy, a destination offset that move with the length, so the copy's alignment
+ * head pushes some lengths back below a boundary. */
+static void test_edges(void)
+{
+    static const size_t bases[] = { 256, 384, 512, 768, 1024, 4608, 4608 + 384, 2 * 4608, 32768,
+                                    8 * 4608, 8 * 4608 + 384, 9 * 4608 + 1024, 65536 };
+    enum { MAXLEN = 65536 + 64 };
+    uint8_t *buf = malloc(MAXLEN + 64);
+    CHECK(buf != NULL);
+    for (size_t i = 0; i < MAXLEN + 64; i++)
+        buf[i] = (uint8_t)rnd();
+
+    for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
+        for (size_t len = bases[b] - 64; len <= bases[b] + 64; len++) {
+            const uint8_t *p = buf + (len + b) % 64;
+            uint32_t want = ref_crc(p, len);
+            for (size_t k = 0; k < nimpl; k++) {
+                const struct iw_crc32c_impl *im = &impls[k];
+                uint32_t u = iw_crc32c_final(im->update(iw_crc32c_init(), p, len));
+                CHECK_MSG(u == want, "len %zu: %s %08x, reference %08x", len, im->name, u, want);
+                u = copy_crc(im, p, len, (len * 7 + k) % 64);
+                CHECK_MSG(u == want, "len %zu: %s copy %08x, reference %08x", len, im->name, u, want);
+            }
+        }
+    }
+    free(buf);
+}
+
+/* Whether this CPU and OS run the 512-bit fold: AVX512F, AVX512VL and VPCLMULQDQ, and XCR0
+ * saving the SSE, AVX, opmask and both zmm states. Checked here independently of crc32c.c. */
+static int cpu_has_avx512_fold(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)) || !(c & (1u << 20)) || !(c & (1u << 1)))
+        return 0;                                  /* OSXSAVE, SSE4.2, PCLMULQDQ */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    if (!(b & (1u << 16)) || !(b & (1u << 31)) || !(b & (1u << 5)) || !(c & (1u << 10)))
+        return 0;                                  /* AVX512F, AVX512VL, AVX2, VPCLMULQDQ */
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 0xE6) == 0xE6;
+#else
+    return 0;
+#endif
+}
+
 int main(void)
 {
     copy_buf = malloc(GUARD + MAXCOPY + 64 + GUARD);
@@ -207,12 +265,16 @@ int main(void)
     CHECK(nimpl >= 1);
     CHECK_MSG(strcmp(impls[nimpl - 1].name, iw_crc32c_impl_name()) == 0, "iw_crc32c_update uses %s, not the last of the list",
               iw_crc32c_impl_name());
+    if (cpu_has_avx512_fold())
+        CHECK_MSG(strcmp(iw_crc32c_impl_name(), "avx512 fold+crc32 3-way") == 0,
+                  "this CPU runs AVX-512 and VPCLMULQDQ, but iw_crc32c_update uses %s", iw_crc32c_impl_name());
     printf("crc32c implementation: %s; comparing:", iw_crc32c_impl_name());
     for (size_t i = 0; i < nimpl; i++)
         printf(" [%s]", impls[i].name);
     printf("\n");
     test_vectors();
     test_small();
+    test_edges();
     test_large();
     if (nimpl == 1)
         printf("note: no SSE4.2 on this CPU; only the table path was compared with the reference\n");

@@ -12,10 +12,11 @@
  * same pass as the copy, so the bytes are read once.
  *
  * iw_crc32c_update() and iw_crc32c_copy() pick, once at first use, the fastest implementation
- * this CPU runs: on x86-64 with AVX2 and VPCLMULQDQ folding by 256-bit carry-less
- * multiplication, with PCLMULQDQ three interleaved streams of the SSE4.2 crc32 instruction, with
- * SSE4.2 alone one stream, elsewhere a slicing-by-8 table.
- * All give identical results. Thread-safe.
+ * this CPU runs: on x86-64 with AVX-512 and VPCLMULQDQ folding by 512-bit carry-less
+ * multiplication side by side with three crc32 streams (the copying form folds alone), with
+ * AVX2 and VPCLMULQDQ folding by 256 bits, with PCLMULQDQ three interleaved streams of the
+ * SSE4.2 crc32 instruction, with SSE4.2 alone one stream, elsewhere a slicing-by-8 table. All
+ * give identical results. Thread-safe.
  *
  * Talks to: nothing (included by fpdu.c, tx.c, the wire tests and bench/crc_bench). */
 #ifndef IWARP_CRC32C_H
@@ -67,8 +68,8 @@ uint32_t iw_crc32c_copy_sw(void *dst, const void *src, size_t len, uint32_t stat
 uint32_t iw_crc32c_update_hw(uint32_t state, const void *buf, size_t len);
 int iw_crc32c_hw_available(void);
 
-/* Which implementation iw_crc32c_update() uses on this CPU ("avx2+vpclmulqdq fold",
- * "sse4.2+pclmul 3-way", "sse4.2" or "slicing-by-8"), for logs. */
+/* Which implementation iw_crc32c_update() uses on this CPU ("avx512 fold+crc32 3-way",
+ * "avx2+vpclmulqdq fold", "sse4.2+pclmul 3-way", "sse4.2" or "slicing-by-8"), for logs. */
 const char *iw_crc32c_impl_name(void);
 
 #endif
