@@ -635,6 +635,26 @@ static inline __m128i fold128(__m128i acc, __m128i k, __m128i next)
     return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11)), next);
 }
 
+/* The last whole 16-byte blocks fold into a, which crc32 then reduces from a register of 0;
+ * the bytes after them go through crc32 alone. Shared by every fold's end. */
+static inline __attribute__((always_inline, target("avx2,vpclmulqdq,pclmul,sse4.2"))) uint32_t
+fold_finish(__m128i a, __m128i k16, uint8_t *d, const uint8_t *p, size_t len, const int copy)
+{
+    while (len >= 16) {
+        __m128i n = _mm_loadu_si128((const __m128i *)(const void *)p);
+        if (copy) {
+            _mm_storeu_si128((__m128i *)(void *)d, n);
+            d += 16;
+        }
+        a = fold128(a, k16, n);
+        p += 16;
+        len -= 16;
+    }
+    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(a));
+    r = _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(a, 1));
+    return sse42_body((uint32_t)r, d, p, len, copy);
+}
+
 static inline __attribute__((always_inline, target("avx2,vpclmulqdq,pclmul,sse4.2"))) uint32_t
 vfold_body(uint32_t c, uint8_t *d, const uint8_t *p, size_t len, const int copy)
 {
@@ -693,19 +713,7 @@ vfold_body(uint32_t c, uint8_t *d, const uint8_t *p, size_t len, const int copy)
     a = fold128(a, k16, _mm256_extracti128_si256(y2, 1));
     a = fold128(a, k16, _mm256_castsi256_si128(y3));
     a = fold128(a, k16, _mm256_extracti128_si256(y3, 1));
-    while (len >= 16) {
-        __m128i n = _mm_loadu_si128((const __m128i *)(const void *)p);
-        if (copy) {
-            _mm_storeu_si128((__m128i *)(void *)d, n);
-            d += 16;
-        }
-        a = fold128(a, k16, n);
-        p += 16;
-        len -= 16;
-    }
-    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(a));
-    r = _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(a, 1));
-    return sse42_body((uint32_t)r, d, p, len, copy);
+    return fold_finish(a, k16, d, p, len, copy);
 }
 
 __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.2")))
@@ -790,19 +798,7 @@ zfold_tail(__m512i z, uint8_t *d, const uint8_t *p, size_t len, const int copy)
     __m256i h = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_extracti64x4_epi64(z, 1));
     __m128i x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
     const __m128i k16 = _mm_loadu_si128((const __m128i *)(const void *)fold_k16);
-    while (len >= 16) {
-        __m128i n = _mm_loadu_si128((const __m128i *)(const void *)p);
-        if (copy) {
-            _mm_storeu_si128((__m128i *)(void *)d, n);
-            d += 16;
-        }
-        x = fold128(x, k16, n);
-        p += 16;
-        len -= 16;
-    }
-    uint64_t r = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(x));
-    r = _mm_crc32_u64(r, (uint64_t)_mm_extract_epi64(x, 1));
-    return sse42_body((uint32_t)r, d, p, len, copy);
+    return fold_finish(x, k16, d, p, len, copy);
 }
 
 static inline __attribute__((always_inline, target(ZFOLD_TARGET))) uint32_t
