@@ -635,6 +635,20 @@ static inline __m128i fold128(__m128i acc, __m128i k, __m128i next)
     return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(acc, k, 0x00), _mm_clmulepi64_si128(acc, k, 0x11)), next);
 }
 
+/* Copies and CRCs the bytes before the destination's next multiple of align (a power of 2,
+ * less than the caller's minimum length), so that the fold's stores are whole. */
+static inline __attribute__((always_inline, target("sse4.2"))) uint32_t
+align_dst(uint32_t c, uint8_t **d, const uint8_t **p, size_t *len, size_t align)
+{
+    size_t head = (size_t)(-(uintptr_t)*d & (align - 1));
+
+    c = sse42_body(c, *d, *p, head, 1);
+    *d += head;
+    *p += head;
+    *len -= head;
+    return c;
+}
+
 /* The last whole 16-byte blocks fold into a, which crc32 then reduces from a register of 0;
  * the bytes after them go through crc32 alone. Shared by every fold's end. */
 static inline __attribute__((always_inline, target("avx2,vpclmulqdq,pclmul,sse4.2"))) uint32_t
@@ -660,14 +674,8 @@ vfold_body(uint32_t c, uint8_t *d, const uint8_t *p, size_t len, const int copy)
 {
     if (len < FOLD_MIN)
         return clmul_body(c, d, p, len, copy);
-    if (copy) {
-        /* Whole 32-byte stores: a store that splits a cache line costs more than a split load. */
-        size_t head = (size_t)(-(uintptr_t)d & 31);
-        c = sse42_body(c, d, p, head, copy);
-        d += head;
-        p += head;
-        len -= head;
-    }
+    if (copy)   /* whole 32-byte stores: one that splits a cache line costs more than a split load */
+        c = align_dst(c, &d, &p, &len, 32);
     const __m256i k128 = _mm256_set_epi64x((long long)fold_k128[1], (long long)fold_k128[0], (long long)fold_k128[1],
                                            (long long)fold_k128[0]);
     __m256i y0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
@@ -801,46 +809,40 @@ zfold_tail(__m512i z, uint8_t *d, const uint8_t *p, size_t len, const int copy)
     return fold_finish(x, k16, d, p, len, copy);
 }
 
+/* Loads 256 bytes into four registers and, with copy, stores them at d; returns where the next
+ * store goes. */
+static inline __attribute__((always_inline, target(ZFOLD_TARGET))) uint8_t *
+zmove256(const uint8_t *p, uint8_t *d, const int copy, __m512i *a, __m512i *b, __m512i *c, __m512i *e)
+{
+    *a = _mm512_loadu_si512((const void *)p);
+    *b = _mm512_loadu_si512((const void *)(p + 64));
+    *c = _mm512_loadu_si512((const void *)(p + 128));
+    *e = _mm512_loadu_si512((const void *)(p + 192));
+    if (!copy)
+        return d;
+    _mm512_storeu_si512((void *)d, *a);
+    _mm512_storeu_si512((void *)(d + 64), *b);
+    _mm512_storeu_si512((void *)(d + 128), *c);
+    _mm512_storeu_si512((void *)(d + 192), *e);
+    return d + 256;
+}
+
 static inline __attribute__((always_inline, target(ZFOLD_TARGET))) uint32_t
 zfold_body(uint32_t c, uint8_t *d, const uint8_t *p, size_t len, const int copy)
 {
     if (len < ZFOLD_MIN)
         return vfold_body(c, d, p, len, copy);
-    if (copy) {
-        /* Whole-line stores, as in the ymm fold. */
-        size_t head = (size_t)(-(uintptr_t)d & 63);
-        c = sse42_body(c, d, p, head, copy);
-        d += head;
-        p += head;
-        len -= head;
-    }
-    __m512i z0 = _mm512_loadu_si512((const void *)p);
-    __m512i z1 = _mm512_loadu_si512((const void *)(p + 64));
-    __m512i z2 = _mm512_loadu_si512((const void *)(p + 128));
-    __m512i z3 = _mm512_loadu_si512((const void *)(p + 192));
-    if (copy) {
-        _mm512_storeu_si512((void *)d, z0);
-        _mm512_storeu_si512((void *)(d + 64), z1);
-        _mm512_storeu_si512((void *)(d + 128), z2);
-        _mm512_storeu_si512((void *)(d + 192), z3);
-        d += 256;
-    }
+    if (copy)   /* whole-line stores, as in the ymm fold */
+        c = align_dst(c, &d, &p, &len, 64);
+    __m512i z0, z1, z2, z3;
+    d = zmove256(p, d, copy, &z0, &z1, &z2, &z3);
     z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)c)));
     p += 256;
     len -= 256;
     const __m512i k256 = zfold_k(zfold_k256);
     while (len >= 256) {
-        __m512i n0 = _mm512_loadu_si512((const void *)p);
-        __m512i n1 = _mm512_loadu_si512((const void *)(p + 64));
-        __m512i n2 = _mm512_loadu_si512((const void *)(p + 128));
-        __m512i n3 = _mm512_loadu_si512((const void *)(p + 192));
-        if (copy) {
-            _mm512_storeu_si512((void *)d, n0);
-            _mm512_storeu_si512((void *)(d + 64), n1);
-            _mm512_storeu_si512((void *)(d + 128), n2);
-            _mm512_storeu_si512((void *)(d + 192), n3);
-            d += 256;
-        }
+        __m512i n0, n1, n2, n3;
+        d = zmove256(p, d, copy, &n0, &n1, &n2, &n3);
         z0 = zfold512(z0, k256, n0);
         z1 = zfold512(z1, k256, n1);
         z2 = zfold512(z2, k256, n2);
