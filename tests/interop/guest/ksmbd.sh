@@ -197,14 +197,17 @@ timeout 120 ndksmb get "$S/default_8388609.bin" "$L/readme.bin" >"$RES/transcrip
 # Debian 6.1's kernel now and then (list poison in ksmbd_conn_transport_destroy, seen in a
 # fresh-clone run), so the cell aborts ksmbd's end of the TCP connection instead (`ss -K`: the
 # kernel resets it, siw ends the QP, ksmbd tears the connection down as after any disconnect).
-# A put of 64 KiB writes: the share's file grows with each one.
+# A put of 64 KiB writes: the share's file grows with each one. 64 MiB, so that the reset
+# lands inside the transfer on a fast host too (an 8 MiB put once ended within the 0.2 s the
+# watch below used to sleep).
 modprobe -a inet_diag tcp_diag 2>>"$RES/modprobe.log"
-( timeout 120 ndksmb --timeout 20000 --depth 1 --io-size 64k put "$L/f8388609" "$S/stop.bin" >"$RES/stop.log" 2>&1; echo "rc=$?" >>"$RES/stop.log" ) &
+head -c 67108864 /dev/zero >"$L/stop.src"
+( timeout 120 ndksmb --timeout 20000 --depth 1 --io-size 64k put "$L/stop.src" "$S/stop.bin" >"$RES/stop.log" 2>&1; echo "rc=$?" >>"$RES/stop.log" ) &
 CP=$!
 # drop it once data flows (the share's file holds 256 KiB)
-for i in $(seq 1 300); do
+for i in $(seq 1 3000); do
 	[ "$(stat -c %s "$SHARE/stop.bin" 2>/dev/null || echo 0)" -gt 262144 ] && break
-	sleep 0.2
+	sleep 0.01
 done
 at=$(stat -c %s "$SHARE/stop.bin" 2>/dev/null || echo 0)
 t0=$(date +%s)
