@@ -22,12 +22,12 @@
 static struct iw_mr *obj_mr(struct iw_obj *o) { return ndk_container_of(o, struct iw_mr, obj); }
 static struct iw_mw *obj_mw(struct iw_obj *o) { return ndk_container_of(o, struct iw_mw, obj); }
 
-/* Rights of a registration (fast_register) or a window's binding, in DP_ACC_* terms. */
-static unsigned view_rights(const struct iw_mem_view *v, bool mw)
+/* Rights of a registration or a window's binding, in DP_ACC_* terms. */
+static unsigned view_rights(const struct iw_mem_view *v)
 {
     unsigned r = 0;
 
-    if (mw) {
+    if (v->window) {
         if ((v->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
         if (v->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
@@ -91,7 +91,6 @@ NTSTATUS iw_access_term_status(const struct dp_term_code *tc)
     return STATUS_DATA_ERROR;
 }
 
-
 /* ---- remote checks (data sink / data source) ---- */
 
 int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
@@ -105,8 +104,6 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
     const uint8_t L = rdmap ? IW_TERM_LAYER_RDMAP : IW_TERM_LAYER_DDP;
     const uint8_t E = rdmap ? IW_TERM_ETYPE_RDMAP_REMOTE_PROT : IW_TERM_ETYPE_DDP_TAGGED;
     struct iw_mem_view v;
-    uint64_t base, length;
-    unsigned rights;
     struct iw_obj *pd;
 
     *mem = NULL;
@@ -116,9 +113,6 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
         set_tc(tc, L, E, rdmap ? IW_TERM_RDMAP_INV_STAG : IW_TERM_DDP_T_INV_STAG);
         return -EACCES;
     }
-    base = v.base;
-    length = v.length;
-    rights = view_rights(&v, o->type != IW_OBJ_MR);
     pd = iw_obj_ante(o, 0);
     /* 2. Same protection domain (RFC 5040 §7.2 code 3 / RFC 5041 code 2). */
     if (pd != &qp->pd->obj) {
@@ -126,7 +120,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
         goto fail;
     }
     /* 3. Access rights. */
-    if ((rights & need) != need) {
+    if ((view_rights(&v) & need) != need) {
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_ACCESS);
         goto fail;
     }
@@ -136,7 +130,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
         goto fail;
     }
     /* 5. Base and bounds. */
-    if (!in_bounds(base, length, to, len)) {
+    if (!in_bounds(v.base, v.length, to, len)) {
         set_tc(tc, L, E, rdmap ? IW_TERM_RDMAP_BASE_BOUNDS : IW_TERM_DDP_T_BASE_BOUNDS);
         goto fail;
     }
@@ -206,7 +200,7 @@ int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, u
                 goto bad;
             if (o->type != IW_OBJ_MR || iw_obj_ante(o, 0) != &qp->pd->obj)
                 goto bad_put;   /* windows are remote-only; other PDs are not ours (§5.10) */
-            if (!in_bounds(v.base, v.length, va, len) || (view_rights(&v, false) & need) != need)
+            if (!in_bounds(v.base, v.length, va, len) || (view_rights(&v) & need) != need)
                 goto bad_put;
         }
         out->e[out->n].mem = o;

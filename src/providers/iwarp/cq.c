@@ -135,17 +135,16 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
         cq->unnotified_any = 0;
         cq->unnotified_sol = 0;
     }
-    if (busy && got < n && cq->arm == IW_CQ_ARM_NONE && cq->short_polls >= IW_POLL_ENTER &&
-        ++cq->busy_unclocked < IW_POLL_CLOCK_EVERY) {
-        *busy = true;
-    } else if (busy && got < n && cq->arm == IW_CQ_ARM_NONE) {
-        cq->busy_unclocked = 0;
-        uint64_t now = iw_now_ns();
-        if (now - cq->last_short_ns > IW_POLL_GAP_NS)
-            cq->short_polls = 0;
-        cq->last_short_ns = now;
-        if (cq->short_polls < IW_POLL_ENTER)
-            cq->short_polls++;
+    if (busy && got < n && cq->arm == IW_CQ_ARM_NONE) {
+        if (cq->short_polls < IW_POLL_ENTER || ++cq->busy_unclocked >= IW_POLL_CLOCK_EVERY) {
+            uint64_t now = iw_now_ns();
+            cq->busy_unclocked = 0;
+            if (now - cq->last_short_ns > IW_POLL_GAP_NS)
+                cq->short_polls = 0;
+            cq->last_short_ns = now;
+            if (cq->short_polls < IW_POLL_ENTER)
+                cq->short_polls++;
+        }
         *busy = cq->short_polls >= IW_POLL_ENTER;
     }
     pthread_mutex_unlock(&cq->lock);

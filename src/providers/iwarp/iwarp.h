@@ -690,6 +690,7 @@ struct iw_mem_view {
     uint64_t base, length;
     ULONG access;                     /* iw_mr.access or iw_mw.access */
     bool fast_register;               /* an MR created for fast registration */
+    bool window;                      /* an MW's binding */
 };
 
 /* Looks up an STag (access.c); on success returns the MR or MW object with a reference and

@@ -51,13 +51,13 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
             goto out;
         atomic_fetch_add(&mr->dma_users, 1);
         if (view)
-            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->access, mr->fast_register };
+            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->access, mr->fast_register, false };
     } else {
         struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
         if (mw->stag != stag || !mw->bound)
             goto out;
         if (view)
-            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->access, false };
+            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->access, false, true };
     }
     iw_obj_get(o);
     *out = o;

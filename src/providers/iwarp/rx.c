@@ -788,7 +788,7 @@ static uint32_t rx_tail_rest_len(const struct iw_fpdu_rx *fr)
 
 #define DP_RX_READS_PER_CALL 64
 
-/* One read of the layout. Socket calls, not recvmsg(): a busy poller mostly finds nothing, and
+/* One read of the layout. Socket calls, not readv(): a busy poller mostly finds nothing, and
  * readv's way through the VFS (file position lock, permission hooks, iovec import) costs more
  * than the empty read itself; recv() takes no iovec at all. */
 static ssize_t rx_read(int fd, struct rx_layout *l)
