@@ -51,6 +51,15 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
 }
 
+/* The ring index count entries after head; head < depth and count <= depth, so one subtraction
+ * wraps it (no division on every push and pop). cq->lock held. */
+static uint32_t iw_cq_index(const struct iw_cq *cq, uint32_t count)
+{
+    uint32_t i = cq->head + count;
+
+    return i >= cq->depth ? i - cq->depth : i;
+}
+
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 {
     int err = 0;
@@ -67,7 +76,7 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
             iw_cq_fire_locked(cq, cq->error);
         err = -EOVERFLOW;
     } else {
-        cq->ring[(cq->head + cq->count) % cq->depth] = *res;
+        cq->ring[iw_cq_index(cq, cq->count)] = *res;
         cq->count++;
         atomic_fetch_add_explicit(&cq->pushes, 1, memory_order_relaxed);
         cq->unnotified_any++;
@@ -127,7 +136,7 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
             plain[got].QPContext = r->QPContext;
             plain[got].RequestContext = r->RequestContext;
         }
-        cq->head = (cq->head + 1) % cq->depth;
+        cq->head = iw_cq_index(cq, 1);
         cq->count--;
         got++;
     }
@@ -202,7 +211,7 @@ static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION c
         return STATUS_INVALID_PARAMETER;
     }
     for (uint32_t i = 0; i < cq->count; i++)
-        ring[i] = cq->ring[(cq->head + i) % cq->depth];
+        ring[i] = cq->ring[iw_cq_index(cq, i)];
     old = cq->ring;
     cq->ring = ring;
     cq->head = 0;
