@@ -58,6 +58,12 @@ struct cli_conn {
         ULONG     flags;
     } lat;
     uint64_t         progress;      /* atomic: operations done in the phase (progress line) */
+    /* --lat: receives consumed by a batch are reposted after the next request is posted, so
+     * that the repost is not on the round trip's path (the other CLIENT_RECVS - 1 stay posted
+     * for the answer). */
+    bool             defer_repost;
+    unsigned         nrepost;
+    uint32_t         repost[CLIENT_RECVS];
     uint64_t         last_progress; /* connection thread only */
 };
 
@@ -158,7 +164,9 @@ static bool cli_handle(struct cli_conn *cc, NDK_RESULT *r, ULONG n)
                         cc->verify_fail++;
                 }
             }
-            if ((st = perf_post_recv(pc, k)) != STATUS_SUCCESS) {
+            if (cc->defer_repost && cc->nrepost < CLIENT_RECVS) {
+                cc->repost[cc->nrepost++] = k;
+            } else if ((st = perf_post_recv(pc, k)) != STATUS_SUCCESS) {
                 cli_abort(cc, "posting a receive failed: %s", ndk_tool_status(st));
                 return false;
             }
@@ -397,12 +405,11 @@ static bool cli_lat_next(struct cli_conn *cc)
     return true;
 }
 
-/* ndk_tool_cq_handler (callback or connection thread): takes the sample once the answer (Read:
- * the read's completion; Send/Write: the peer's echo) is in and our own request has completed
- * (its buffer is reused), then starts the next iteration. */
-static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
+/* One batch of --lat completions (callback or connection thread): takes the sample once the
+ * answer (Read: the read's completion; Send/Write: the peer's echo) is in and our own request
+ * has completed (its buffer is reused), then starts the next iteration. */
+static bool cli_lat_step(struct cli_conn *cc, NDK_RESULT *r, ULONG n)
 {
-    struct cli_conn *cc = ctx;
     struct perf_conn *pc = &cc->pc;
     struct lat_state *l = &cc->lat;
 
@@ -433,6 +440,26 @@ static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
     l->samples[l->n++] = perf_opt.op == OP_READ ? l->t : l->t / 2;
     __atomic_store_n(&cc->progress, l->n, __ATOMIC_RELAXED);
     return cli_lat_next(cc);
+}
+
+/* ndk_tool_cq_handler for --lat (callback or connection thread): the batch's receives are
+ * reposted once the next request is out (cli_conn.defer_repost). */
+static bool cli_lat_handler(void *ctx, NDK_RESULT *r, ULONG n)
+{
+    struct cli_conn *cc = ctx;
+    NTSTATUS st = STATUS_SUCCESS;
+
+    cc->defer_repost = true;
+    bool ok = cli_lat_step(cc, r, n);
+    cc->defer_repost = false;
+    for (unsigned i = 0; i < cc->nrepost && st == STATUS_SUCCESS; i++)
+        st = perf_post_recv(&cc->pc, cc->repost[i]);
+    cc->nrepost = 0;
+    if (st != STATUS_SUCCESS) {
+        cli_abort(cc, "posting a receive failed: %s", ndk_tool_status(st));
+        return false;
+    }
+    return ok;
 }
 
 /* ndk_tool_cq_tick (connection thread): reads only the atomic progress count. */
