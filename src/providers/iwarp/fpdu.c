@@ -686,6 +686,7 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
 {
     const uint8_t *in = data;
     size_t used = 0;
+    bool whole = false;                         /* this step reports a FRAME */
 
     memset(ev, 0, sizeof *ev);
     if (rx->crc_owed) {
@@ -719,8 +720,15 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             }
             if (!rx_hdr_rest(rx))
                 goto error;
-            ev->type = IW_FPDU_EV_HEADER;
             ev->hdr = &rx->hdr;
+            /* The rest of the frame is in this input: go on into the payload and report both at
+             * once. The trailer waits for the next step, as after the last PAYLOAD. */
+            if ((flags & IW_FPDU_RX_WHOLE) && rx->state == IW_FPDU_RX_PAYLOAD &&
+                len - used >= (size_t)rx->hdr.payload_len + rx->pad_len + IW_MPA_CRC_SIZE) {
+                whole = true;
+                continue;
+            }
+            ev->type = IW_FPDU_EV_HEADER;
             goto out;
 
         case IW_FPDU_RX_PAYLOAD:
@@ -733,7 +741,8 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             } else if (rx->cfg.crc) {
                 rx->crc_state = iw_crc32c_update(rx->crc_state, in + used, take);
             }
-            ev->type = IW_FPDU_EV_PAYLOAD;
+            ev->type = whole ? IW_FPDU_EV_FRAME : IW_FPDU_EV_PAYLOAD;
+            rx->frames += whole;
             ev->hdr = &rx->hdr;
             ev->data = in + used;
             ev->len = (uint32_t)take;

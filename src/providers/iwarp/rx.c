@@ -515,8 +515,10 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
     for (;;) {
         struct iw_fpdu_event ev;
         size_t used = 0;
-        enum iw_fpdu_ev_type t =
-            iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos, IW_FPDU_RX_CALLER_CRC, &used, &ev);
+        /* Whole frames in one event, but not behind a prediction: there the engine stops
+         * after the header, before a byte of its payload is placed. */
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos,
+                                                    IW_FPDU_RX_CALLER_CRC | (pred ? 0 : IW_FPDU_RX_WHOLE), &used, &ev);
         int err;
 
         pos += used;
@@ -535,6 +537,13 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
             break;
         case IW_FPDU_EV_PAYLOAD:
             rx_place(dp, &ev);
+            break;
+        case IW_FPDU_EV_FRAME:
+            /* HEADER and PAYLOAD at once: the header's checks first, as for HEADER; a failed
+             * one places nothing (the next step reports it). */
+            rx_on_header(qp, dp, ev.hdr);
+            if (dp->rx.fr.state != IW_FPDU_RX_ERROR)
+                rx_place(dp, &ev);
             break;
         case IW_FPDU_EV_END:
             err = rx_on_end(qp, dp, &ev);
