@@ -1,0 +1,220 @@
+/* test_dp_rxlean: the RX engine's path for small whole FPDUs (rx.c with IW_FPDU_RX_WHOLE: one
+ * FRAME event for header + payload when the read holds the whole frame). A raw socket plays the
+ * peer against one QP and writes whole frames in one send(), so each arrives in one read:
+ *   1. several whole Sends in one read: each completes, in order, with its bytes, and each took
+ *      the lean path (the deframer's FRAME count);
+ *   2. a whole Send followed by part of the next: the first takes the lean path, the second the
+ *      resumable one, and both complete intact;
+ *   3. (CRC) a whole Send with one CRC bit flipped: exactly one Terminate, LLP / MPA / CRC with
+ *      no header, and the receive never completes successfully;
+ *   4. a whole Send longer than the receive, with (CRC) its CRC bit flipped too: the receive's
+ *      check comes before the CRC, as on the resumable path, so the Terminate is DDP untagged
+ *      "too long" with the header, and not one byte lands in the receive buffer.
+ *
+ *   test_dp_rxlean crc|nocrc */
+#include "dptest.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct dpt_env env;
+static struct dpt_mr m;
+static bool crc_on;
+
+#define RECV_LEN 256u
+
+static void raw_send(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        CHECK(n > 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Appends a Send of len bytes of pattern seed with MSN msn to buf at *at. */
+static void put_send(uint8_t *buf, size_t cap, size_t *at, uint32_t msn, size_t len, uint32_t seed)
+{
+    uint8_t pay[1024];
+    struct iw_fpdu_hdr h;
+    memset(&h, 0, sizeof h);
+    h.opcode = IW_OP_SEND;
+    h.last = true;
+    h.msn = msn;
+    CHECK(len <= sizeof pay);
+    dpt_fill(pay, len, seed);
+    struct iw_iov v = { pay, len };
+    int n = iw_fpdu_build(&h, &v, 1, crc_on, buf + *at, cap - *at);
+    CHECK(n > 0);
+    *at += (size_t)n;
+}
+
+/* FRAME events the QP's deframer reported so far (read under the engine's mutex). */
+static uint64_t frames(void)
+{
+    struct iw_dp *dp = env.s[0].qp->dp;
+    pthread_mutex_lock(&dp->rx_mutex);
+    uint64_t n = dp->rx.fr.frames;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return n;
+}
+
+static int setup(unsigned nrecv)
+{
+    struct dpt_conn_opts o;
+    memset(&o, 0, sizeof o);
+    o.crc = crc_on;
+    int fd = dpt_connect_raw(&env, &o);
+    memset(m.p, 0, m.len);
+    for (unsigned i = 0; i < nrecv; i++) {
+        NDK_SGE r = { .VirtualAddress = m.p + 1024 + i * 512, .Length = RECV_LEN, .MemoryRegionToken = m.token };
+        CHECK_STATUS(iw_post_receive(env.s[0].ndk, (void *)(uintptr_t)(0x100 + i), &r, 1), STATUS_SUCCESS);
+    }
+    return fd;
+}
+
+static void expect_recv(unsigned i, size_t len, uint32_t seed)
+{
+    NDK_RESULT_EX r;
+    dpt_poll(&env, 0, &r, 5000);
+    CHECK_STATUS(r.Status, STATUS_SUCCESS);
+    CHECK(r.RequestContext == (void *)(uintptr_t)(0x100 + i));
+    CHECK_EQ(r.BytesTransferred, len);
+    CHECK(dpt_check(m.p + 1024 + i * 512, len, seed));
+}
+
+/* Reads what the QP sends until its Terminate and returns it. */
+static struct iw_fpdu_hdr read_term(int fd)
+{
+    struct iw_fpdu_rx rx;
+    struct iw_fpdu_rx_cfg cfg = { .crc = crc_on };
+    uint8_t buf[4096];
+    uint64_t end = ndk_test_now_ms() + 5000;
+
+    iw_fpdu_rx_init(&rx, &cfg);
+    for (;;) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        CHECK_MSG(ndk_test_now_ms() < end, "no Terminate within 5 s");
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        CHECK_MSG(n > 0, "connection closed before a Terminate (n=%zd errno=%d)", n, errno);
+        for (size_t pos = 0; pos < (size_t)n;) {
+            struct iw_fpdu_event ev;
+            size_t used;
+            enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + pos, (size_t)n - pos, &used, &ev);
+            pos += used;
+            CHECK(t != IW_FPDU_EV_ERROR);
+            if (t == IW_FPDU_EV_END && ev.hdr->opcode == IW_OP_TERMINATE)
+                return *ev.hdr;
+            if (t == IW_FPDU_EV_NEED_MORE)
+                break;
+        }
+    }
+}
+
+/* The connection is torn down and the receive completes once, with status. */
+static void expect_failed(int fd, NTSTATUS status)
+{
+    NDK_RESULT_EX r;
+    dpt_wait_lost(&env, 0, 5000);
+    dpt_poll(&env, 0, &r, 2000);
+    CHECK(r.RequestContext == (void *)0x100);
+    CHECK_STATUS(r.Status, status);
+    CHECK(!dpt_try_poll(&env, 0, &r, 50));
+    CHECK(dpt_mr_guard_ok(&m));
+    close(fd);
+    dpt_disconnect(&env);
+}
+
+int main(int argc, char **argv)
+{
+    static uint8_t f[8192];
+    size_t n;
+    uint64_t f0;
+    int fd;
+
+    crc_on = argc > 1 && !strcmp(argv[1], "crc");
+    dpt_env_init(&env);
+    dpt_mr_reg(&env, &m, 1 << 16, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+
+    /* 1. Three whole Sends (8 bytes, a padded 13, 200) in one read. */
+    fd = setup(3);
+    f0 = frames();
+    n = 0;
+    put_send(f, sizeof f, &n, 1, 8, 11);
+    put_send(f, sizeof f, &n, 2, 13, 12);
+    put_send(f, sizeof f, &n, 3, 200, 13);
+    raw_send(fd, f, n);
+    expect_recv(0, 8, 11);
+    expect_recv(1, 13, 12);
+    expect_recv(2, 200, 13);
+    CHECK_EQ(frames() - f0, 3);
+    close(fd);
+    dpt_disconnect(&env);
+
+    /* 2. A whole Send, then the next one's header and 10 bytes of its payload in the same read:
+     * the rest later. (A frame whose header alone was split, and whose rest then comes whole,
+     * may take the lean path: its header is complete before the payload is looked at.) */
+    fd = setup(2);
+    f0 = frames();
+    n = 0;
+    put_send(f, sizeof f, &n, 1, 8, 21);
+    size_t second = n;
+    put_send(f, sizeof f, &n, 2, 100, 22);
+    raw_send(fd, f, second + IW_FPDU_UNTAGGED_HDR_LEN + 10);
+    expect_recv(0, 8, 21);
+    CHECK_EQ(frames() - f0, 1);
+    raw_send(fd, f + second + IW_FPDU_UNTAGGED_HDR_LEN + 10, n - second - IW_FPDU_UNTAGGED_HDR_LEN - 10);
+    expect_recv(1, 100, 22);
+    CHECK_EQ(frames() - f0, 1);                 /* the split frame took the resumable path */
+    close(fd);
+    dpt_disconnect(&env);
+
+    /* 3. One CRC bit flipped in a whole Send. */
+    if (crc_on) {
+        fd = setup(1);
+        f0 = frames();
+        n = 0;
+        put_send(f, sizeof f, &n, 1, 8, 31);
+        f[n - 1] ^= 0x10;
+        raw_send(fd, f, n);
+        struct iw_fpdu_hdr t = read_term(fd);
+        CHECK_EQ(t.term.layer, IW_TERM_LAYER_LLP);
+        CHECK_EQ(t.term.etype, IW_TERM_ETYPE_LLP_MPA);
+        CHECK_EQ(t.term.ecode, IW_TERM_LLP_CRC);
+        CHECK_EQ(t.term.hdrct, 0);
+        CHECK_EQ(frames() - f0, 1);
+        expect_failed(fd, STATUS_DATA_ERROR);
+    }
+
+    /* 4. A Send of 300 bytes into a 256-byte receive, its CRC bit flipped as well (CRC on). */
+    fd = setup(1);
+    f0 = frames();
+    n = 0;
+    put_send(f, sizeof f, &n, 1, 300, 41);
+    if (crc_on)
+        f[n - 1] ^= 0x01;
+    raw_send(fd, f, n);
+    struct iw_fpdu_hdr t = read_term(fd);
+    CHECK_EQ(t.term.layer, IW_TERM_LAYER_DDP);
+    CHECK_EQ(t.term.etype, IW_TERM_ETYPE_DDP_UNTAGGED);
+    CHECK_EQ(t.term.ecode, IW_TERM_DDP_U_TOO_LONG);
+    CHECK_EQ(t.term.hdrct, IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
+    CHECK_EQ(frames() - f0, 1);
+    for (size_t i = 0; i < m.len; i++)
+        CHECK_MSG(m.p[i] == 0, "byte %zu of the region written by a refused Send", i);
+    expect_failed(fd, STATUS_BUFFER_TOO_SMALL);
+
+    dpt_mr_free(&env, &m);
+    dpt_env_fini(&env);
+    printf("dp_rxlean %s: OK\n", crc_on ? "crc" : "nocrc");
+    return 0;
+}
