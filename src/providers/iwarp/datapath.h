@@ -253,7 +253,7 @@ struct dp_rx {
     struct dp_sgl wsgl;       /* Write target (one entry, reference held for the segment) */
     const struct dp_sgl *rsgl;/* Read Response target (the Read's SQE sgl) */
     bool have_recv;           /* a receive is being filled (untagged message open) */
-    struct iw_wqe recv;       /* taken from the RQ / SRQ */
+    void *recv_ctx;           /* its RequestContext (the WQE itself is released when taken) */
     struct dp_sgl recv_sgl;
     NTSTATUS recv_status;     /* error recorded for it (else it is flushed CANCELLED) */
     ULONG recv_pec;

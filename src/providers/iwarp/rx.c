@@ -157,28 +157,55 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     dp->rx.rr_pending = true;
 }
 
+/* Takes the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25): keeps its context and its
+ * SGL resolved for writing (*res the resolve's result, *bad its bad SGE). An RQ entry is
+ * resolved where it lies and released there: a WQE is some 400 bytes that a small message
+ * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine; takes qp->lock
+ * (the SRQ's lock and dev->mem_lock inside it). */
+static int rx_take_recv(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
+{
+    struct iw_wqe copy;
+    const struct iw_wqe *w = NULL;
+    int got;
+
+    pthread_mutex_lock(&qp->lock);
+    if (qp->srq) {
+        got = iw_srq_take(qp->srq, &copy);
+        w = &copy;
+    } else {
+        got = qp->rq.count ? 0 : -ENOBUFS;
+        if (!got)
+            w = iw_wq_at(&qp->rq, 0);
+    }
+    if (got == 0) {
+        rx->have_recv = true;
+        rx->recv_ctx = w->request_context;
+        rx->recv_status = STATUS_SUCCESS;
+        rx->recv_pec = 0;
+        *res = iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, bad);
+        if (qp->srq)
+            iw_wq_entry_release(&copy);
+        else
+            iw_wq_drop(&qp->rq);
+    }
+    pthread_mutex_unlock(&qp->lock);
+    return got;
+}
+
 static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (h->mo == 0 && !rx->have_recv) {
-        /* First segment: consume the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25). */
-        int got;
-        pthread_mutex_lock(&qp->lock);
-        got = qp->srq ? iw_srq_take(qp->srq, &rx->recv) : iw_wq_pop(&qp->rq, &rx->recv);
-        if (got == 0) {
-            rx->have_recv = true;
-            rx->recv_status = STATUS_SUCCESS;
-            rx->recv_pec = 0;
-        }
-        pthread_mutex_unlock(&qp->lock);
-        if (got < 0) {
+        /* First segment: consume the oldest posted receive. */
+        uint32_t bad = 0;
+        int res = 0;
+        if (rx_take_recv(qp, rx, &res, &bad) < 0) {
             /* iWARP has no receiver-not-ready retry: RFC 5041 §7.3 code 2, connection dies. */
             rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF);
             return;
         }
-        uint32_t bad;
-        if (iw_access_sgl_resolve(qp, rx->recv.sge, rx->recv.nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, &bad) < 0) {
+        if (res < 0) {
             /* Our consumer's receive buffer is not writable: local protection error on the
              * receive; the stream cannot continue (RFC 5041 §7 local catastrophic). */
             rx->recv_status = STATUS_ACCESS_VIOLATION;
@@ -258,7 +285,8 @@ static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
         off += mapped;
         left -= mapped;
     }
-    iw_fpdu_rx_place_skip(fr, src, (size_t)left); /* no target: the CRC still covers them */
+    if (left)
+        iw_fpdu_rx_place_skip(fr, src, (size_t)left); /* no target: the CRC still covers them */
 }
 
 /* ---- END: completion ---- */
@@ -326,12 +354,11 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .Status = STATUS_SUCCESS,
         .BytesTransferred = (ULONG)((uint64_t)h->mo + h->payload_len),
         .QPContext = qp->qp_context,
-        .RequestContext = rx->recv.request_context,
+        .RequestContext = rx->recv_ctx,
         .Type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
     iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
-    iw_wq_entry_release(&rx->recv);
     pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
@@ -461,7 +488,8 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     } else if (!qp->srq && qp->rq.count && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES)) {
         /* A protection violation by the peer is reported on this side too (issue 4: "a
          * remote access error on both sides"): the oldest receive carries it. */
-        iw_wq_pop(&qp->rq, &rx->recv);
+        rx->recv_ctx = iw_wq_at(&qp->rq, 0)->request_context;
+        iw_wq_drop(&qp->rq);
         memset(&rx->recv_sgl, 0, sizeof rx->recv_sgl);
         rx->have_recv = true;
         rx->recv_status = st;
@@ -577,16 +605,22 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
  * 8 KiB per connection otherwise): rx_engine feeds all of them to the deframer before it
  * returns (st_off == st_len on every return), and nothing it calls runs another QP's RX
  * engine. */
-static __thread uint8_t rx_stage[DP_RX_STAGE];
-static __thread uint8_t rx_tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+struct rx_bufs {
+    uint8_t stage[DP_RX_STAGE];
+    uint8_t tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+};
+/* One thread-local object, its address taken once per rx_engine call and passed down: in a
+ * shared object each lookup is a __tls_get_addr call. */
+static __thread struct rx_bufs rx_bufs_tls;
 _Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
-static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
+/* Feeds what the last read left in the staging buffer. RX engine (rx_mutex held). */
+static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (rx->st_off < rx->st_len) {
-        int err = rx_feed(qp, dp, rx_stage + rx->st_off, rx->st_len - rx->st_off);
+        int err = rx_feed(qp, dp, b->stage + rx->st_off, rx->st_len - rx->st_off);
         rx->st_off = rx->st_len;
         if (err)
             return err;
@@ -658,7 +692,7 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * (RFC 5040 §5.1.1, iwarp-wire.md §5.4). A Send's receive buffer beyond the received length is
  * the consumer's: NDKPI defines the received length as BytesTransferred (ndkpi-reference.md
  * §4.1) and nowhere licenses writing past it, so bytes of other FPDUs must not pass through it. */
-static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
+static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, struct rx_layout *l)
 {
     struct dp_rx *rx = &dp->rx;
     const struct iw_fpdu_hdr *h = &rx->fr.hdr;
@@ -677,7 +711,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
     l->n = n;
     if (mapped < left || (h->payload_len < DP_RX_STAGE && !rx->tail_mode)) {
         rx->tail_mode = false;
-        rx_lay(l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
+        rx_lay(l, b->stage, sizeof b->stage, RXP_STAGE, -1);
         return;
     }
     /* One small segment in tail mode keeps it (the short end of a large message), a second
@@ -694,7 +728,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
         uint64_t got = 0;
 
         if (!next || ntail == DP_RX_TAILS - 1 || l->n + 2 > DP_RX_MAX_IOV) {
-            rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, -1);
+            rx_lay(l, b->tail[ntail], trailer + h->hdr_len, RXP_TAIL, -1);
             return;
         }
         struct rx_pred *p = &l->preds[ntail];
@@ -704,7 +738,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
         p->base = base;
         p->sgl = sgl;
         p->last = next == spec;
-        rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, ntail);
+        rx_lay(l, b->tail[ntail], trailer + h->hdr_len, RXP_TAIL, ntail);
         ntail++;
         n = iw_access_sgl_iov(sgl, base, next, l->iov + l->n, DP_RX_MAX_IOV - l->n, &got);
         for (int i = 0; i < n; i++) {
@@ -808,9 +842,11 @@ static ssize_t rx_read(int fd, struct rx_layout *l)
     return recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
+/* Reads the socket and runs what came through the deframer. rx_mutex held; never blocks. */
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
+    struct rx_bufs *b = &rx_bufs_tls;
     struct rx_layout l;
     int err;
 
@@ -819,22 +855,22 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     if (rx->state == DP_RX_TERMINATED)
         return -ECONNRESET;
     for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
-        err = rx_consume_stage(qp, dp);
+        err = rx_consume_stage(qp, dp, b);
         if (err)
             return err;
         if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
-            rx_layout(qp, dp, &l);
+            rx_layout(qp, dp, b, &l);
         } else if (rx->tail_last && rx_tail_rest_len(&rx->fr)) {
             /* A trailer and header read alone arrived in part: the rest of them alone, so the
              * payload behind still goes straight to its target. */
             l.n = 0;
             l.asked = 0;
-            rx_lay(&l, rx_tail[0], rx_tail_rest_len(&rx->fr), RXP_TAIL, -1);
+            rx_lay(&l, b->tail[0], rx_tail_rest_len(&rx->fr), RXP_TAIL, -1);
         } else {
             rx->tail_mode = false;
             l.n = 0;
             l.asked = 0;
-            rx_lay(&l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
+            rx_lay(&l, b->stage, sizeof b->stage, RXP_STAGE, -1);
         }
         ssize_t got = rx_read(dp->fd, &l);
         IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
@@ -859,7 +895,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         if ((uint64_t)got < l.asked)
             break;
     }
-    return rx_consume_stage(qp, dp);
+    return rx_consume_stage(qp, dp, b);
 }
 
 int iw_rx_discard_locked(struct iw_dp *dp)
@@ -950,11 +986,10 @@ void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
             .Status = dp->rx.recv_status ? dp->rx.recv_status : STATUS_CANCELLED,
             .ProviderErrorCode = dp->rx.recv_status ? dp->rx.recv_pec : 0,
             .QPContext = qp->qp_context,
-            .RequestContext = dp->rx.recv.request_context,
+            .RequestContext = dp->rx.recv_ctx,
             .Type = NdkOperationTypeReceive,
         };
         iw_access_sgl_release(&dp->rx.recv_sgl);
-        iw_wq_entry_release(&dp->rx.recv);
         iw_cq_push(qp->rcq, &r, false);
         dp->rx.have_recv = false;
     }
