@@ -14,10 +14,7 @@
  *   test_dp_rxlean crc|nocrc */
 #include "dptest.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 static struct dpt_env env;
@@ -25,19 +22,6 @@ static struct dpt_mr m;
 static bool crc_on;
 
 #define RECV_LEN 256u
-
-static void raw_send(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        CHECK(n > 0);
-        p += n;
-        len -= (size_t)n;
-    }
-}
 
 /* Appends a Send of len bytes of pattern seed with MSN msn to buf at *at. */
 static void put_send(uint8_t *buf, size_t cap, size_t *at, uint32_t msn, size_t len, uint32_t seed)
@@ -90,36 +74,6 @@ static void expect_recv(unsigned i, size_t len, uint32_t seed)
     CHECK(dpt_check(m.p + 1024 + i * 512, len, seed));
 }
 
-/* Reads what the QP sends until its Terminate and returns it. */
-static struct iw_fpdu_hdr read_term(int fd)
-{
-    struct iw_fpdu_rx rx;
-    struct iw_fpdu_rx_cfg cfg = { .crc = crc_on };
-    uint8_t buf[4096];
-    uint64_t end = ndk_test_now_ms() + 5000;
-
-    iw_fpdu_rx_init(&rx, &cfg);
-    for (;;) {
-        struct pollfd pf = { fd, POLLIN, 0 };
-        CHECK_MSG(ndk_test_now_ms() < end, "no Terminate within 5 s");
-        if (poll(&pf, 1, 100) <= 0)
-            continue;
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        CHECK_MSG(n > 0, "connection closed before a Terminate (n=%zd errno=%d)", n, errno);
-        for (size_t pos = 0; pos < (size_t)n;) {
-            struct iw_fpdu_event ev;
-            size_t used;
-            enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + pos, (size_t)n - pos, &used, &ev);
-            pos += used;
-            CHECK(t != IW_FPDU_EV_ERROR);
-            if (t == IW_FPDU_EV_END && ev.hdr->opcode == IW_OP_TERMINATE)
-                return *ev.hdr;
-            if (t == IW_FPDU_EV_NEED_MORE)
-                break;
-        }
-    }
-}
-
 /* The connection is torn down and the receive completes once, with status. */
 static void expect_failed(int fd, NTSTATUS status)
 {
@@ -152,7 +106,7 @@ int main(int argc, char **argv)
     put_send(f, sizeof f, &n, 1, 8, 11);
     put_send(f, sizeof f, &n, 2, 13, 12);
     put_send(f, sizeof f, &n, 3, 200, 13);
-    raw_send(fd, f, n);
+    dpt_raw_send(fd, f, n);
     expect_recv(0, 8, 11);
     expect_recv(1, 13, 12);
     expect_recv(2, 200, 13);
@@ -169,10 +123,10 @@ int main(int argc, char **argv)
     put_send(f, sizeof f, &n, 1, 8, 21);
     size_t second = n;
     put_send(f, sizeof f, &n, 2, 100, 22);
-    raw_send(fd, f, second + IW_FPDU_UNTAGGED_HDR_LEN + 10);
+    dpt_raw_send(fd, f, second + IW_FPDU_UNTAGGED_HDR_LEN + 10);
     expect_recv(0, 8, 21);
     CHECK_EQ(frames() - f0, 1);
-    raw_send(fd, f + second + IW_FPDU_UNTAGGED_HDR_LEN + 10, n - second - IW_FPDU_UNTAGGED_HDR_LEN - 10);
+    dpt_raw_send(fd, f + second + IW_FPDU_UNTAGGED_HDR_LEN + 10, n - second - IW_FPDU_UNTAGGED_HDR_LEN - 10);
     expect_recv(1, 100, 22);
     CHECK_EQ(frames() - f0, 1);                 /* the split frame took the resumable path */
     close(fd);
@@ -185,12 +139,9 @@ int main(int argc, char **argv)
         n = 0;
         put_send(f, sizeof f, &n, 1, 8, 31);
         f[n - 1] ^= 0x10;
-        raw_send(fd, f, n);
-        struct iw_fpdu_hdr t = read_term(fd);
-        CHECK_EQ(t.term.layer, IW_TERM_LAYER_LLP);
-        CHECK_EQ(t.term.etype, IW_TERM_ETYPE_LLP_MPA);
-        CHECK_EQ(t.term.ecode, IW_TERM_LLP_CRC);
-        CHECK_EQ(t.term.hdrct, 0);
+        dpt_raw_send(fd, f, n);
+        struct iw_fpdu_hdr t = dpt_read_term(fd, crc_on, NULL);
+        dpt_expect_term(&t, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_CRC, 0);
         CHECK_EQ(frames() - f0, 1);
         expect_failed(fd, STATUS_DATA_ERROR);
     }
@@ -202,12 +153,10 @@ int main(int argc, char **argv)
     put_send(f, sizeof f, &n, 1, 300, 41);
     if (crc_on)
         f[n - 1] ^= 0x01;
-    raw_send(fd, f, n);
-    struct iw_fpdu_hdr t = read_term(fd);
-    CHECK_EQ(t.term.layer, IW_TERM_LAYER_DDP);
-    CHECK_EQ(t.term.etype, IW_TERM_ETYPE_DDP_UNTAGGED);
-    CHECK_EQ(t.term.ecode, IW_TERM_DDP_U_TOO_LONG);
-    CHECK_EQ(t.term.hdrct, IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
+    dpt_raw_send(fd, f, n);
+    struct iw_fpdu_hdr t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG,
+                    IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     CHECK_EQ(frames() - f0, 1);
     for (size_t i = 0; i < m.len; i++)
         CHECK_MSG(m.p[i] == 0, "byte %zu of the region written by a refused Send", i);
