@@ -5,11 +5,14 @@
  *      the lean path (the deframer's FRAME count);
  *   2. a whole Send followed by part of the next: the first takes the lean path, the second the
  *      resumable one, and both complete intact;
- *   3. (CRC) a whole Send with one CRC bit flipped: exactly one Terminate, LLP / MPA / CRC with
- *      no header, and the receive never completes successfully;
- *   4. a whole Send longer than the receive, with (CRC) its CRC bit flipped too: the receive's
- *      check comes before the CRC, as on the resumable path, so the Terminate is DDP untagged
- *      "too long" with the header, and not one byte lands in the receive buffer.
+ *   3. (CRC) after a good Send, a whole Send with one CRC bit flipped: exactly one Terminate,
+ *      LLP / MPA / CRC with no header, and its receive never completes successfully;
+ *   4. after a good Send, a whole Send longer than the receive, with (CRC) its CRC bit flipped
+ *      too: the receive's check comes before the CRC, as on the resumable path, so the
+ *      Terminate is DDP untagged "too long" with the header, and not one byte lands in the
+ *      receive buffer.
+ * After the first FPDU of a connection, whole Sends take rx_frame_send (one qp->lock section
+ * from taking the receive to completing it): cases 1, 3 and 4 check that they did.
  *
  *   test_dp_rxlean crc|nocrc */
 #include "dptest.h"
@@ -40,14 +43,20 @@ static void put_send(uint8_t *buf, size_t cap, size_t *at, uint32_t msn, size_t 
     *at += (size_t)n;
 }
 
-/* FRAME events the QP's deframer reported so far (read under the engine's mutex). */
-static uint64_t frames(void)
+/* FRAME events the QP's deframer reported so far, and the whole Sends the engine completed
+ * in one qp->lock section (read under the engine's mutex). */
+static uint64_t rx_count(bool sends)
 {
     struct iw_dp *dp = env.s[0].qp->dp;
     pthread_mutex_lock(&dp->rx_mutex);
-    uint64_t n = dp->rx.fr.frames;
+    uint64_t n = sends ? dp->rx.frame_sends : dp->rx.fr.frames;
     pthread_mutex_unlock(&dp->rx_mutex);
     return n;
+}
+
+static uint64_t frames(void)
+{
+    return rx_count(false);
 }
 
 static int setup(unsigned nrecv)
@@ -75,12 +84,12 @@ static void expect_recv(unsigned i, size_t len, uint32_t seed)
 }
 
 /* The connection is torn down and the receive completes once, with status. */
-static void expect_failed(int fd, NTSTATUS status)
+static void expect_failed(int fd, void *ctx, NTSTATUS status)
 {
     NDK_RESULT_EX r;
     dpt_wait_lost(&env, 0, 5000);
     dpt_poll(&env, 0, &r, 2000);
-    CHECK(r.RequestContext == (void *)0x100);
+    CHECK(r.RequestContext == ctx);
     CHECK_STATUS(r.Status, status);
     CHECK(!dpt_try_poll(&env, 0, &r, 50));
     CHECK(dpt_mr_guard_ok(&m));
@@ -111,6 +120,9 @@ int main(int argc, char **argv)
     expect_recv(1, 13, 12);
     expect_recv(2, 200, 13);
     CHECK_EQ(frames() - f0, 3);
+    /* The first FPDU of a connection releases the hold-back first (RFC 5044 §7.1.2): the other
+     * two were whole Sends completed in the same critical section as their receive was taken. */
+    CHECK_EQ(rx_count(true), 2);
     close(fd);
     dpt_disconnect(&env);
 
@@ -134,23 +146,35 @@ int main(int argc, char **argv)
 
     /* 3. One CRC bit flipped in a whole Send. */
     if (crc_on) {
-        fd = setup(1);
-        f0 = frames();
+        fd = setup(2);
         n = 0;
-        put_send(f, sizeof f, &n, 1, 8, 31);
+        put_send(f, sizeof f, &n, 1, 8, 30);
+        dpt_raw_send(fd, f, n);
+        expect_recv(0, 8, 30);
+        f0 = frames();
+        uint64_t s0 = rx_count(true);
+        n = 0;
+        put_send(f, sizeof f, &n, 2, 8, 31);
         f[n - 1] ^= 0x10;
         dpt_raw_send(fd, f, n);
         struct iw_fpdu_hdr t = dpt_read_term(fd, crc_on, NULL);
         dpt_expect_term(&t, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_CRC, 0);
         CHECK_EQ(frames() - f0, 1);
-        expect_failed(fd, STATUS_DATA_ERROR);
+        CHECK_EQ(rx_count(true), s0);           /* nothing completed by rx_frame_send */
+        expect_failed(fd, (void *)0x101, STATUS_DATA_ERROR);
     }
 
     /* 4. A Send of 300 bytes into a 256-byte receive, its CRC bit flipped as well (CRC on). */
-    fd = setup(1);
-    f0 = frames();
+    fd = setup(2);
     n = 0;
-    put_send(f, sizeof f, &n, 1, 300, 41);
+    put_send(f, sizeof f, &n, 1, 8, 40);
+    dpt_raw_send(fd, f, n);
+    expect_recv(0, 8, 40);
+    memset(m.p, 0, m.len);
+    f0 = frames();
+    uint64_t s4 = rx_count(true);
+    n = 0;
+    put_send(f, sizeof f, &n, 2, 300, 41);
     if (crc_on)
         f[n - 1] ^= 0x01;
     dpt_raw_send(fd, f, n);
@@ -158,9 +182,10 @@ int main(int argc, char **argv)
     dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG,
                     IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     CHECK_EQ(frames() - f0, 1);
+    CHECK_EQ(rx_count(true), s4);
     for (size_t i = 0; i < m.len; i++)
         CHECK_MSG(m.p[i] == 0, "byte %zu of the region written by a refused Send", i);
-    expect_failed(fd, STATUS_BUFFER_TOO_SMALL);
+    expect_failed(fd, (void *)0x101, STATUS_BUFFER_TOO_SMALL);
 
     dpt_mr_free(&env, &m);
     dpt_env_fini(&env);

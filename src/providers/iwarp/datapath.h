@@ -266,6 +266,7 @@ struct dp_rx {
     uint32_t spec_miss;       /* Read Response segments that were not where rx_layout foresaw */
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
+    uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
 };
 
 /* The data-path state of a queued SQ slot (wq.c stores it beside the WQE). qp->lock held. */

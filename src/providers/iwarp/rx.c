@@ -160,15 +160,14 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
 /* Takes the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25): keeps its context and its
  * SGL resolved for writing (*res the resolve's result, *bad its bad SGE). An RQ entry is
  * resolved where it lies and released there: a WQE is some 400 bytes that a small message
- * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine; takes qp->lock
- * (the SRQ's lock and dev->mem_lock inside it). */
-static int rx_take_recv(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
+ * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine with qp->lock
+ * held (takes the SRQ's lock and dev->mem_lock inside it). */
+static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
 {
     struct iw_wqe copy;
     const struct iw_wqe *w = NULL;
     int got;
 
-    pthread_mutex_lock(&qp->lock);
     if (qp->srq) {
         got = iw_srq_take(qp->srq, &copy);
         w = &copy;
@@ -188,11 +187,12 @@ static int rx_take_recv(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *
         else
             iw_wq_drop(&qp->rq);
     }
-    pthread_mutex_unlock(&qp->lock);
     return got;
 }
 
-static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+/* A Send's checks before placement: its receive, the receive's SGL, the length. A failure is
+ * recorded in the deframer (rx_fail, no lock of its own). RX engine with qp->lock held. */
+static void rx_hdr_send_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
 
@@ -200,7 +200,7 @@ static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         /* First segment: consume the oldest posted receive. */
         uint32_t bad = 0;
         int res = 0;
-        if (rx_take_recv(qp, rx, &res, &bad) < 0) {
+        if (rx_take_recv_locked(qp, rx, &res, &bad) < 0) {
             /* iWARP has no receiver-not-ready retry: RFC 5041 §7.3 code 2, connection dies. */
             rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF);
             return;
@@ -247,7 +247,9 @@ static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        rx_hdr_send(qp, dp, h);
+        pthread_mutex_lock(&qp->lock);
+        rx_hdr_send_locked(qp, dp, h);
+        pthread_mutex_unlock(&qp->lock);
         break;
     case IW_OP_TERMINATE:
         break;                                    /* acted on at END, once the CRC is good */
@@ -333,7 +335,9 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
 }
 
-static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+/* Completes the receive at the end of its message. RX engine; qp->lock held when locked, else
+ * taken for the completion. */
+static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h, bool locked)
 {
     struct dp_rx *rx = &dp->rx;
     bool inv = h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV;
@@ -359,10 +363,12 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
     iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
-    pthread_mutex_lock(&qp->lock);
+    if (!locked)
+        pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
-    pthread_mutex_unlock(&qp->lock);
+    if (!locked)
+        pthread_mutex_unlock(&qp->lock);
 }
 
 static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
@@ -408,8 +414,9 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     return -ECONNRESET;
 }
 
-/* Returns 0 to go on, or a fatal -errno. */
-static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev)
+/* Returns 0 to go on, or a fatal -errno. RX engine; locked: qp->lock is held (rx_frame_send,
+ * which guarantees a Send and first_done), else taken as needed. */
+static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev, bool locked)
 {
     const struct iw_fpdu_hdr *h = ev->hdr;
     struct dp_rx *rx = &dp->rx;
@@ -453,7 +460,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        rx_end_send(qp, dp, h);
+        rx_end_send(qp, dp, h, locked);
         break;
     case IW_OP_TERMINATE:
         ret = rx_end_terminate(qp, dp, h);
@@ -530,6 +537,44 @@ static bool rx_pred_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h, cons
            rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->fr.pay_done == 0;
 }
 
+/* Whether a FRAME is a whole Send message (one segment, L set, MO 0) that rx_frame_send can
+ * take: a receive to consume, and the first-FPDU hold-back already released (rx_on_end would
+ * take qp->lock for it). */
+static bool rx_frame_send_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h)
+{
+    bool send = h->opcode == IW_OP_SEND || h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_INV ||
+                h->opcode == IW_OP_SEND_SE_INV;
+
+    return send && h->last && h->mo == 0 && !rx->have_recv && rx->first_done;
+}
+
+/* A whole Send in one FRAME, its trailer in in[0, len): the receive's checks, placement, the
+ * trailer (the deframer's END or ERROR) and the completion in one qp->lock critical section
+ * instead of two (take the receive, then complete it), in the order of the resumable path, so a
+ * flush sees the receive either posted or completed. A failed check or a bad trailer stays in
+ * the deframer, which reports it at the caller's next step. *used: trailer bytes consumed.
+ * Returns 0 or a fatal -errno (rx_on_end). RX engine; takes qp->lock. */
+static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev, const uint8_t *in,
+                         size_t len, size_t *used)
+{
+    struct iw_fpdu_event ev;
+    int ret = 0;
+
+    *used = 0;
+    dp->rx.tgt = DP_RXT_NONE;
+    pthread_mutex_lock(&qp->lock);
+    rx_hdr_send_locked(qp, dp, fev->hdr);
+    if (dp->rx.fr.state != IW_FPDU_RX_ERROR) {
+        rx_place(dp, fev);
+        if (iw_fpdu_rx_step_ex(&dp->rx.fr, in, len, IW_FPDU_RX_CALLER_CRC, used, &ev) == IW_FPDU_EV_END) {
+            dp->rx.frame_sends++;
+            ret = rx_on_end(qp, dp, &ev, true);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    return ret;
+}
+
 /* Runs the deframer over len bytes at data. Returns 0 (all consumed) or a fatal -errno. With
  * pred (the bytes are a trailer and the next header, and speculatively placed payload follows
  * them), it also returns 1 when the stream is not what pred says, with *fed the bytes consumed:
@@ -567,6 +612,16 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
             rx_place(dp, &ev);
             break;
         case IW_FPDU_EV_FRAME:
+            if (rx_frame_send_ok(&dp->rx, ev.hdr)) {
+                size_t more = 0;
+                err = rx_frame_send(qp, dp, &ev, data + pos, len - pos, &more);
+                pos += more;
+                if (err) {
+                    ret = err;
+                    goto out;
+                }
+                break;
+            }
             /* HEADER and PAYLOAD at once: the header's checks first, as for HEADER; a failed
              * one places nothing (the next step reports it). */
             rx_on_header(qp, dp, ev.hdr);
@@ -574,7 +629,7 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
                 rx_place(dp, &ev);
             break;
         case IW_FPDU_EV_END:
-            err = rx_on_end(qp, dp, &ev);
+            err = rx_on_end(qp, dp, &ev, false);
             if (err) {
                 ret = err;
                 goto out;
