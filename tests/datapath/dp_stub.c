@@ -475,3 +475,66 @@ bool dpt_mr_guard_ok(const struct dpt_mr *m)
             return false;
     return true;
 }
+
+/* ---- the raw peer (dptest.h) ---- */
+
+void dpt_raw_send(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        CHECK(n > 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Reads FPDUs from the QP until a Terminate; returns its decoded header (fails on timeout). */
+struct iw_fpdu_hdr dpt_read_term(int fd, bool crc_on, struct iw_fpdu_hdr *first_other)
+{
+    struct iw_fpdu_rx rx;
+    struct iw_fpdu_rx_cfg cfg = { .crc = crc_on };
+    uint8_t buf[4096];
+    uint64_t end = ndk_test_now_ms() + 5000;
+
+    iw_fpdu_rx_init(&rx, &cfg);
+    if (first_other)
+        memset(first_other, 0, sizeof(*first_other));
+    for (;;) {
+        struct pollfd pf = { fd, POLLIN, 0 };
+        CHECK_MSG(ndk_test_now_ms() < end, "no Terminate within 5 s");
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        CHECK_MSG(n > 0, "connection closed before a Terminate (n=%zd errno=%d)", n, errno);
+        size_t pos = 0;
+        while (pos < (size_t)n) {
+            struct iw_fpdu_event ev;
+            size_t used;
+            enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + pos, (size_t)n - pos, &used, &ev);
+            pos += used;
+            CHECK(t != IW_FPDU_EV_ERROR);
+            if (t == IW_FPDU_EV_END && ev.hdr->opcode == IW_OP_TERMINATE) {
+                CHECK(!crc_on || ev.crc_checked);
+                return *ev.hdr;
+            }
+            if (t == IW_FPDU_EV_HEADER && first_other && !first_other->opcode && ev.hdr->opcode != IW_OP_TERMINATE)
+                *first_other = *ev.hdr;
+            if (t == IW_FPDU_EV_NEED_MORE)
+                break;
+        }
+    }
+}
+
+void dpt_expect_term(const struct iw_fpdu_hdr *h, uint8_t layer, uint8_t etype, uint8_t ecode, uint8_t hdrct)
+{
+    CHECK_EQ(h->opcode, IW_OP_TERMINATE);
+    CHECK_EQ(h->qn, IW_QN_TERMINATE);
+    CHECK_EQ(h->msn, 1);
+    CHECK_EQ(h->term.layer, layer);
+    CHECK_EQ(h->term.etype, etype);
+    CHECK_EQ(h->term.ecode, ecode);
+    CHECK_EQ(h->term.hdrct, hdrct);
+}

@@ -87,6 +87,13 @@ NDK_SGE dpt_sge(const struct dpt_mr *m, size_t off, size_t len);
 /* TRUE when the guard bytes around the region are untouched. */
 bool dpt_mr_guard_ok(const struct dpt_mr *m);
 
+/* The raw peer of dpt_connect_raw: writes all of buf; reads what the QP sends until its
+ * Terminate and returns that header (fails after 5 s), with the first other header the QP sent
+ * in *first_other (may be NULL); checks a received Terminate's fixed fields and its reason. */
+void dpt_raw_send(int fd, const void *buf, size_t len);
+struct iw_fpdu_hdr dpt_read_term(int fd, bool crc, struct iw_fpdu_hdr *first_other);
+void dpt_expect_term(const struct iw_fpdu_hdr *h, uint8_t layer, uint8_t etype, uint8_t ecode, uint8_t hdrct);
+
 void dpt_fill(uint8_t *p, size_t n, uint32_t seed);
 bool dpt_check(const uint8_t *p, size_t n, uint32_t seed);
 

@@ -16,73 +16,12 @@ static struct dpt_env env;
 static struct dpt_mr m;
 static bool crc_on;
 
-static void raw_send(int fd, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-    while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        CHECK(n > 0);
-        p += n;
-        len -= (size_t)n;
-    }
-}
-
 static size_t build(const struct iw_fpdu_hdr *h, const void *pay, size_t len, uint8_t *out, size_t cap)
 {
     struct iw_iov v = { pay, len };
     int n = iw_fpdu_build(h, &v, len ? 1 : 0, crc_on, out, cap);
     CHECK(n > 0);
     return (size_t)n;
-}
-
-/* Reads FPDUs from the QP until a Terminate; returns its decoded header (fails on timeout). */
-static struct iw_fpdu_hdr read_term(int fd, struct iw_fpdu_hdr *first_other)
-{
-    struct iw_fpdu_rx rx;
-    struct iw_fpdu_rx_cfg cfg = { .crc = crc_on };
-    uint8_t buf[4096];
-    uint64_t end = ndk_test_now_ms() + 5000;
-
-    iw_fpdu_rx_init(&rx, &cfg);
-    if (first_other)
-        memset(first_other, 0, sizeof(*first_other));
-    for (;;) {
-        struct pollfd pf = { fd, POLLIN, 0 };
-        CHECK_MSG(ndk_test_now_ms() < end, "no Terminate within 5 s");
-        if (poll(&pf, 1, 100) <= 0)
-            continue;
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        CHECK_MSG(n > 0, "connection closed before a Terminate (n=%zd errno=%d)", n, errno);
-        size_t pos = 0;
-        while (pos < (size_t)n) {
-            struct iw_fpdu_event ev;
-            size_t used;
-            enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + pos, (size_t)n - pos, &used, &ev);
-            pos += used;
-            CHECK(t != IW_FPDU_EV_ERROR);
-            if (t == IW_FPDU_EV_END && ev.hdr->opcode == IW_OP_TERMINATE) {
-                CHECK(!crc_on || ev.crc_checked);
-                return *ev.hdr;
-            }
-            if (t == IW_FPDU_EV_HEADER && first_other && !first_other->opcode && ev.hdr->opcode != IW_OP_TERMINATE)
-                *first_other = *ev.hdr;
-            if (t == IW_FPDU_EV_NEED_MORE)
-                break;
-        }
-    }
-}
-
-static void expect_term(const struct iw_fpdu_hdr *h, uint8_t layer, uint8_t etype, uint8_t ecode, uint8_t hdrct)
-{
-    CHECK_EQ(h->opcode, IW_OP_TERMINATE);
-    CHECK_EQ(h->qn, IW_QN_TERMINATE);
-    CHECK_EQ(h->msn, 1);
-    CHECK_EQ(h->term.layer, layer);
-    CHECK_EQ(h->term.etype, etype);
-    CHECK_EQ(h->term.ecode, ecode);
-    CHECK_EQ(h->term.hdrct, hdrct);
 }
 
 /* Connection with one posted receive of 256 bytes at m.p + 1024. */
@@ -150,9 +89,9 @@ int main(int argc, char **argv)
     h.last = true;
     h.stag = m.token ^ 0x5A;
     h.to = base;
-    raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_INV_STAG,
+    dpt_raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_INV_STAG,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     CHECK_EQ(t.term.ddp_hdr_len, IW_DDP_TAGGED_HDR_LEN);
     settle(STATUS_ACCESS_VIOLATION);
@@ -163,9 +102,9 @@ int main(int argc, char **argv)
     fd = setup();
     h.stag = m.token;
     h.to = base + m.len - 10;
-    raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS,
+    dpt_raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     settle(STATUS_REMOTE_RESOURCES);
     CHECK(region_zero());
@@ -174,9 +113,9 @@ int main(int argc, char **argv)
     /* 3. Write below the base, TO wrap. */
     fd = setup();
     h.to = UINT64_MAX - 10;
-    raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_TO_WRAP,
+    dpt_raw_send(fd, f, build(&h, pay, 100, f, sizeof f));
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_TO_WRAP,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     settle(STATUS_ACCESS_VIOLATION);
     CHECK(region_zero());
@@ -191,9 +130,9 @@ int main(int argc, char **argv)
     h.rr.size = 64;
     h.rr.src_stag = m.token;
     h.rr.src_to = base;
-    raw_send(fd, f, build(&h, NULL, 0, f, sizeof f));
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_ACCESS,
+    dpt_raw_send(fd, f, build(&h, NULL, 0, f, sizeof f));
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_ACCESS,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D | IW_TERM_HDRCT_R);
     finish(fd, STATUS_ACCESS_VIOLATION);
 
@@ -203,9 +142,9 @@ int main(int argc, char **argv)
     h.opcode = IW_OP_SEND;
     h.last = true;
     h.msn = 5;
-    raw_send(fd, f, build(&h, pay, 10, f, sizeof f));
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_RANGE,
+    dpt_raw_send(fd, f, build(&h, pay, 10, f, sizeof f));
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_RANGE,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     settle(STATUS_CANCELLED);
     CHECK(region_zero());
@@ -220,9 +159,9 @@ int main(int argc, char **argv)
     h.last = true;
     h.mo = 200;
     size_t n2 = build(&h, pay, 100, f + n1, sizeof f - n1);
-    raw_send(fd, f, n1 + n2);
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG,
+    dpt_raw_send(fd, f, n1 + n2);
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_TOO_LONG,
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
     settle(STATUS_BUFFER_TOO_SMALL);
     for (size_t i = 0; i < m.len; i++)
@@ -237,9 +176,9 @@ int main(int argc, char **argv)
     h.msn = 1;
     size_t n7 = build(&h, pay, 8, f, sizeof f);
     f[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | IW_OP_IMM_DATA);
-    raw_send(fd, f, n7);
-    t = read_term(fd, NULL);
-    expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE, 0);
+    dpt_raw_send(fd, f, n7);
+    t = dpt_read_term(fd, crc_on, NULL);
+    dpt_expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE, 0);
     finish(fd, STATUS_CANCELLED);
 
     /* 8. Bad CRC (when negotiated): LLP CRC error, no header attached. */
@@ -252,9 +191,9 @@ int main(int argc, char **argv)
         h.to = base;
         size_t n8 = build(&h, pay, 100, f, sizeof f);
         f[n8 - 1] ^= 1;
-        raw_send(fd, f, n8);
-        t = read_term(fd, NULL);
-        expect_term(&t, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_CRC, 0);
+        dpt_raw_send(fd, f, n8);
+        t = dpt_read_term(fd, crc_on, NULL);
+        dpt_expect_term(&t, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_CRC, 0);
         finish(fd, STATUS_CANCELLED);
     }
 
@@ -265,7 +204,7 @@ int main(int argc, char **argv)
     h.last = true;
     h.msn = 1;
     size_t n9 = build(&h, pay, 100, f, sizeof f);
-    raw_send(fd, f, n9 / 2);
+    dpt_raw_send(fd, f, n9 / 2);
     shutdown(fd, SHUT_WR);
     finish(fd, STATUS_CANCELLED);
 
@@ -275,9 +214,9 @@ int main(int argc, char **argv)
         memset(&o, 0, sizeof o);
         o.crc = crc_on;
         fd = dpt_connect_raw(&env, &o);
-        raw_send(fd, f, build(&h, pay, 10, f, sizeof f));
-        t = read_term(fd, NULL);
-        expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF,
+        dpt_raw_send(fd, f, build(&h, pay, 10, f, sizeof f));
+        t = dpt_read_term(fd, crc_on, NULL);
+        dpt_expect_term(&t, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF,
                     IW_TERM_HDRCT_M | IW_TERM_HDRCT_D);
         dpt_wait_lost(&env, 0, 5000);
         close(fd);
@@ -331,7 +270,7 @@ int main(int argc, char **argv)
                 iw_put_le32(f + nt - 4, c);
             }
         }
-        raw_send(fd, f, nt);
+        dpt_raw_send(fd, f, nt);
         dpt_wait_lost(&env, 0, 5000);
         /* two completions, one per queue (no order between the queues, §5.6) */
         for (int k = 0; k < 2; k++) {
@@ -357,9 +296,9 @@ int main(int argc, char **argv)
         CHECK_STATUS(env.pd->Dispatch->NdkCreateMw(env.pd, NULL, NULL, &mw), STATUS_SUCCESS);
         fd = setup();
         CHECK_STATUS(iw_post_invalidate(env.s[0].ndk, (void *)0x99, &mw->Header, 0), STATUS_SUCCESS);
-        t = read_term(fd, &other);
+        t = dpt_read_term(fd, crc_on, &other);
         CHECK_EQ(other.opcode, 0);                     /* nothing before the Terminate */
-        expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_CATASTROPHIC, IW_TERM_RDMAP_UNSPECIFIED, 0);
+        dpt_expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_CATASTROPHIC, IW_TERM_RDMAP_UNSPECIFIED, 0);
         dpt_wait_lost(&env, 0, 5000);
         for (int k = 0; k < 2; k++) {
             NDK_RESULT_EX r;
@@ -382,7 +321,7 @@ int main(int argc, char **argv)
     h.stag = m.token;
     h.to = base;
     size_t n13 = build(&h, pay, 4000, f, sizeof f);
-    raw_send(fd, f, n13 - 1000);
+    dpt_raw_send(fd, f, n13 - 1000);
     {
         struct linger lg = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);

@@ -5,8 +5,10 @@
  * run also holds every FPDU to a model of the receive rules.
  *
  * Input: flags (1 byte: bit 0 CRC, bit 1 strict PAD, bit 2 stream checks, bits 3-4 MPA frame
- * first: 0 none, 1 Request, 2 Reply, 3 either), max_ulpdu (2 bytes), n (1 byte, mod 32), then n
- * piece sizes (1 byte each, used in turn; n = 0 means one byte at a time), then the stream. */
+ * first: 0 none, 1 Request, 2 Reply, 3 either; bit 5 the one-piece run, bit 6 the split run
+ * takes whole frames as FRAME events, IW_FPDU_RX_WHOLE, which must log as HEADER + PAYLOAD),
+ * max_ulpdu (2 bytes), n (1 byte, mod 32), then n piece sizes (1 byte each, used in turn; n = 0
+ * means one byte at a time), then the stream. */
 #include <errno.h>
 #include <string.h>
 
@@ -30,6 +32,7 @@ struct run {
     uint32_t pay_next;              /* next expected PAYLOAD offset */
     bool have_hdr;
     bool dead;
+    unsigned flags;                 /* step flags: IW_FPDU_RX_WHOLE or not */
     /* One-piece run only: the deframer's stream in memory, for the model. */
     const uint8_t *base;
     size_t base_len;
@@ -156,6 +159,41 @@ static bool seq_reason(enum iw_fpdu_rx_reason r)
            r == IW_FPDU_RXERR_STAG_CHANGE || r == IW_FPDU_RXERR_TO_GAP;
 }
 
+/* A HEADER event, or the header half of a FRAME. */
+static void on_header(struct run *r, const struct iw_fpdu_hdr *h)
+{
+    FZ_CHECK(h == &r->rx.hdr, "header pointer");
+    FZ_CHECK(h->hdr_len + h->payload_len == (uint32_t)h->ulpdu_len + IW_MPA_LEN_SIZE,
+             "hdr_len %u + payload %u != ULPDU %u + 2", h->hdr_len, h->payload_len, h->ulpdu_len);
+    FZ_CHECK(h->ulpdu_len <= r->rx.cfg.max_ulpdu, "ULPDU above the maximum");
+    FZ_CHECK(h->opcode <= IW_OP_RFC5040_MAX, "opcode %u passed", h->opcode);
+    FZ_CHECK(!(h->opcode == IW_OP_READ_REQ || h->opcode == IW_OP_TERMINATE) || h->payload_len == 0,
+             "payload on a single-segment message");
+    if (r->base) {
+        /* The model looks at the whole FPDU: a HEADER is fine if nothing before its
+         * payload is wrong; the trailer is checked at END. */
+        uint64_t at = r->rx.fpdu_start;
+        enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, h->hdr_len, &r->rx.cfg);
+        FZ_CHECK(m == IW_FPDU_RXERR_NONE, "HEADER at %llu, the rules say: %s", (unsigned long long)at,
+                 iw_fpdu_rx_reason_str(m));
+    }
+    fz_log_put(&r->log, "H", 1);
+    log_hdr(&r->log, h);
+    r->pay_next = 0;
+    r->have_hdr = true;
+}
+
+/* A PAYLOAD event, or the payload half of a FRAME. */
+static void on_payload(struct run *r, const struct iw_fpdu_event *ev)
+{
+    FZ_CHECK(r->have_hdr, "PAYLOAD before HEADER");
+    FZ_CHECK(ev->off == r->pay_next && ev->off + ev->len <= ev->hdr->payload_len,
+             "payload offset %u len %u, expected %u of %u", ev->off, ev->len, r->pay_next, ev->hdr->payload_len);
+    r->pay_next += ev->len;
+    /* Logged as bytes, not chunks: the chunking depends on the split. */
+    fz_log_put(&r->log, ev->data, ev->len);
+}
+
 /* Feeds one piece: first to the MPA parser while it runs, then step by step to the deframer. */
 static void feed(struct run *r, const uint8_t *data, size_t len)
 {
@@ -192,7 +230,7 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
         const uint8_t *p = data + pos;
         size_t avail = len - pos, used = (size_t)-1;
         struct iw_fpdu_event ev;
-        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&r->rx, p, avail, &used, &ev);
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step_ex(&r->rx, p, avail, r->flags, &used, &ev);
         FZ_CHECK(t == ev.type, "return %d, event %d", t, ev.type);
         FZ_CHECK(used <= avail, "consumed %zu of %zu", used, avail);
         pos += used;
@@ -200,38 +238,22 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
         case IW_FPDU_EV_NEED_MORE:
             FZ_CHECK(used == avail, "NEED_MORE after %zu of %zu", used, avail);
             return;
-        case IW_FPDU_EV_HEADER: {
-            const struct iw_fpdu_hdr *h = ev.hdr;
-            FZ_CHECK(h == &r->rx.hdr, "header pointer");
-            FZ_CHECK(h->hdr_len + h->payload_len == (uint32_t)h->ulpdu_len + IW_MPA_LEN_SIZE,
-                     "hdr_len %u + payload %u != ULPDU %u + 2", h->hdr_len, h->payload_len, h->ulpdu_len);
-            FZ_CHECK(h->ulpdu_len <= r->rx.cfg.max_ulpdu, "ULPDU above the maximum");
-            FZ_CHECK(h->opcode <= IW_OP_RFC5040_MAX, "opcode %u passed", h->opcode);
-            FZ_CHECK(!(h->opcode == IW_OP_READ_REQ || h->opcode == IW_OP_TERMINATE) || h->payload_len == 0,
-                     "payload on a single-segment message");
-            if (r->base) {
-                /* The model looks at the whole FPDU: a HEADER is fine if nothing before its
-                 * payload is wrong; the trailer is checked at END. */
-                uint64_t at = r->rx.fpdu_start;
-                enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, h->hdr_len, &r->rx.cfg);
-                FZ_CHECK(m == IW_FPDU_RXERR_NONE, "HEADER at %llu, the rules say: %s", (unsigned long long)at,
-                         iw_fpdu_rx_reason_str(m));
-            }
-            fz_log_put(&r->log, "H", 1);
-            log_hdr(&r->log, h);
-            r->pay_next = 0;
-            r->have_hdr = true;
+        case IW_FPDU_EV_HEADER:
+            on_header(r, ev.hdr);
             break;
-        }
         case IW_FPDU_EV_PAYLOAD:
-            FZ_CHECK(r->have_hdr, "PAYLOAD before HEADER");
             FZ_CHECK(ev.data == p && ev.len == used && ev.len > 0, "payload is not the consumed input");
-            FZ_CHECK(ev.off == r->pay_next && ev.off + ev.len <= ev.hdr->payload_len,
-                     "payload offset %u len %u, expected %u of %u", ev.off, ev.len, r->pay_next,
-                     ev.hdr->payload_len);
-            r->pay_next += ev.len;
-            /* Logged as bytes, not chunks: the chunking depends on the split. */
-            fz_log_put(&r->log, ev.data, ev.len);
+            on_payload(r, &ev);
+            break;
+        case IW_FPDU_EV_FRAME:
+            /* HEADER + the whole PAYLOAD; the trailer is still in the input. */
+            FZ_CHECK(r->flags & IW_FPDU_RX_WHOLE, "FRAME without IW_FPDU_RX_WHOLE");
+            FZ_CHECK(ev.len > 0 && ev.len == ev.hdr->payload_len && ev.data + ev.len == p + used,
+                     "frame payload is not the end of the consumed input");
+            FZ_CHECK(avail - used >= iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE,
+                     "FRAME without its trailer in the input");
+            on_header(r, ev.hdr);
+            on_payload(r, &ev);
             break;
         case IW_FPDU_EV_END:
             FZ_CHECK(r->have_hdr && r->pay_next == ev.hdr->payload_len, "END after %u of %u payload bytes",
@@ -328,6 +350,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct run one, split;
     run_init(&one, &c);
     run_init(&split, &c);
+    one.flags = flags & 0x20 ? IW_FPDU_RX_WHOLE : 0;
+    split.flags = flags & 0x40 ? IW_FPDU_RX_WHOLE : 0;
 
     one.base = s;
     one.base_len = n;
@@ -358,6 +382,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(d == (size_t)-1, "split feeding differs from one piece at log byte %zu (of %zu / %zu)", d,
              one.log.n, split.log.n);
     /* The deframer is plain data: equal histories must leave equal states. */
+    one.rx.frames = split.rx.frames = 0;        /* the one field the way of reporting changes */
     FZ_CHECK(memcmp(&one.rx, &split.rx, sizeof one.rx) == 0, "deframer states differ");
     fz_log_free(&one.log);
     fz_log_free(&split.log);

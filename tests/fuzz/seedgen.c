@@ -54,10 +54,14 @@ static void mpa_seed(const char *what, int kind, const uint8_t *s, size_t n, uin
     put_seed("mpa", what, pre, sizeof pre, s, n);
 }
 
-/* fuzz_fpdu: flags, max_ulpdu, piece sizes. */
+/* fuzz_fpdu: flags, max_ulpdu, piece sizes. Each stream twice: both runs stepping as the
+ * wire tools do, and the one-piece run taking whole frames as FRAME events (flags bit 5) as
+ * rx.c does, against the split run's HEADER + PAYLOAD. */
 static void fpdu_seed(const char *what, bool crc, bool check_seq, int mpa, const uint8_t *s, size_t n)
 {
     uint8_t pre[] = { (uint8_t)((crc ? 1 : 0) | (check_seq ? 4 : 0) | (mpa << 3)), 0, 0, 3, 1, 7, 200 };
+    put_seed("fpdu", what, pre, sizeof pre, s, n);
+    pre[0] |= 0x20;
     put_seed("fpdu", what, pre, sizeof pre, s, n);
 }
 

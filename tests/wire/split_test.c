@@ -28,7 +28,10 @@ struct stream {
     struct iw_fpdu_rx_cfg cfg;
     const uint8_t *data;
     size_t len;
+    unsigned flags;             /* deframer flags of the run (IW_FPDU_RX_WHOLE) */
 };
+
+static uint64_t whole_frames;   /* FRAME events over every IW_FPDU_RX_WHOLE run */
 
 #define WIRE_RND_SEED 0x2545F4914F6CDD1Dull
 #include "wire_rnd.h"
@@ -44,6 +47,7 @@ static void run_pieces(const struct stream *s, const size_t *cuts, size_t ncuts,
     struct wsd *d = malloc(sizeof *d);
     CHECK(d != NULL);
     wsd_init(d, s->kind, IW_MPA_PD_MAX_RFC, &s->cfg);
+    d->flags = s->flags;
     size_t pos = 0;
     for (size_t i = 0; i <= ncuts; i++) {
         size_t end = i < ncuts ? cuts[i] : s->len;
@@ -187,6 +191,26 @@ static void check_stream(const struct stream *s)
         expect_same(s, "random split", &ref, &log);
         wsd_log_free(&log);
     }
+
+    /* Whole frames reported as one event (IW_FPDU_RX_WHOLE, rx.c's small-message path) must
+     * decode exactly as HEADER + PAYLOAD: same FPDUs, same error at the same place, in one
+     * piece and in random pieces (a frame split by a cut takes the resumable path). */
+    struct stream w = *s;
+    w.flags = IW_FPDU_RX_WHOLE;
+    for (int round = 0; round < 3; round++) {
+        size_t n = 0;
+        for (size_t pos = 0; round;) {
+            pos += 1 + (size_t)(rnd() % (round == 1 ? 7 : 3000));
+            if (pos >= s->len)
+                break;
+            cuts[n++] = pos;
+        }
+        wsd_log_init(&log);
+        run_pieces(&w, cuts, n, &log);
+        expect_same(s, round ? "whole frames, random split" : "whole frames, one piece", &ref, &log);
+        whole_frames += log.frames;
+        wsd_log_free(&log);
+    }
     free(cuts);
 
     if (s->len <= SMALL) {
@@ -289,6 +313,9 @@ int main(void)
 {
     examples();
     captures();
+    /* Guards the comparison above against a deframer that never takes the path. */
+    CHECK_MSG(whole_frames > 0, "no FRAME event in any IW_FPDU_RX_WHOLE run");
+    printf("split: %llu FRAME events in whole-frame runs\n", (unsigned long long)whole_frames);
     printf("split: OK\n");
     return 0;
 }

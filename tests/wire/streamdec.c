@@ -59,6 +59,24 @@ void wsd_log_truncate(struct wsd_log *l, size_t n)
         l->n = n;
 }
 
+static void wsd_on_header(struct wsd *d, const struct iw_fpdu_event *ev)
+{
+    CHECK(ev->hdr == &d->rx.hdr);
+    memset(&d->cur, 0, sizeof d->cur);
+    d->cur.hdr = *ev->hdr;
+    d->cur.offset = d->fpdu_base + d->rx.fpdu_start;
+    d->cur.payload_crc = iw_crc32c_init();
+}
+
+static void wsd_on_payload(struct wsd *d, const struct iw_fpdu_event *ev)
+{
+    CHECK_MSG(ev->off == d->cur.payload_got, "payload offset %u, expected %u", ev->off, d->cur.payload_got);
+    CHECK(ev->off + ev->len <= d->cur.hdr.payload_len);
+    d->cur.payload_crc = iw_crc32c_update(d->cur.payload_crc, ev->data, ev->len);
+    d->cur.payload_got += ev->len;
+    d->cur.chunks++;
+}
+
 void wsd_feed(struct wsd *d, struct wsd_log *log, const uint8_t *buf, size_t len)
 {
     size_t pos = 0;
@@ -94,7 +112,7 @@ void wsd_feed(struct wsd *d, struct wsd_log *log, const uint8_t *buf, size_t len
         }
 
         struct iw_fpdu_event ev;
-        enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&d->rx, buf + pos, len - pos, &used, &ev);
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step_ex(&d->rx, buf + pos, len - pos, d->flags, &used, &ev);
         CHECK_MSG(used <= len - pos, "deframer consumed %zu of %zu", used, len - pos);
         CHECK_EQ(t, ev.type);
         switch (t) {
@@ -103,21 +121,22 @@ void wsd_feed(struct wsd *d, struct wsd_log *log, const uint8_t *buf, size_t len
             break;
         case IW_FPDU_EV_HEADER:
             CHECK(used > 0);
-            CHECK(ev.hdr == &d->rx.hdr);
-            memset(&d->cur, 0, sizeof d->cur);
-            d->cur.hdr = *ev.hdr;
-            d->cur.offset = d->fpdu_base + d->rx.fpdu_start;
-            d->cur.payload_crc = iw_crc32c_init();
+            wsd_on_header(d, &ev);
             break;
         case IW_FPDU_EV_PAYLOAD:
             CHECK(used > 0 && ev.len == used);
             CHECK_MSG(ev.data == buf + pos, "payload does not point at the input");
-            CHECK_MSG(ev.off == d->cur.payload_got, "payload offset %u, expected %u", ev.off,
-                      d->cur.payload_got);
-            CHECK(ev.off + ev.len <= d->cur.hdr.payload_len);
-            d->cur.payload_crc = iw_crc32c_update(d->cur.payload_crc, ev.data, ev.len);
-            d->cur.payload_got += ev.len;
-            d->cur.chunks++;
+            wsd_on_payload(d, &ev);
+            break;
+        case IW_FPDU_EV_FRAME:
+            /* HEADER + the whole PAYLOAD, and the trailer must be in the input still. */
+            CHECK(d->flags & IW_FPDU_RX_WHOLE);
+            CHECK(ev.len == ev.hdr->payload_len && ev.len > 0 && ev.off == 0);
+            CHECK_MSG(ev.data + ev.len == buf + pos + used, "frame payload does not end the consumed input");
+            CHECK(len - pos - used >= iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE);
+            wsd_on_header(d, &ev);
+            wsd_on_payload(d, &ev);
+            log->frames++;
             break;
         case IW_FPDU_EV_END:
             CHECK(used > 0);

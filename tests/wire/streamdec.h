@@ -37,6 +37,7 @@ struct wsd_log {
     struct iw_fpdu_rx_error err;
     uint64_t err_at;            /* stream bytes consumed when the error was reported */
     uint64_t consumed;
+    uint64_t frames;            /* FRAME events (not compared: depends on the split) */
     /* filled by wsd_finish() */
     enum iw_fpdu_rx_state end_state;
     uint16_t end_hgot;
@@ -47,6 +48,7 @@ struct wsd {
     bool     with_mpa;
     bool     in_mpa;
     bool     dead;
+    unsigned flags;             /* iw_fpdu_rx_step_ex() flags: 0 or IW_FPDU_RX_WHOLE (set after wsd_init) */
     uint64_t off;
     uint64_t fpdu_base;         /* stream offset where the deframer took over */
     struct iw_mpa_parser mpa;

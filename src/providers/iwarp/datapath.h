@@ -253,7 +253,7 @@ struct dp_rx {
     struct dp_sgl wsgl;       /* Write target (one entry, reference held for the segment) */
     const struct dp_sgl *rsgl;/* Read Response target (the Read's SQE sgl) */
     bool have_recv;           /* a receive is being filled (untagged message open) */
-    struct iw_wqe recv;       /* taken from the RQ / SRQ */
+    void *recv_ctx;           /* its RequestContext (the WQE itself is released when taken) */
     struct dp_sgl recv_sgl;
     NTSTATUS recv_status;     /* error recorded for it (else it is flushed CANCELLED) */
     ULONG recv_pec;
@@ -266,6 +266,7 @@ struct dp_rx {
     uint32_t spec_miss;       /* Read Response segments that were not where rx_layout foresaw */
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
+    uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
 };
 
 /* The data-path state of a queued SQ slot (wq.c stores it beside the WQE). qp->lock held. */

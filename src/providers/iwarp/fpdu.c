@@ -647,6 +647,30 @@ static size_t min_size(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+/* Copies n input bytes into the header buffer at hgot. The sizes of a header that arrives
+ * whole (the 4 bytes of HDR_START, the rest of a tagged or untagged header) become
+ * constant-size copies the compiler inlines: a library call each costs as much as the copy's
+ * neighbours in the small-message path. */
+static void rx_copy_hdr(struct iw_fpdu_rx *rx, const uint8_t *src, size_t n)
+{
+    uint8_t *dst = rx->hbuf + rx->hgot;
+
+    switch (n) {
+    case 4:
+        memcpy(dst, src, 4);
+        break;
+    case IW_DDP_TAGGED_HDR_LEN - 2:
+        memcpy(dst, src, IW_DDP_TAGGED_HDR_LEN - 2);
+        break;
+    case IW_DDP_UNTAGGED_HDR_LEN - 2:
+        memcpy(dst, src, IW_DDP_UNTAGGED_HDR_LEN - 2);
+        break;
+    default:
+        memcpy(dst, src, n);
+        break;
+    }
+}
+
 enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, size_t len,
                                      size_t *consumed, struct iw_fpdu_event *ev)
 {
@@ -686,6 +710,7 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
 {
     const uint8_t *in = data;
     size_t used = 0;
+    bool whole = false;                         /* this step reports a FRAME */
 
     memset(ev, 0, sizeof *ev);
     if (rx->crc_owed) {
@@ -705,7 +730,7 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             if (take) {
                 if (rx->hgot == 0)
                     rx->fpdu_start = rx->offset;
-                memcpy(rx->hbuf + rx->hgot, in + used, take);
+                rx_copy_hdr(rx, in + used, take);
                 rx->hgot = (uint16_t)(rx->hgot + take);
                 used += take;
                 rx->offset += take;
@@ -719,8 +744,15 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             }
             if (!rx_hdr_rest(rx))
                 goto error;
-            ev->type = IW_FPDU_EV_HEADER;
             ev->hdr = &rx->hdr;
+            /* The rest of the frame is in this input: go on into the payload and report both at
+             * once. The trailer waits for the next step, as after the last PAYLOAD. */
+            if ((flags & IW_FPDU_RX_WHOLE) && rx->state == IW_FPDU_RX_PAYLOAD &&
+                len - used >= (size_t)rx->hdr.payload_len + rx->pad_len + IW_MPA_CRC_SIZE) {
+                whole = true;
+                continue;
+            }
+            ev->type = IW_FPDU_EV_HEADER;
             goto out;
 
         case IW_FPDU_RX_PAYLOAD:
@@ -733,7 +765,8 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             } else if (rx->cfg.crc) {
                 rx->crc_state = iw_crc32c_update(rx->crc_state, in + used, take);
             }
-            ev->type = IW_FPDU_EV_PAYLOAD;
+            ev->type = whole ? IW_FPDU_EV_FRAME : IW_FPDU_EV_PAYLOAD;
+            rx->frames += whole;
             ev->hdr = &rx->hdr;
             ev->data = in + used;
             ev->len = (uint32_t)take;
@@ -771,7 +804,10 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
         case IW_FPDU_RX_CRC:
             take = min_size((size_t)(IW_MPA_CRC_SIZE - rx->crc_got), avail);
             if (take) {
-                memcpy(rx->crc_buf + rx->crc_got, in + used, take);
+                if (take == IW_MPA_CRC_SIZE)            /* the usual whole field: no library call */
+                    memcpy(rx->crc_buf, in + used, IW_MPA_CRC_SIZE);
+                else
+                    memcpy(rx->crc_buf + rx->crc_got, in + used, take);
                 rx->crc_got = (uint8_t)(rx->crc_got + take);
                 used += take;
                 rx->offset += take;

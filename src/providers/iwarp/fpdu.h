@@ -17,6 +17,11 @@
  *            places it with iw_fpdu_rx_place_copy() / iw_fpdu_rx_place_skip(): bytes that must
  *            be copied anyway are then read once, by the copy that also runs the CRC.
  *   END      pad and CRC trailer consumed (CRC verified when enabled).
+ *   FRAME    with IW_FPDU_RX_WHOLE only: HEADER and the segment's whole payload in one event,
+ *            when the input holds the rest of the frame, trailer included. The trailer is
+ *            left for the next step, which reports END (or ERROR) without needing more input:
+ *            so the caller's own checks on the header still come before the CRC verdict, and
+ *            the completion after it, as with HEADER + PAYLOAD + END.
  *   ERROR    a protocol error; rx->error holds the RFC Terminate layer / etype / code to send,
  *            with the offending header attached where the RFC wants it. The first error sticks:
  *            the deframer consumes nothing more.
@@ -199,18 +204,19 @@ enum iw_fpdu_ev_type {
     IW_FPDU_EV_PAYLOAD,
     IW_FPDU_EV_END,
     IW_FPDU_EV_ERROR,
+    IW_FPDU_EV_FRAME,
 };
 
 struct iw_fpdu_event {
     enum iw_fpdu_ev_type type;
-    const struct iw_fpdu_hdr *hdr;      /* HEADER, PAYLOAD, END */
-    const uint8_t *data;                /* PAYLOAD: inside the input passed to this step */
-    uint32_t len;                       /* PAYLOAD */
-    uint32_t off;                       /* PAYLOAD: offset within this segment's payload */
+    const struct iw_fpdu_hdr *hdr;      /* HEADER, PAYLOAD, END, FRAME */
+    const uint8_t *data;                /* PAYLOAD, FRAME: inside the input passed to this step */
+    uint32_t len;                       /* PAYLOAD, FRAME */
+    uint32_t off;                       /* PAYLOAD: offset within this segment's payload; FRAME: 0 */
     bool     crc_checked;               /* END: CRC enabled and verified */
     uint32_t crc_wire;                  /* END: CRC field value (read LSB first) */
     uint32_t crc_calc;                  /* END: computed value, when crc_checked */
-    bool     crc_owed;                  /* PAYLOAD: the CRC over these bytes is the caller's */
+    bool     crc_owed;                  /* PAYLOAD, FRAME: the CRC over these bytes is the caller's */
     bool     pad_nonzero;               /* END */
     const struct iw_fpdu_rx_error *err; /* ERROR */
 };
@@ -237,6 +243,7 @@ struct iw_fpdu_rx {
     uint64_t offset;                    /* stream bytes consumed */
     uint64_t fpdu_start;                /* stream offset of the current FPDU */
     uint64_t fpdus;                     /* FPDUs completed */
+    uint64_t frames;                    /* FRAME events reported (IW_FPDU_RX_WHOLE) */
     struct iw_fpdu_hdr hdr;             /* current (or last completed) segment */
     struct iw_fpdu_rx_error error;
     struct iw_fpdu_rx_queue uq[3];      /* QN 0 Send, 1 Read Request, 2 Terminate */
@@ -263,6 +270,10 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, si
  * of them, in order, through iw_fpdu_rx_place_copy() or iw_fpdu_rx_place_skip(). A step with
  * bytes still owed records an internal error (a bug of the caller, never peer input). */
 #define IW_FPDU_RX_CALLER_CRC 1u
+/* IW_FPDU_RX_WHOLE: a segment with payload whose frame the input holds whole is reported as one
+ * FRAME event instead of HEADER + PAYLOAD (the small-message path: one step less per FPDU).
+ * Every check is the same, in the same order. */
+#define IW_FPDU_RX_WHOLE      2u
 enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
                                         size_t *consumed, struct iw_fpdu_event *ev);
 

@@ -157,28 +157,55 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     dp->rx.rr_pending = true;
 }
 
-static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+/* Takes the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25): keeps its context and its
+ * SGL resolved for writing (*res the resolve's result, *bad its bad SGE). An RQ entry is
+ * resolved where it lies and released there: a WQE is some 400 bytes that a small message
+ * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine with qp->lock
+ * held (takes the SRQ's lock and dev->mem_lock inside it). */
+static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
+{
+    struct iw_wqe copy;
+    const struct iw_wqe *w = NULL;
+    int got;
+
+    if (qp->srq) {
+        got = iw_srq_take(qp->srq, &copy);
+        w = &copy;
+    } else {
+        got = qp->rq.count ? 0 : -ENOBUFS;
+        if (!got)
+            w = iw_wq_at(&qp->rq, 0);
+    }
+    if (got == 0) {
+        rx->have_recv = true;
+        rx->recv_ctx = w->request_context;
+        rx->recv_status = STATUS_SUCCESS;
+        rx->recv_pec = 0;
+        *res = iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, bad);
+        if (qp->srq)
+            iw_wq_entry_release(&copy);
+        else
+            iw_wq_drop(&qp->rq);
+    }
+    return got;
+}
+
+/* A Send's checks before placement: its receive, the receive's SGL, the length. A failure is
+ * recorded in the deframer (rx_fail, no lock of its own). RX engine with qp->lock held. */
+static void rx_hdr_send_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (h->mo == 0 && !rx->have_recv) {
-        /* First segment: consume the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25). */
-        int got;
-        pthread_mutex_lock(&qp->lock);
-        got = qp->srq ? iw_srq_take(qp->srq, &rx->recv) : iw_wq_pop(&qp->rq, &rx->recv);
-        if (got == 0) {
-            rx->have_recv = true;
-            rx->recv_status = STATUS_SUCCESS;
-            rx->recv_pec = 0;
-        }
-        pthread_mutex_unlock(&qp->lock);
-        if (got < 0) {
+        /* First segment: consume the oldest posted receive. */
+        uint32_t bad = 0;
+        int res = 0;
+        if (rx_take_recv_locked(qp, rx, &res, &bad) < 0) {
             /* iWARP has no receiver-not-ready retry: RFC 5041 §7.3 code 2, connection dies. */
             rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF);
             return;
         }
-        uint32_t bad;
-        if (iw_access_sgl_resolve(qp, rx->recv.sge, rx->recv.nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, &bad) < 0) {
+        if (res < 0) {
             /* Our consumer's receive buffer is not writable: local protection error on the
              * receive; the stream cannot continue (RFC 5041 §7 local catastrophic). */
             rx->recv_status = STATUS_ACCESS_VIOLATION;
@@ -220,7 +247,9 @@ static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        rx_hdr_send(qp, dp, h);
+        pthread_mutex_lock(&qp->lock);
+        rx_hdr_send_locked(qp, dp, h);
+        pthread_mutex_unlock(&qp->lock);
         break;
     case IW_OP_TERMINATE:
         break;                                    /* acted on at END, once the CRC is good */
@@ -258,7 +287,8 @@ static void rx_place(struct iw_dp *dp, const struct iw_fpdu_event *ev)
         off += mapped;
         left -= mapped;
     }
-    iw_fpdu_rx_place_skip(fr, src, (size_t)left); /* no target: the CRC still covers them */
+    if (left)
+        iw_fpdu_rx_place_skip(fr, src, (size_t)left); /* no target: the CRC still covers them */
 }
 
 /* ---- END: completion ---- */
@@ -305,7 +335,9 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
 }
 
-static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+/* Completes the receive at the end of its message. RX engine; qp->lock held when locked, else
+ * taken for the completion. */
+static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h, bool locked)
 {
     struct dp_rx *rx = &dp->rx;
     bool inv = h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV;
@@ -326,16 +358,17 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .Status = STATUS_SUCCESS,
         .BytesTransferred = (ULONG)((uint64_t)h->mo + h->payload_len),
         .QPContext = qp->qp_context,
-        .RequestContext = rx->recv.request_context,
+        .RequestContext = rx->recv_ctx,
         .Type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
     iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
-    iw_wq_entry_release(&rx->recv);
-    pthread_mutex_lock(&qp->lock);
+    if (!locked)
+        pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
-    pthread_mutex_unlock(&qp->lock);
+    if (!locked)
+        pthread_mutex_unlock(&qp->lock);
 }
 
 static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
@@ -381,8 +414,9 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     return -ECONNRESET;
 }
 
-/* Returns 0 to go on, or a fatal -errno. */
-static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev)
+/* Returns 0 to go on, or a fatal -errno. RX engine; locked: qp->lock is held (rx_frame_send,
+ * which guarantees a Send and first_done), else taken as needed. */
+static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev, bool locked)
 {
     const struct iw_fpdu_hdr *h = ev->hdr;
     struct dp_rx *rx = &dp->rx;
@@ -426,7 +460,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        rx_end_send(qp, dp, h);
+        rx_end_send(qp, dp, h, locked);
         break;
     case IW_OP_TERMINATE:
         ret = rx_end_terminate(qp, dp, h);
@@ -461,7 +495,8 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     } else if (!qp->srq && qp->rq.count && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES)) {
         /* A protection violation by the peer is reported on this side too (issue 4: "a
          * remote access error on both sides"): the oldest receive carries it. */
-        iw_wq_pop(&qp->rq, &rx->recv);
+        rx->recv_ctx = iw_wq_at(&qp->rq, 0)->request_context;
+        iw_wq_drop(&qp->rq);
         memset(&rx->recv_sgl, 0, sizeof rx->recv_sgl);
         rx->have_recv = true;
         rx->recv_status = st;
@@ -502,6 +537,44 @@ static bool rx_pred_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h, cons
            rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->fr.pay_done == 0;
 }
 
+/* Whether a FRAME is a whole Send message (one segment, L set, MO 0) that rx_frame_send can
+ * take: a receive to consume, and the first-FPDU hold-back already released (rx_on_end would
+ * take qp->lock for it). */
+static bool rx_frame_send_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h)
+{
+    bool send = h->opcode == IW_OP_SEND || h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_INV ||
+                h->opcode == IW_OP_SEND_SE_INV;
+
+    return send && h->last && h->mo == 0 && !rx->have_recv && rx->first_done;
+}
+
+/* A whole Send in one FRAME, its trailer in in[0, len): the receive's checks, placement, the
+ * trailer (the deframer's END or ERROR) and the completion in one qp->lock critical section
+ * instead of two (take the receive, then complete it), in the order of the resumable path, so a
+ * flush sees the receive either posted or completed. A failed check or a bad trailer stays in
+ * the deframer, which reports it at the caller's next step. *used: trailer bytes consumed.
+ * Returns 0 or a fatal -errno (rx_on_end). RX engine; takes qp->lock. */
+static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev, const uint8_t *in,
+                         size_t len, size_t *used)
+{
+    struct iw_fpdu_event ev;
+    int ret = 0;
+
+    *used = 0;
+    dp->rx.tgt = DP_RXT_NONE;
+    pthread_mutex_lock(&qp->lock);
+    rx_hdr_send_locked(qp, dp, fev->hdr);
+    if (dp->rx.fr.state != IW_FPDU_RX_ERROR) {
+        rx_place(dp, fev);
+        if (iw_fpdu_rx_step_ex(&dp->rx.fr, in, len, IW_FPDU_RX_CALLER_CRC, used, &ev) == IW_FPDU_EV_END) {
+            dp->rx.frame_sends++;
+            ret = rx_on_end(qp, dp, &ev, true);
+        }
+    }
+    pthread_mutex_unlock(&qp->lock);
+    return ret;
+}
+
 /* Runs the deframer over len bytes at data. Returns 0 (all consumed) or a fatal -errno. With
  * pred (the bytes are a trailer and the next header, and speculatively placed payload follows
  * them), it also returns 1 when the stream is not what pred says, with *fed the bytes consumed:
@@ -515,8 +588,10 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
     for (;;) {
         struct iw_fpdu_event ev;
         size_t used = 0;
-        enum iw_fpdu_ev_type t =
-            iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos, IW_FPDU_RX_CALLER_CRC, &used, &ev);
+        /* Whole frames in one event, but not behind a prediction: there the engine stops
+         * after the header, before a byte of its payload is placed. */
+        enum iw_fpdu_ev_type t = iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos,
+                                                    IW_FPDU_RX_CALLER_CRC | (pred ? 0 : IW_FPDU_RX_WHOLE), &used, &ev);
         int err;
 
         pos += used;
@@ -536,8 +611,25 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
         case IW_FPDU_EV_PAYLOAD:
             rx_place(dp, &ev);
             break;
+        case IW_FPDU_EV_FRAME:
+            if (rx_frame_send_ok(&dp->rx, ev.hdr)) {
+                size_t more = 0;
+                err = rx_frame_send(qp, dp, &ev, data + pos, len - pos, &more);
+                pos += more;
+                if (err) {
+                    ret = err;
+                    goto out;
+                }
+                break;
+            }
+            /* HEADER and PAYLOAD at once: the header's checks first, as for HEADER; a failed
+             * one places nothing (the next step reports it). */
+            rx_on_header(qp, dp, ev.hdr);
+            if (dp->rx.fr.state != IW_FPDU_RX_ERROR)
+                rx_place(dp, &ev);
+            break;
         case IW_FPDU_EV_END:
-            err = rx_on_end(qp, dp, &ev);
+            err = rx_on_end(qp, dp, &ev, false);
             if (err) {
                 ret = err;
                 goto out;
@@ -568,16 +660,22 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
  * 8 KiB per connection otherwise): rx_engine feeds all of them to the deframer before it
  * returns (st_off == st_len on every return), and nothing it calls runs another QP's RX
  * engine. */
-static __thread uint8_t rx_stage[DP_RX_STAGE];
-static __thread uint8_t rx_tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+struct rx_bufs {
+    uint8_t stage[DP_RX_STAGE];
+    uint8_t tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+};
+/* One thread-local object, its address taken once per rx_engine call and passed down: in a
+ * shared object each lookup is a __tls_get_addr call. */
+static __thread struct rx_bufs rx_bufs_tls;
 _Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
-static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
+/* Feeds what the last read left in the staging buffer. RX engine (rx_mutex held). */
+static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (rx->st_off < rx->st_len) {
-        int err = rx_feed(qp, dp, rx_stage + rx->st_off, rx->st_len - rx->st_off);
+        int err = rx_feed(qp, dp, b->stage + rx->st_off, rx->st_len - rx->st_off);
         rx->st_off = rx->st_len;
         if (err)
             return err;
@@ -649,7 +747,7 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * (RFC 5040 §5.1.1, iwarp-wire.md §5.4). A Send's receive buffer beyond the received length is
  * the consumer's: NDKPI defines the received length as BytesTransferred (ndkpi-reference.md
  * §4.1) and nowhere licenses writing past it, so bytes of other FPDUs must not pass through it. */
-static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
+static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, struct rx_layout *l)
 {
     struct dp_rx *rx = &dp->rx;
     const struct iw_fpdu_hdr *h = &rx->fr.hdr;
@@ -668,7 +766,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
     l->n = n;
     if (mapped < left || (h->payload_len < DP_RX_STAGE && !rx->tail_mode)) {
         rx->tail_mode = false;
-        rx_lay(l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
+        rx_lay(l, b->stage, sizeof b->stage, RXP_STAGE, -1);
         return;
     }
     /* One small segment in tail mode keeps it (the short end of a large message), a second
@@ -685,7 +783,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
         uint64_t got = 0;
 
         if (!next || ntail == DP_RX_TAILS - 1 || l->n + 2 > DP_RX_MAX_IOV) {
-            rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, -1);
+            rx_lay(l, b->tail[ntail], trailer + h->hdr_len, RXP_TAIL, -1);
             return;
         }
         struct rx_pred *p = &l->preds[ntail];
@@ -695,7 +793,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_layout *l)
         p->base = base;
         p->sgl = sgl;
         p->last = next == spec;
-        rx_lay(l, rx_tail[ntail], trailer + h->hdr_len, RXP_TAIL, ntail);
+        rx_lay(l, b->tail[ntail], trailer + h->hdr_len, RXP_TAIL, ntail);
         ntail++;
         n = iw_access_sgl_iov(sgl, base, next, l->iov + l->n, DP_RX_MAX_IOV - l->n, &got);
         for (int i = 0; i < n; i++) {
@@ -799,9 +897,11 @@ static ssize_t rx_read(int fd, struct rx_layout *l)
     return recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
+/* Reads the socket and runs what came through the deframer. rx_mutex held; never blocks. */
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
+    struct rx_bufs *b = &rx_bufs_tls;
     struct rx_layout l;
     int err;
 
@@ -810,22 +910,22 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     if (rx->state == DP_RX_TERMINATED)
         return -ECONNRESET;
     for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
-        err = rx_consume_stage(qp, dp);
+        err = rx_consume_stage(qp, dp, b);
         if (err)
             return err;
         if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
-            rx_layout(qp, dp, &l);
+            rx_layout(qp, dp, b, &l);
         } else if (rx->tail_last && rx_tail_rest_len(&rx->fr)) {
             /* A trailer and header read alone arrived in part: the rest of them alone, so the
              * payload behind still goes straight to its target. */
             l.n = 0;
             l.asked = 0;
-            rx_lay(&l, rx_tail[0], rx_tail_rest_len(&rx->fr), RXP_TAIL, -1);
+            rx_lay(&l, b->tail[0], rx_tail_rest_len(&rx->fr), RXP_TAIL, -1);
         } else {
             rx->tail_mode = false;
             l.n = 0;
             l.asked = 0;
-            rx_lay(&l, rx_stage, sizeof rx_stage, RXP_STAGE, -1);
+            rx_lay(&l, b->stage, sizeof b->stage, RXP_STAGE, -1);
         }
         ssize_t got = rx_read(dp->fd, &l);
         IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
@@ -850,7 +950,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         if ((uint64_t)got < l.asked)
             break;
     }
-    return rx_consume_stage(qp, dp);
+    return rx_consume_stage(qp, dp, b);
 }
 
 int iw_rx_discard_locked(struct iw_dp *dp)
@@ -941,11 +1041,10 @@ void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
             .Status = dp->rx.recv_status ? dp->rx.recv_status : STATUS_CANCELLED,
             .ProviderErrorCode = dp->rx.recv_status ? dp->rx.recv_pec : 0,
             .QPContext = qp->qp_context,
-            .RequestContext = dp->rx.recv.request_context,
+            .RequestContext = dp->rx.recv_ctx,
             .Type = NdkOperationTypeReceive,
         };
         iw_access_sgl_release(&dp->rx.recv_sgl);
-        iw_wq_entry_release(&dp->rx.recv);
         iw_cq_push(qp->rcq, &r, false);
         dp->rx.have_recv = false;
     }

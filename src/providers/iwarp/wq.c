@@ -60,8 +60,11 @@ void iw_wqe_clear(struct iw_wqe *w)
 
 void iw_wq_entry_release(struct iw_wqe *w)
 {
-    free(w->inline_buf);
-    free(w->page_list);
+    /* Tested first: most entries own neither, and a receive is released per message. */
+    if (w->inline_buf)
+        free(w->inline_buf);
+    if (w->page_list)
+        free(w->page_list);
     if (w->mem)
         iw_obj_put(w->mem);
     if (w->mem2)
@@ -160,7 +163,8 @@ int iw_wq_drop(struct iw_wq *q)
     if (!q->count)
         return -ENOBUFS;
     iw_wq_entry_release(iw_wq_slot_ptr(q, slot));    /* zeroes the WQE */
-    memset(iw_wq_side(q, slot), 0, q->stride - wqe); /* and the side state: a free slot is zero */
+    if (q->stride > wqe)                             /* the RQ has no side state */
+        memset(iw_wq_side(q, slot), 0, q->stride - wqe); /* and the side state: a free slot is zero */
     wq_advance(q);
     return 0;
 }
