@@ -23,6 +23,8 @@
  * SQ rules: READ_FENCE waits until every earlier Read has completed (§5.5.3); a Read waits for
  * an ORD slot (§5.11.3: excess reads queue); Bind / Fast Register / Invalidate execute when the
  * engine reaches them, so they are ordered with the transfers around them.
+ * The lean path (below, issue 15 item 4): a small Send / Write that would be the next thing on
+ * the wire anyway is framed and written by the posting thread itself, without the SQ.
  * Completions: Send / Write when the last byte went to TCP (RFC 5040 has no acknowledgement),
  * so after each sendmsg the batch's messages wholly written are retired, in batch order (which
  * is posting order); Read when its Response has arrived (rx.c); always retired in posting
@@ -337,8 +339,9 @@ static void tx_unkeep(struct dp_tx *tx)
 }
 
 /* The header of the current message's segment at tx->off with seg payload bytes, into buf
- * (cap bytes). Returns its length or -errno. Engine-private (tx_mutex). */
-static int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t *buf, size_t cap)
+ * (cap bytes). Returns its length or -errno. Inlined, as is tx_seg_trl: a batch of small
+ * messages pays for them once per message. Engine-private (tx_mutex). */
+static inline __attribute__((always_inline)) int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t *buf, size_t cap)
 {
     struct iw_fpdu_hdr h = tx->h;
 
@@ -356,8 +359,9 @@ static int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t 
 /* The trailer (pad, CRC) of a segment whose header hdr (hl bytes) carries seg payload bytes in
  * pay[0..np), into trl (cap bytes); the CRC (RFC 5044 §4) when it was negotiated. Returns its
  * length or -errno. Engine-private (tx_mutex). */
-static int tx_seg_trl(const struct iw_dp *dp, const uint8_t *hdr, int hl, uint64_t seg, const struct iovec *pay,
-                      int np, uint8_t *trl, size_t cap)
+static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *dp, const uint8_t *hdr, int hl,
+                                                            uint64_t seg, const struct iovec *pay, int np,
+                                                            uint8_t *trl, size_t cap)
 {
     uint32_t crc = 0;
 
@@ -371,8 +375,9 @@ static int tx_seg_trl(const struct iw_dp *dp, const uint8_t *hdr, int hl, uint64
 
 /* Frames segments of the current message into the batch until its last one is in (returns 1)
  * or the batch is full (0: the message goes on in the next batch), else -errno. Records the
- * message's part in the batch. Engine-private (tx_mutex). */
-static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
+ * message's part in the batch. Inlined into tx_build, which runs it once per message.
+ * Engine-private (tx_mutex). */
+static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
 {
     struct dp_tx *tx = &dp->tx;
     struct dp_tx_batch *b = tx->b;
