@@ -223,6 +223,11 @@ struct dp_tx {
      * section that retired a batch written whole. */
     bool more_hint;
     int8_t prepick;
+    /* The lean path (tx.c, iw_tx_lean_claim_locked): payload bytes that fit one FPDU of any
+     * transfer, and how many messages it wrote whole and completed / handed to the engine after
+     * a short write (observed by the tests). */
+    uint32_t lean_max;
+    uint64_t lean_done, lean_short;
 };
 
 /* ---- RX engine (rx.c) ---- */
@@ -349,6 +354,16 @@ void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp);
 void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp);
 /* Withdraws the engine's request for writability. No lock held (takes tx_mutex). */
 void iw_tx_disarm(struct iw_qp *qp);
+/* The lean path of a small Send / Send&Inv / Write (issue 15 item 4). post_sq, with qp->lock
+ * held, the QP in RTS and the request's SQ slot reserved: true when the request may go straight
+ * to the socket (not DEFER, fits one FPDU, nothing outstanding on the SQ, nothing the engine
+ * must send first, the engine idle); then the engine is ours (tx_mutex held) and *sgl the
+ * resolved source. Never blocks (trylock). */
+bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp_sgl *sgl);
+/* Then, with qp->lock released: frames and writes the request; completes it when the socket
+ * took it whole, else queues it as the SQ entry being sent. Releases tx_mutex, runs a kick
+ * that came meanwhile and reports a fatal socket error to the CM. w and sgl are taken over. */
+void iw_tx_lean_send(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl);
 
 /* ---- RX engine (rx.c) ---- */
 /* Reads and places what the socket holds. Progress thread, no lock held. Returns 0 to keep

@@ -94,13 +94,16 @@ static int sgl_total(const NDK_SGE *sgl, ULONG nsge, uint64_t *total)
     return 0;
 }
 
-/* Queues w on the SQ of an RTS QP and runs the engine unless DEFER. On failure w's owned
- * buffers and references are released. pre(qp, w), when given, runs under qp->lock right
- * before the enqueue (token changes that must be atomic with acceptance). */
+/* Queues w on the SQ of an RTS QP and runs the engine unless DEFER; a small Send or Write
+ * that would be the next thing on the wire anyway goes straight to the socket instead (tx.c's
+ * lean path), after the same checks and with the same outcome. On failure w's owned buffers
+ * and references are released. pre(qp, w), when given, runs under qp->lock right before the
+ * enqueue (token changes that must be atomic with acceptance). Posting thread, no lock held. */
 static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct iw_qp *, struct iw_wqe *))
 {
     NTSTATUS st = STATUS_SUCCESS;
-    bool kick = false;
+    bool kick = false, lean = false;
+    struct dp_sgl sgl;                        /* the lean path's source (n entries written) */
 
     pthread_mutex_lock(&qp->lock);
     if (qp->state != IW_QP_RTS || !qp->dp || qp->dp->stopped) {
@@ -109,6 +112,9 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
         st = STATUS_INVALID_DEVICE_REQUEST;   /* the peer granted no Read (IRD 0) */
     } else if (iw_wq_reserve(&qp->sq) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;   /* full (§5.4), or no memory for the slot */
+    } else if (iw_tx_lean_claim_locked(qp, w, &sgl)) {
+        qp->dp->deferred = false;             /* nothing is queued: the SQ is empty */
+        lean = true;
     } else {
         if (pre)
             pre(qp, w);
@@ -125,7 +131,9 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
         iw_wq_entry_release(w);
         return post_fail(qp, st);
     }
-    if (kick)
+    if (lean)
+        iw_tx_lean_send(qp, w, &sgl);
+    else if (kick)
         iw_tx_kick(qp);
     return STATUS_SUCCESS;
 }

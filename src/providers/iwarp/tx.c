@@ -23,6 +23,8 @@
  * SQ rules: READ_FENCE waits until every earlier Read has completed (§5.5.3); a Read waits for
  * an ORD slot (§5.11.3: excess reads queue); Bind / Fast Register / Invalidate execute when the
  * engine reaches them, so they are ordered with the transfers around them.
+ * The lean path (below, issue 15 item 4): a small Send / Write that would be the next thing on
+ * the wire anyway is framed and written by the posting thread itself, without the SQ.
  * Completions: Send / Write when the last byte went to TCP (RFC 5040 has no acknowledgement),
  * so after each sendmsg the batch's messages wholly written are retired, in batch order (which
  * is posting order); Read when its Response has arrived (rx.c); always retired in posting
@@ -88,6 +90,35 @@ static uint8_t send_opcode(const struct iw_wqe *w)
     if (w->op == IW_WR_SEND_INV)
         return se ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
     return se ? IW_OP_SEND_SE : IW_OP_SEND;
+}
+
+/* The header template of a Send / Send&Inv / Write. Only the fields of the opcode's model are
+ * written (fpdu.h: iw_fpdu_put_hdr reads the opcode, last and those; tx_frame sets last and the
+ * TO / MO of each segment): clearing the whole template, with its Read Request and Terminate
+ * bodies, cost as much as writing the header itself. Takes the Send's MSN (RFC 5041 §5.1).
+ * tx_mutex held. */
+static void tx_hdr_transfer(struct dp_tx *tx, const struct iw_wqe *w)
+{
+    if (w->op == IW_WR_WRITE) {
+        tx->h.opcode = IW_OP_WRITE;
+        tx->h.stag = w->remote_stag;
+        tx->h.to = w->remote_addr;
+    } else {
+        tx->h.opcode = send_opcode(w);
+        tx->h.inv_stag = w->remote_stag;
+        tx->h.msn = tx->msn_send++;
+    }
+}
+
+/* The source of a Send / Write: its inline copy, or its SGL resolved with the local access
+ * checks (§4.4). 0, or -EACCES with *bad the failing SGE. qp->lock held. */
+static int tx_sgl_source(struct iw_qp *qp, const struct iw_wqe *w, struct dp_sgl *sgl, uint32_t *bad)
+{
+    if (w->inline_buf || ((w->flags & NDK_OP_FLAG_INLINE) && w->length == 0)) {
+        iw_access_sgl_inline(sgl, w->inline_buf, w->length);
+        return 0;
+    }
+    return iw_access_sgl_resolve(qp, w->sge, w->nsge, 0, sgl, bad);
 }
 
 /* Returns 1 when a message was set up in dp->tx, 0 when there is nothing to send now.
@@ -201,23 +232,12 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
         case IW_WR_SEND:
         case IW_WR_SEND_INV:
         case IW_WR_WRITE:
-            if (w->inline_buf || ((w->flags & NDK_OP_FLAG_INLINE) && w->length == 0)) {
-                iw_access_sgl_inline(&s->sgl, w->inline_buf, w->length);
-            } else if (iw_access_sgl_resolve(qp, w->sge, w->nsge, 0, &s->sgl, &bad) < 0) {
+            if (tx_sgl_source(qp, w, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
                 return tx_pick_locked(qp, dp, more);
             }
-            memset(&tx->h, 0, sizeof tx->h);
-            if (w->op == IW_WR_WRITE) {
-                tx->h.opcode = IW_OP_WRITE;
-                tx->h.stag = w->remote_stag;
-                tx->h.to = w->remote_addr;
-            } else {
-                tx->h.opcode = send_opcode(w);
-                tx->h.inv_stag = w->remote_stag;
-                tx->h.msn = tx->msn_send++;
-            }
+            tx_hdr_transfer(tx, w);
             s->state = DP_SQE_ACTIVE;
             tx->src = &s->sgl;
             tx->off = 0;
@@ -239,6 +259,13 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
 /* tx_pick_one_locked, noting whether anything else was waiting (dp_tx.more_hint). */
 static int tx_pick_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
 {
+    /* Nothing queued (the usual look after a batch, tx_retire's prepick): every way
+     * tx_pick_one_locked finds a message needs one of these, and the full look cost as much
+     * as framing a small message. */
+    if (!dp->term_pending && !dp->irq_count && dp->sq_issued == qp->sq.count) {
+        dp->tx.more_hint = false;
+        return 0;
+    }
     int r = tx_pick_one_locked(qp, dp, more);
 
     dp->tx.more_hint = r && (dp->sq_issued < qp->sq.count || dp->term_pending ||
@@ -311,10 +338,46 @@ static void tx_unkeep(struct dp_tx *tx)
     tx->b = NULL;
 }
 
+/* The header of the current message's segment at tx->off with seg payload bytes, into buf
+ * (cap bytes). Returns its length or -errno. Inlined, as is tx_seg_trl: a batch of small
+ * messages pays for them once per message. Engine-private (tx_mutex). */
+static inline __attribute__((always_inline)) int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t *buf, size_t cap)
+{
+    struct iw_fpdu_hdr h = tx->h;
+
+    h.last = tx->off + seg == tx->len;
+    if (h.opcode == IW_OP_WRITE || h.opcode == IW_OP_READ_RESP)
+        h.to = tx->h.to + tx->off;
+    else
+        h.mo = (uint32_t)tx->off;
+    int hl = iw_fpdu_put_hdr(&h, (size_t)seg, buf, cap);
+    if (hl < 0)
+        iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
+    return hl;
+}
+
+/* The trailer (pad, CRC) of a segment whose header hdr (hl bytes) carries seg payload bytes in
+ * pay[0..np), into trl (cap bytes); the CRC (RFC 5044 §4) when it was negotiated. Returns its
+ * length or -errno. Engine-private (tx_mutex). */
+static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *dp, const uint8_t *hdr, int hl,
+                                                            uint64_t seg, const struct iovec *pay, int np,
+                                                            uint8_t *trl, size_t cap)
+{
+    uint32_t crc = 0;
+
+    if (dp->crc) {
+        crc = iw_crc32c_update(iw_crc32c_init(), hdr, (size_t)hl);
+        for (int i = 0; i < np; i++)
+            crc = iw_crc32c_update(crc, pay[i].iov_base, pay[i].iov_len);
+    }
+    return iw_fpdu_put_trailer((uint32_t)(hl - IW_MPA_LEN_SIZE + seg), dp->crc, crc, trl, cap);
+}
+
 /* Frames segments of the current message into the batch until its last one is in (returns 1)
  * or the batch is full (0: the message goes on in the next batch), else -errno. Records the
- * message's part in the batch. Engine-private (tx_mutex). */
-static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
+ * message's part in the batch. Inlined into tx_build, which runs it once per message.
+ * Engine-private (tx_mutex). */
+static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
 {
     struct dp_tx *tx = &dp->tx;
     struct dp_tx_batch *b = tx->b;
@@ -323,7 +386,6 @@ static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
     bool last = false;
 
     while (*nf < DP_TX_MAX_FPDUS) {
-        struct iw_fpdu_hdr h = tx->h;
         uint64_t seg = tx->len - tx->off;
         int room = DP_TX_MAX_IOV - tx->iovcnt - 2;
         uint64_t mapped = 0;
@@ -343,36 +405,22 @@ static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
                 break;                             /* out of iovecs: next batch */
             seg = mapped;                          /* a shorter segment is fine (RFC 5041 §5) */
         }
-        h.last = tx->off + seg == tx->len;
-        if (h.opcode == IW_OP_WRITE || h.opcode == IW_OP_READ_RESP)
-            h.to = tx->h.to + tx->off;
-        else
-            h.mo = (uint32_t)tx->off;
-        int hl = iw_fpdu_put_hdr(&h, (size_t)seg, b->hdr[*nf], sizeof b->hdr[*nf]);
-        if (hl < 0) {
-            iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
+        int hl = tx_seg_hdr(qp, tx, seg, b->hdr[*nf], sizeof b->hdr[*nf]);
+        if (hl < 0)
             return hl;
-        }
         b->iov[tx->iovcnt].iov_base = b->hdr[*nf];
         b->iov[tx->iovcnt].iov_len = (size_t)hl;
-        uint32_t crc = 0;
-        if (dp->crc) {
-            crc = iw_crc32c_update(iw_crc32c_init(), b->hdr[*nf], (size_t)hl);
-            for (int i = 0; i < np; i++)
-                crc = iw_crc32c_update(crc, b->iov[tx->iovcnt + 1 + i].iov_base, b->iov[tx->iovcnt + 1 + i].iov_len);
-        }
-        uint32_t ulpdu = (uint32_t)(hl - IW_MPA_LEN_SIZE + seg);
-        int tl = iw_fpdu_put_trailer(ulpdu, dp->crc, crc, b->trl[*nf], sizeof b->trl[*nf]);
+        int tl = tx_seg_trl(dp, b->hdr[*nf], hl, seg, &b->iov[tx->iovcnt + 1], np, b->trl[*nf], sizeof b->trl[*nf]);
         if (tl < 0)
             return tl;
         tx->iovcnt += 1 + np;
         b->iov[tx->iovcnt].iov_base = b->trl[*nf];
         b->iov[tx->iovcnt].iov_len = (size_t)tl;
         tx->iovcnt++;
-        tx->batch_bytes += iw_mpa_fpdu_len(ulpdu);
+        tx->batch_bytes += iw_mpa_fpdu_len((uint32_t)(hl - IW_MPA_LEN_SIZE + seg));
         tx->off += seg;
         (*nf)++;
-        if (h.last) {
+        if (tx->off == tx->len) {
             last = true;
             break;
         }
@@ -389,6 +437,23 @@ static int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
     return last ? 1 : 0;
 }
 
+/* Starts an empty batch in the thread's storage (the last batch is out). tx_mutex held. */
+static void tx_batch_begin(struct dp_tx *tx)
+{
+    tx->b = &tx_thread_batch;
+    tx->b->nmsg = tx->b->mdone = 0;
+    tx->b->has_rresp = false;
+    tx->iovcnt = tx->iovpos = 0;
+    tx->batch_bytes = 0;
+}
+
+/* Closes a batch of nf FPDUs. tx_mutex held. */
+static void tx_batch_end(struct iw_qp *qp, struct dp_tx *tx, int nf)
+{
+    tx->b->nfpdu = nf;
+    IW_COUNT(qp->obj.dev, rdma_out_frames, nf);
+}
+
 /* Builds the next batch in the thread's storage: the current message, then (while there is
  * room) the messages tx_pick chooses after it. Engine-private (tx_mutex); takes qp->lock. */
 static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
@@ -396,11 +461,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     struct dp_tx *tx = &dp->tx;
     int nf = 0;
 
-    tx->b = &tx_thread_batch;                      /* the last batch is out */
-    tx->b->nmsg = tx->b->mdone = 0;
-    tx->b->has_rresp = false;
-    tx->iovcnt = tx->iovpos = 0;
-    tx->batch_bytes = 0;
+    tx_batch_begin(tx);
     for (;;) {
         int r = tx_frame(qp, dp, &nf);
         if (r < 0)
@@ -427,8 +488,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     }
     if (nf == 0)
         return -ENOBUFS;                           /* cannot happen: one FPDU always fits */
-    tx->b->nfpdu = nf;
-    IW_COUNT(qp->obj.dev, rdma_out_frames, nf);
+    tx_batch_end(qp, tx, nf);
     return 0;
 }
 
@@ -493,6 +553,12 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
  * about 3% of the one-way latency. */
 #define DP_TX_LINEAR_MAX 256u
 
+/* One contiguous buffer to the socket, without waiting. */
+static ssize_t tx_send_buf(const struct iw_dp *dp, const void *buf, size_t len)
+{
+    return send(dp->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* One socket write of what is left of the batch: send() of a copy when it is small and in
  * several pieces, else sendmsg() straight from the iovecs. */
 static ssize_t tx_send(struct iw_dp *dp)
@@ -510,11 +576,46 @@ static ssize_t tx_send(struct iw_dp *dp)
             memcpy(lin + len, v[i].iov_base, v[i].iov_len);
             len += v[i].iov_len;
         }
-        return send(dp->fd, lin, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        return tx_send_buf(dp, lin, len);
     }
 gather:;
     struct msghdr m = { .msg_iov = (struct iovec *)v, .msg_iovlen = cnt < DP_IOV_MAX ? cnt : DP_IOV_MAX };
     return sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Accounts one socket write (n: what send / sendmsg returned): 0 when it took bytes, -EINTR to
+ * write again, -EAGAIN when the socket is full, else -errno. Engine-private (tx_mutex). */
+static int tx_wrote(struct iw_qp *qp, ssize_t n)
+{
+    IW_COUNT(qp->obj.dev, rdma_out_writes, 1);
+    if (n < 0) {
+        if (errno == EINTR)
+            return -EINTR;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return -EAGAIN;
+        return -errno;
+    }
+    IW_COUNT(qp->obj.dev, rdma_out_octets, n);
+    return 0;
+}
+
+/* Moves the batch past n written bytes: a short write resumes inside an iovec. Engine-private
+ * (tx_mutex). */
+static void tx_advance(struct dp_tx *tx, size_t n)
+{
+    while (n && tx->iovpos < tx->iovcnt) {
+        struct iovec *v = &tx->b->iov[tx->iovpos];
+        if (n >= v->iov_len) {
+            n -= v->iov_len;
+            tx->iovpos++;
+        } else {
+            v->iov_base = (uint8_t *)v->iov_base + n;
+            v->iov_len -= n;
+            n = 0;
+        }
+    }
+    while (tx->iovpos < tx->iovcnt && tx->b->iov[tx->iovpos].iov_len == 0)
+        tx->iovpos++;
 }
 
 /* Writes what is left of the batch, retiring messages as they are out. 0 = all written,
@@ -525,33 +626,45 @@ static int tx_write(struct iw_qp *qp, struct iw_dp *dp)
 
     while (tx->iovpos < tx->iovcnt) {
         ssize_t n = tx_send(dp);
-        IW_COUNT(qp->obj.dev, rdma_out_writes, 1);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return -EAGAIN;
-            return -errno;
-        }
-        IW_COUNT(qp->obj.dev, rdma_out_octets, n);
-        /* Partial write: advance through the iovecs; resume here later. */
-        size_t left = (size_t)n;
-        while (left && tx->iovpos < tx->iovcnt) {
-            struct iovec *v = &tx->b->iov[tx->iovpos];
-            if (left >= v->iov_len) {
-                left -= v->iov_len;
-                tx->iovpos++;
-            } else {
-                v->iov_base = (uint8_t *)v->iov_base + left;
-                v->iov_len -= left;
-                left = 0;
-            }
-        }
-        while (tx->iovpos < tx->iovcnt && tx->b->iov[tx->iovpos].iov_len == 0)
-            tx->iovpos++;
+        int err = tx_wrote(qp, n);
+        if (err == -EINTR)
+            continue;
+        if (err < 0)
+            return err;
+        tx_advance(tx, (size_t)n);
         tx_retire(qp, dp);
     }
     return 0;
+}
+
+/* The SENDING state after tx_write (its result err): 1 when the batch is out (IDLE again), 0
+ * when the socket is full (the batch is kept, and the engine waits for room), else a fatal
+ * -errno (DEAD). tx_mutex held. */
+static int tx_sent(struct iw_qp *qp, struct iw_dp *dp, int err)
+{
+    struct dp_tx *tx = &dp->tx;
+
+    if (err == -EAGAIN && tx_keep(tx) < 0) {
+        iw_err("QP[%u] no memory to keep a batch the socket did not take", qp->obj.id);
+        err = -ENOMEM;
+    } else if (err == -EAGAIN) {
+        iw_poll_tx_blocked(dp, true);
+        if (!tx->want_out) {
+            tx->want_out = true;
+            iw_qp_want_writable(qp, true);
+        }
+        return 0;
+    }
+    if (err < 0) {
+        tx_goto(qp, dp, DP_TX_DEAD);
+        return err;
+    }
+    tx->b = NULL;                                  /* out; tx_build takes the thread's next */
+    iw_poll_tx_blocked(dp, false);
+    if (tx->state == DP_TX_DEAD)
+        return -EPROTO;                            /* our Terminate is out: the CM aborts */
+    tx_goto(qp, dp, DP_TX_IDLE);
+    return 1;
 }
 
 /* The engine proper: runs until idle, blocked or dead. tx_mutex held. Returns 0 or a fatal
@@ -566,27 +679,9 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
         case DP_TX_DEAD:
             return 0;
         case DP_TX_SENDING:
-            err = tx_write(qp, dp);
-            if (err == -EAGAIN && tx_keep(tx) < 0) {
-                iw_err("QP[%u] no memory to keep a batch the socket did not take", qp->obj.id);
-                err = -ENOMEM;
-            } else if (err == -EAGAIN) {
-                iw_poll_tx_blocked(dp, true);
-                if (!tx->want_out) {
-                    tx->want_out = true;
-                    iw_qp_want_writable(qp, true);
-                }
-                return 0;
-            }
-            if (err < 0) {
-                tx_goto(qp, dp, DP_TX_DEAD);
+            err = tx_sent(qp, dp, tx_write(qp, dp));
+            if (err <= 0)
                 return err;
-            }
-            tx->b = NULL;                         /* out; tx_build takes the thread's next */
-            iw_poll_tx_blocked(dp, false);
-            if (tx->state == DP_TX_DEAD)
-                return -EPROTO;                    /* our Terminate is out: the CM aborts */
-            tx_goto(qp, dp, DP_TX_IDLE);
             continue;
         case DP_TX_IDLE: {
             int picked = tx->prepick;
@@ -644,14 +739,206 @@ int iw_tx_run(struct iw_qp *qp)
     return ret;
 }
 
-void iw_tx_kick(struct iw_qp *qp)
+/* A fatal socket error of a run from a posting or progress thread goes to the CM. No lock held. */
+static void tx_report(struct iw_qp *qp, int err)
 {
-    int err = iw_tx_run(qp);
-
     if (err < 0) {
         iw_dbg("QP[%u] TX socket error %d", qp->obj.id, err);
         iw_cm_connection_failed(qp, err);
     }
+}
+
+void iw_tx_kick(struct iw_qp *qp)
+{
+    tx_report(qp, iw_tx_run(qp));
+}
+
+/* ---- the lean path: a small Send or Write written by the posting thread itself ----
+ *
+ * Issue 15 item 4. The ordinary path queues a request, then runs the engine, which picks it
+ * back from the SQ, frames it, writes it, retires it through the SQ and looks for more: three
+ * qp->lock round trips and the WQE pushed and dropped again, about three times the work of
+ * framing and writing an 8-byte message. When the request could only be the next thing on the
+ * wire anyway (nothing outstanding on the SQ, nothing the engine must send first, the engine
+ * idle and ours), post_sq hands it here instead. It is framed as one FPDU straight into one
+ * buffer, the bytes the engine would write for it (same header, MSN, CRC, counters), and
+ * written with one send(); when the socket takes it whole it completes at once, never having
+ * been on the SQ. Otherwise it becomes what the ordinary path would have made of it
+ * (tx_lean_handover). */
+
+bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp_sgl *sgl)
+{
+    struct iw_dp *dp = qp->dp;
+    struct dp_tx *tx = &dp->tx;
+    uint32_t bad;
+
+    if ((w->op != IW_WR_SEND && w->op != IW_WR_SEND_INV && w->op != IW_WR_WRITE) || (w->flags & NDK_OP_FLAG_DEFER) ||
+        w->length > tx->lean_max)
+        return false;
+    /* Nothing outstanding on the SQ, so a completion pushed now is in posting order (§5.6), and
+     * nothing to go first: our Terminate (RFC 5040 §5.3: nothing after it), a Read Response
+     * (RFC 5040 §5.3: in request order), the first-FPDU hold (RFC 5044 §7.1.2). */
+    if (qp->sq.count || dp->term_pending || dp->term_sent || dp->irq_count || qp->params.tx_wait_first_rx)
+        return false;
+    /* A trylock never waits, so taking tx_mutex inside qp->lock here cannot deadlock with the
+     * engine, which takes them the other way round. Someone else's engine: the ordinary way. */
+    if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
+        return false;
+    /* The engine idle: no batch or message in progress, not waiting for room. A bad SGL is left
+     * to tx_pick, which fails it as it always has (its Terminate, its completion). A kick that
+     * came while we held tx_mutex is served by the ordinary path's own kick (no DEFER here). */
+    if (tx->state != DP_TX_IDLE || tx->msg != DP_MSG_NONE || tx->want_out ||
+        atomic_load_explicit(&dp->tx_blocked, memory_order_relaxed) || tx_sgl_source(qp, w, sgl, &bad) < 0) {
+        pthread_mutex_unlock(&dp->tx_mutex);
+        return false;
+    }
+    tx->slot = iw_wq_slot(&qp->sq, 0);             /* where post_sq reserved it room */
+    return true;
+}
+
+/* The lean message is out whole, or cannot be handed over: its memory references go first,
+ * then its completion (§5.10: a consumer that deregisters right after it must not find the
+ * region still in use; §5.5.2: none for a successful SILENT_SUCCESS request). tx_mutex held,
+ * qp->lock not held (takes cq->lock). */
+static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl, NTSTATUS st)
+{
+    NDK_RESULT_EX r = {
+        .Status = st,
+        .QPContext = qp->qp_context,
+        .RequestContext = w->request_context,
+        .Type = iw_wr_type(w->op),
+    };
+    bool report = !(st == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_SILENT_SUCCESS));
+
+    iw_access_sgl_release(sgl);
+    if (w->inline_buf)
+        iw_wq_entry_release(w);                    /* all a Send / Write WQE owns (post.c) */
+    if (report)
+        iw_cq_push(qp->icq, &r, false);
+}
+
+/* The lean message as one FPDU in buf (cap bytes), the bytes tx_frame would put in a batch
+ * for it: its header, its payload copied, pad and CRC. Returns the FPDU's length, 0 when its
+ * source needs more pieces than a small message may have (the engine frames it), or -errno.
+ * tx_mutex held. */
+static int tx_lean_frame(struct iw_qp *qp, struct iw_dp *dp, uint8_t *buf, size_t cap)
+{
+    struct dp_tx *tx = &dp->tx;
+    struct iovec pay[2 * IW_MAX_SGE];              /* an SGE crosses at most one page boundary */
+    uint64_t mapped = 0;
+    int np = 0, hl, tl;
+
+    if (tx->len) {
+        np = iw_access_sgl_iov(tx->src, 0, tx->len, pay, (int)(sizeof pay / sizeof pay[0]), &mapped);
+        if (mapped < tx->len)
+            return 0;
+    }
+    hl = tx_seg_hdr(qp, tx, tx->len, buf, cap);
+    if (hl < 0)
+        return hl;
+    uint8_t *p = buf + hl;
+    for (int i = 0; i < np; i++) {
+        memcpy(p, pay[i].iov_base, pay[i].iov_len);
+        p += pay[i].iov_len;
+    }
+    tl = tx_seg_trl(dp, buf, hl, tx->len, pay, np, p, cap - (size_t)(p - buf));
+    if (tl < 0)
+        return tl;
+    return (int)(p - buf) + tl;
+}
+
+/* The socket did not take the lean message whole (len: tx_lean_frame's result; when it is
+ * positive, n and err: its write's): it becomes what the ordinary path would have made of it,
+ * SQ entry 0 being sent. The engine frames it into a batch again (the same bytes: the header
+ * template and its MSN are kept), skips what the socket took, and goes on in SENDING with the
+ * rest (kept by tx_keep while the socket is full), so nothing is lost or reordered and it
+ * completes through tx_retire. Returns the engine's result. tx_mutex held. */
+static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w, struct dp_sgl *sgl, int len,
+                            ssize_t n, int err)
+{
+    struct dp_tx *tx = &dp->tx;
+    struct dp_sqe *s = NULL;
+    int nf = 0, framed;
+
+    tx->lean_short++;
+    pthread_mutex_lock(&qp->lock);
+    /* Cannot fail: post_sq reserved the slot under qp->lock, and an empty SQ has nothing to pop
+     * while only this thread posts (§5.4). */
+    if (iw_wq_push(&qp->sq, w) == 0) {
+        s = iw_dp_sqe(qp, tx->slot);
+        s->sgl.n = sgl->n;
+        s->sgl.total = sgl->total;
+        memcpy(s->sgl.e, sgl->e, sizeof sgl->e[0] * sgl->n);
+        s->state = DP_SQE_ACTIVE;
+        dp->sq_issued++;
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (!s) {
+        iw_err("QP[%u] no SQ slot for a message partly written", qp->obj.id);
+        tx_lean_complete(qp, w, sgl, STATUS_INSUFFICIENT_RESOURCES);
+        tx_goto(qp, dp, DP_TX_DEAD);               /* the stream may hold part of an FPDU */
+        return -ENOMEM;
+    }
+    tx->src = &s->sgl;
+    tx->off = 0;
+    tx_batch_begin(tx);
+    framed = tx_frame(qp, dp, &nf);
+    if (framed < 0) {
+        tx_goto(qp, dp, DP_TX_DEAD);
+        return framed;
+    }
+    if (len > 0)
+        tx->b->nfpdu = nf;                         /* counted when it was framed first */
+    else
+        tx_batch_end(qp, tx, nf);
+    if (framed == 1)
+        tx->msg = DP_MSG_NONE;                     /* framed whole: the batch retires it */
+    if (len > 0 && n > 0)
+        tx_advance(tx, (size_t)n);
+    tx->prepick = -1;
+    tx_goto(qp, dp, DP_TX_SENDING);
+    if (err == 0 || err == -EINTR)
+        err = tx_write(qp, dp);
+    err = tx_sent(qp, dp, err);
+    return err > 0 ? tx_engine(qp, dp) : err;
+}
+
+void iw_tx_lean_send(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl)
+{
+    struct iw_dp *dp = qp->dp;
+    struct dp_tx *tx = &dp->tx;
+    uint8_t buf[DP_TX_LINEAR_MAX];
+    ssize_t n = 0;
+    int len, err = 0;
+
+    tx_hdr_transfer(tx, w);
+    tx->src = sgl;
+    tx->off = 0;
+    tx->len = sgl->total;
+    tx->msg = DP_MSG_SQ;
+    len = tx_lean_frame(qp, dp, buf, sizeof buf);
+    if (len > 0) {
+        IW_COUNT(qp->obj.dev, rdma_out_frames, 1);
+        n = tx_send_buf(dp, buf, (size_t)len);
+        err = tx_wrote(qp, n);
+    }
+    if (len > 0 && n == len) {
+        tx->msg = DP_MSG_NONE;
+        tx->src = NULL;                            /* the caller's: gone when we return */
+        tx->lean_done++;
+        tx_lean_complete(qp, w, sgl, STATUS_SUCCESS);
+    } else {
+        err = tx_lean_handover(qp, dp, w, sgl, len, n, err);
+    }
+    pthread_mutex_unlock(&dp->tx_mutex);
+    /* A kick that found tx_mutex ours (RX: a Read Response, our Terminate) waits in tx_pending,
+     * as it would for any owner of the engine (iw_tx_run). */
+    if (atomic_load_explicit(&dp->tx_pending, memory_order_acquire)) {
+        int e = iw_tx_run(qp);
+        if (!err)
+            err = e;
+    }
+    tx_report(qp, err);
 }
 
 /* ---- set-up and stop, for the QP's life cycle (qp.c) ---- */
@@ -665,6 +952,11 @@ void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp)
                   : iw_fpdu_mulpdu(qp->params.mss ? qp->params.mss : 1460, false);
     if (dp->tx.mulpdu < IW_FPDU_READ_REQ_HDR_LEN + 4)
         dp->tx.mulpdu = IW_FPDU_READ_REQ_HDR_LEN + 4;
+    /* A small message: one FPDU of any of the three transfers (a Send's header is the longest),
+     * and with the longest header and pad it fits the lean path's one buffer. */
+    dp->tx.lean_max = iw_fpdu_max_payload(IW_OP_SEND, dp->tx.mulpdu);
+    if (dp->tx.lean_max > DP_TX_LINEAR_MAX - IW_FPDU_UNTAGGED_HDR_LEN - 3 - IW_MPA_CRC_SIZE)
+        dp->tx.lean_max = DP_TX_LINEAR_MAX - IW_FPDU_UNTAGGED_HDR_LEN - 3 - IW_MPA_CRC_SIZE;
 }
 
 void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
