@@ -17,7 +17,9 @@
  *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
  *                 nobody ever waits for it except iw_qp_stop, and the holder only does
- *                 non-blocking sendmsg(); a close or RX never waits behind a blocked write.
+ *                 non-blocking send() / sendmsg(); a close or RX never waits behind a blocked
+ *                 write. The one acquisition inside qp->lock, against this order, is the TX
+ *                 lean path's claim (iw_tx_lean_claim_locked): a trylock, so it cannot deadlock.
  *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
  *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /

@@ -556,7 +556,8 @@ struct iw_wqe {
  * Storage follows what is queued, not the depth (issue 14 item 3): the slots live in chunks of
  * IW_WQ_CHUNK, allocated zeroed when a push first needs one and given back when the last entry
  * in it leaves; one emptied chunk is kept as a spare, so a queue that carries one request at a
- * time does not allocate per request. Each slot carries side_size bytes of its owner's per-slot
+ * time does not allocate per request. A slot reserved for a request that never entered (the TX
+ * lean path wrote it whole, tx.c) leaves its chunk allocated and empty for the next push. Each slot carries side_size bytes of its owner's per-slot
  * state after the WQE (the SQ's struct dp_sqe, datapath.h), zero while the slot is free. */
 #define IW_WQ_CHUNK 4u
 #define IW_WQ_ALIGN(n) (((n) + _Alignof(max_align_t) - 1) & ~(size_t)(_Alignof(max_align_t) - 1))
