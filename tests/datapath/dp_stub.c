@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -268,6 +270,27 @@ static void set_nb(int fd)
     CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
 }
 
+/* A connected pair over 127.0.0.1 (an ephemeral port), with TCP_NODELAY as the CM sets it. */
+static void tcp_pair(int fds[2])
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof a;
+    int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+
+    CHECK(l >= 0);
+    CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(listen(l, 1) == 0);
+    CHECK(getsockname(l, (struct sockaddr *)&a, &al) == 0);
+    fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fds[0] >= 0);
+    CHECK(connect(fds[0], (struct sockaddr *)&a, sizeof a) == 0);
+    fds[1] = accept(l, NULL, NULL);
+    CHECK(fds[1] >= 0);
+    close(l);
+    for (int i = 0; i < 2; i++)
+        CHECK(setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
+}
+
 static void make_qp(struct dpt_env *e, int i, const struct dpt_conn_opts *o)
 {
     struct dpt_side *s = &e->s[i];
@@ -316,7 +339,12 @@ void dpt_connect(struct dpt_env *e, const struct dpt_conn_opts *o)
     make_qp(e, 0, o);
     make_qp(e, 1, o);
     e->split = o->split;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    if (o->tcp) {
+        CHECK_MSG(o->split == DPT_DIRECT, "tcp goes with the direct split only");
+        tcp_pair(a);
+    } else {
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    }
     if (o->split == DPT_DIRECT) {
         set_nb(a[0]);
         set_nb(a[1]);
@@ -446,6 +474,8 @@ bool dpt_conn_opts_arg(struct dpt_conn_opts *o, const char *arg)
         o->crc = false;
     else if (!strcmp(arg, "bigmss"))
         o->mss = 65483;
+    else if (!strcmp(arg, "tcp"))
+        o->tcp = true;
     else
         return false;
     return true;

@@ -46,11 +46,12 @@ struct dpt_conn_opts {
     bool srq_b;                 /* side 1 uses an SRQ */
     uint32_t sq_depth, rq_depth;/* 0: 256 */
     uint32_t cq_depth;          /* 0: 4096 */
+    bool tcp;                   /* direct split over a loopback TCP connection, not a socket pair */
 };
 
 /* The defaults the tests start from: direct split, CRC on. */
 void dpt_conn_opts_default(struct dpt_conn_opts *o);
-/* Applies one of the arguments the datapath tests share (random, onebyte, nocrc, bigmss);
+/* Applies one of the arguments the datapath tests share (random, onebyte, nocrc, bigmss, tcp);
  * false when arg is none of them. */
 bool dpt_conn_opts_arg(struct dpt_conn_opts *o, const char *arg);
 

@@ -34,6 +34,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +375,27 @@ static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *
     return iw_fpdu_put_trailer((uint32_t)(hl - IW_MPA_LEN_SIZE + seg), dp->crc, crc, trl, cap);
 }
 
+#define DP_TX_MSS_EVERY 8u
+
+/* Sizes segments by the socket's MSS as it is now (iwarp-wire.md §2.8: EMSS is the TCP send
+ * MSS, which siw reads before every message). Linux caps it at half the largest window the peer
+ * has offered so far, so the value read at establishment is often far below what the path
+ * carries (32 KiB of 64 KiB on loopback): a 1 MiB message then costs the receiver twice the
+ * reads. Only between messages, so every segment of one message has the same size (the
+ * receiver lays Read Responses out by it, rx.c). A socket without an MSS (a socket pair in the
+ * tests) keeps the size it had. Engine-private (tx_mutex); a system call. */
+static void tx_mss_refresh(struct iw_dp *dp)
+{
+    int mss = 0;
+    socklen_t len = sizeof mss;
+
+    if (getsockopt(dp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss <= 0)
+        return;
+    uint32_t m = iw_fpdu_mulpdu((uint32_t)mss, false);
+    if (m >= IW_FPDU_READ_REQ_HDR_LEN + 4)
+        dp->tx.mulpdu = m;
+}
+
 /* Frames segments of the current message into the batch until its last one is in (returns 1)
  * or the batch is full (0: the message goes on in the next batch), else -errno. Records the
  * message's part in the batch. Inlined into tx_build, which runs it once per message.
@@ -384,6 +407,12 @@ static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, stru
     uint32_t maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
     int first = *nf;
     bool last = false;
+
+    if (tx->off == 0 && tx->len > maxpay && --tx->mss_countdown == 0) {
+        tx->mss_countdown = DP_TX_MSS_EVERY;
+        tx_mss_refresh(dp);
+        maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
+    }
 
     while (*nf < DP_TX_MAX_FPDUS) {
         uint64_t seg = tx->len - tx->off;
@@ -952,6 +981,7 @@ void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp)
                   : iw_fpdu_mulpdu(qp->params.mss ? qp->params.mss : 1460, false);
     if (dp->tx.mulpdu < IW_FPDU_READ_REQ_HDR_LEN + 4)
         dp->tx.mulpdu = IW_FPDU_READ_REQ_HDR_LEN + 4;
+    dp->tx.mss_countdown = 1;                      /* the first multi-segment message reads it */
     /* A small message: one FPDU of any of the three transfers (a Send's header is the longest),
      * and with the longest header and pad it fits the lean path's one buffer. */
     dp->tx.lean_max = iw_fpdu_max_payload(IW_OP_SEND, dp->tx.mulpdu);

@@ -1,0 +1,141 @@
+/* test_dp_mss: segments follow the socket's MSS as it is now (tx.c tx_mss_refresh,
+ * iwarp-wire.md §2.8). Over loopback TCP, QPs set up with an MSS of 1460 must find the real one
+ * at their first multi-segment message and send Writes, Sends and Read Responses in segments of
+ * that size: far fewer FPDUs, the data intact, every segment of a Read Response the same size
+ * (the requester's look-ahead never misses). Over a socket pair, which has no MSS, the size
+ * stays what the connection set.
+ * Usage: test_dp_mss crc|nocrc */
+#include "dptest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MSG  (256u << 10)             /* bytes per message */
+#define ROUNDS 12u                    /* past the second read of the MSS (DP_TX_MSS_EVERY) */
+
+static struct dpt_env env;
+static struct dpt_mr ma, mb;
+
+static uint32_t tx_mulpdu(int side)
+{
+    struct iw_dp *dp = env.s[side].qp->dp;
+    pthread_mutex_lock(&dp->tx_mutex);
+    uint32_t m = dp->tx.mulpdu;
+    pthread_mutex_unlock(&dp->tx_mutex);
+    return m;
+}
+
+static uint64_t rx_fpdus(int side)
+{
+    struct iw_dp *dp = env.s[side].qp->dp;
+    pthread_mutex_lock(&dp->rx_mutex);
+    uint64_t n = dp->rx.fr.fpdus;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return n;
+}
+
+static uint32_t rx_spec_miss(int side)
+{
+    struct iw_dp *dp = env.s[side].qp->dp;
+    pthread_mutex_lock(&dp->rx_mutex);
+    uint32_t n = dp->rx.spec_miss;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return n;
+}
+
+static void expect(int side, NDK_OPERATION_TYPE type, void *ctx, size_t bytes)
+{
+    NDK_RESULT_EX r;
+    dpt_poll(&env, side, &r, 20000);
+    CHECK_STATUS(r.Status, STATUS_SUCCESS);
+    CHECK_EQ(r.Type, type);
+    CHECK(r.RequestContext == ctx);
+    if (type == NdkOperationTypeReceive)
+        CHECK_EQ(r.BytesTransferred, bytes);
+}
+
+/* One Write, one Send and one Read of MSG bytes each; returns the FPDUs B received for the
+ * Write and the Send. */
+static uint64_t one_round(uint32_t seed)
+{
+    NDK_SGE s = dpt_sge(&ma, 0, MSG), r = dpt_sge(&mb, MSG, MSG), rd = dpt_sge(&ma, MSG, MSG);
+    uint64_t f0 = rx_fpdus(1);
+
+    dpt_fill(ma.p, MSG, seed);
+    memset(mb.p, 0, 2 * (size_t)MSG);
+    CHECK_STATUS(iw_post_write(env.s[0].ndk, (void *)1, &s, 1, (uint64_t)(uintptr_t)mb.p, mb.token, 0), STATUS_SUCCESS);
+    expect(0, NdkOperationTypeWrite, (void *)1, 0);
+    CHECK_STATUS(iw_post_receive(env.s[1].ndk, (void *)2, &r, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(env.s[0].ndk, (void *)3, &s, 1, 0), STATUS_SUCCESS);
+    expect(0, NdkOperationTypeSend, (void *)3, 0);
+    expect(1, NdkOperationTypeReceive, (void *)2, MSG);
+    uint64_t frames = rx_fpdus(1) - f0;
+    CHECK(dpt_check(mb.p, MSG, seed));
+    CHECK(dpt_check(mb.p + MSG, MSG, seed));
+
+    /* B answers a Read with its own segments. */
+    dpt_fill(mb.p, MSG, seed + 1000);
+    memset(ma.p + MSG, 0, MSG);
+    CHECK_STATUS(iw_post_read(env.s[0].ndk, (void *)4, &rd, 1, (uint64_t)(uintptr_t)mb.p, mb.token, 0), STATUS_SUCCESS);
+    expect(0, NdkOperationTypeRead, (void *)4, 0);
+    CHECK(dpt_check(ma.p + MSG, MSG, seed + 1000));
+    return frames;
+}
+
+static void setup(bool crc, bool tcp)
+{
+    struct dpt_conn_opts o;
+    dpt_conn_opts_default(&o);
+    o.crc = crc;
+    o.tcp = tcp;
+    dpt_env_init(&env);
+    dpt_mr_reg(&env, &ma, 2 * (size_t)MSG, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ);
+    dpt_mr_reg(&env, &mb, 2 * (size_t)MSG,
+               NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ);
+    dpt_connect(&env, &o);
+}
+
+static void teardown(void)
+{
+    dpt_disconnect(&env);
+    dpt_mr_free(&env, &ma);
+    dpt_mr_free(&env, &mb);
+    dpt_env_fini(&env);
+}
+
+int main(int argc, char **argv)
+{
+    CHECK_MSG(argc == 2, "usage: test_dp_mss crc|nocrc");
+    bool crc = !strcmp(argv[1], "crc");
+    uint32_t initial = iw_fpdu_mulpdu(1460, false);     /* the harness's MSS (dptest.h) */
+    /* Payload of a Send segment at that size: a message of MSG bytes takes at least this many. */
+    uint64_t small_frames = MSG / iw_fpdu_max_payload(IW_OP_SEND, initial);
+
+    /* A socket pair has no MSS: nothing changes. */
+    setup(crc, false);
+    CHECK_EQ(tx_mulpdu(0), initial);
+    uint64_t frames = one_round(1);
+    CHECK_EQ(tx_mulpdu(0), initial);
+    CHECK_EQ(tx_mulpdu(1), initial);
+    CHECK(frames >= 2 * small_frames);
+    teardown();
+
+    /* Loopback TCP: Linux reports at least 32 KiB there (half the first window, 64 KiB MTU). */
+    setup(crc, true);
+    CHECK_EQ(tx_mulpdu(0), initial);
+    for (uint32_t i = 0; i < ROUNDS; i++) {
+        frames = one_round(100 + i);
+        CHECK(tx_mulpdu(0) > 8 * initial);
+        CHECK(tx_mulpdu(1) > 8 * initial);     /* B's Read Responses */
+        CHECK_MSG(frames * 8 < 2 * small_frames, "round %u: %llu FPDUs for two messages of %u bytes", i,
+                  (unsigned long long)frames, MSG);
+    }
+    CHECK(tx_mulpdu(0) <= 65535u);
+    CHECK_EQ(rx_spec_miss(0), 0u);
+    CHECK(dpt_mr_guard_ok(&ma));
+    CHECK(dpt_mr_guard_ok(&mb));
+    printf("dp_mss %s: ok (ULPDU at most %u bytes, was %u; %llu FPDUs for the last Write and Send)\n", argv[1],
+           tx_mulpdu(0), initial, (unsigned long long)frames);
+    teardown();
+    return 0;
+}
