@@ -2,8 +2,8 @@
  * iwarp-wire.md §2.8). Over loopback TCP, QPs set up with an MSS of 1460 must find the real one
  * at their first multi-segment message and send Writes, Sends and Read Responses in segments of
  * that size: far fewer FPDUs, the data intact, every segment of a Read Response the same size
- * (the requester's look-ahead never misses). Over a socket pair, which has no MSS, the size
- * stays what the connection set.
+ * (the requester's look-ahead never misses), and the MSS read less and less often once it
+ * stays the same. Over a socket pair, which has no MSS, the size stays what the connection set.
  * Usage: test_dp_mss crc|nocrc */
 #include "dptest.h"
 
@@ -12,6 +12,7 @@
 
 #define MSG  (256u << 10)             /* bytes per message */
 #define ROUNDS 12u                    /* past the second read of the MSS (DP_TX_MSS_EVERY) */
+#define MORE 120u                     /* Writes after them: the reads of the MSS grow rare */
 
 static struct dpt_env env;
 static struct dpt_mr ma, mb;
@@ -23,6 +24,15 @@ static uint32_t tx_mulpdu(int side)
     uint32_t m = dp->tx.mulpdu;
     pthread_mutex_unlock(&dp->tx_mutex);
     return m;
+}
+
+static uint64_t tx_mss_reads(int side)
+{
+    struct iw_dp *dp = env.s[side].qp->dp;
+    pthread_mutex_lock(&dp->tx_mutex);
+    uint64_t n = dp->tx.mss_reads;
+    pthread_mutex_unlock(&dp->tx_mutex);
+    return n;
 }
 
 static uint64_t rx_fpdus(int side)
@@ -132,10 +142,23 @@ int main(int argc, char **argv)
     }
     CHECK(tx_mulpdu(0) <= 65535u);
     CHECK_EQ(rx_spec_miss(0), 0u);
+    /* The interval doubles while the MSS stays put: MORE further Writes read it a few times,
+     * not once every 8 messages. */
+    CHECK(tx_mss_reads(0) >= 2);
+    for (uint32_t i = 0; i < MORE; i++) {
+        NDK_SGE s = dpt_sge(&ma, 0, MSG);
+        CHECK_STATUS(iw_post_write(env.s[0].ndk, (void *)5, &s, 1, (uint64_t)(uintptr_t)mb.p, mb.token, 0),
+                     STATUS_SUCCESS);
+        expect(0, NdkOperationTypeWrite, (void *)5, 0);
+    }
+    uint64_t reads = tx_mss_reads(0);
+    CHECK_MSG(reads <= 9, "%llu reads of the MSS for %u multi-segment messages", (unsigned long long)reads,
+              2 * ROUNDS + MORE);
     CHECK(dpt_mr_guard_ok(&ma));
     CHECK(dpt_mr_guard_ok(&mb));
-    printf("dp_mss %s: ok (ULPDU at most %u bytes, was %u; %llu FPDUs for the last Write and Send)\n", argv[1],
-           tx_mulpdu(0), initial, (unsigned long long)frames);
+    printf("dp_mss %s: ok (ULPDU at most %u bytes, was %u; %llu FPDUs for the last Write and Send; %llu reads of "
+           "the MSS for %u messages)\n", argv[1], tx_mulpdu(0), initial, (unsigned long long)frames,
+           (unsigned long long)reads, 2 * ROUNDS + MORE);
     teardown();
     return 0;
 }

@@ -218,10 +218,12 @@ struct dp_tx {
     uint32_t msn_send;        /* next MSN on QN 0 / QN 1 (RFC 5041 §5.1: starts at 1) */
     uint32_t msn_rreq;
     /* Largest ULPDU we build, from the socket's current MSS (iwarp-wire.md §2.8), read again
-     * every DP_TX_MSS_EVERY multi-segment messages (tx_mss_refresh): Linux's value starts at
+     * now and then between multi-segment messages (tx_mss_refresh): Linux's value starts at
      * half the peer's first window (32 KiB on loopback) and grows with it, as siw's does. */
     uint32_t mulpdu;
     uint32_t mss_countdown;   /* multi-segment messages until the next read of the MSS */
+    uint32_t mss_every;       /* the interval, doubled while the MSS stays the same */
+    uint64_t mss_reads;       /* reads so far (observed by the tests) */
     bool want_out;            /* EPOLLOUT requested */
     /* Saved qp->lock round trips (engine-private): more_hint is false when the last pick saw
      * nothing else to send, so the batch does not look again (a later post kicks the engine);

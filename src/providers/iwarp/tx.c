@@ -375,25 +375,36 @@ static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *
     return iw_fpdu_put_trailer((uint32_t)(hl - IW_MPA_LEN_SIZE + seg), dp->crc, crc, trl, cap);
 }
 
-#define DP_TX_MSS_EVERY 8u
+#define DP_TX_MSS_EVERY 8u         /* first interval, and again after the MSS changed */
+#define DP_TX_MSS_EVERY_MAX 1024u  /* a connection whose MSS settled reads it this seldom */
 
 /* Sizes segments by the socket's MSS as it is now (iwarp-wire.md §2.8: EMSS is the TCP send
  * MSS, which siw reads before every message). Linux caps it at half the largest window the peer
  * has offered so far, so the value read at establishment is often far below what the path
  * carries (32 KiB of 64 KiB on loopback): a 1 MiB message then costs the receiver twice the
  * reads. Only between messages, so every segment of one message has the same size (the
- * receiver lays Read Responses out by it, rx.c). A socket without an MSS (a socket pair in the
- * tests) keeps the size it had. Engine-private (tx_mutex); a system call. */
+ * receiver lays Read Responses out by it, rx.c). The MSS settles early in a connection, so the
+ * interval doubles while it stays the same: a stream of 64 KiB messages (two segments each)
+ * would otherwise pay a system call every few hundred KiB. A socket without an MSS (a socket
+ * pair in the tests) keeps the size it had. Engine-private (tx_mutex); a system call. */
 static void tx_mss_refresh(struct iw_dp *dp)
 {
+    struct dp_tx *tx = &dp->tx;
+    uint32_t was = tx->mulpdu;
     int mss = 0;
     socklen_t len = sizeof mss;
 
-    if (getsockopt(dp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss <= 0)
-        return;
-    uint32_t m = iw_fpdu_mulpdu((uint32_t)mss, false);
-    if (m >= IW_FPDU_READ_REQ_HDR_LEN + 4)
-        dp->tx.mulpdu = m;
+    tx->mss_reads++;
+    if (getsockopt(dp->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) == 0 && mss > 0) {
+        uint32_t m = iw_fpdu_mulpdu((uint32_t)mss, false);
+        if (m >= IW_FPDU_READ_REQ_HDR_LEN + 4)
+            tx->mulpdu = m;
+    }
+    if (tx->mulpdu != was)
+        tx->mss_every = DP_TX_MSS_EVERY;
+    else if (tx->mss_every < DP_TX_MSS_EVERY_MAX)
+        tx->mss_every *= 2;
+    tx->mss_countdown = tx->mss_every;
 }
 
 /* Frames segments of the current message into the batch until its last one is in (returns 1)
@@ -409,7 +420,6 @@ static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, stru
     bool last = false;
 
     if (tx->off == 0 && tx->len > maxpay && --tx->mss_countdown == 0) {
-        tx->mss_countdown = DP_TX_MSS_EVERY;
         tx_mss_refresh(dp);
         maxpay = iw_fpdu_max_payload(tx->h.opcode, tx->mulpdu);
     }
@@ -982,6 +992,7 @@ void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp)
     if (dp->tx.mulpdu < IW_FPDU_READ_REQ_HDR_LEN + 4)
         dp->tx.mulpdu = IW_FPDU_READ_REQ_HDR_LEN + 4;
     dp->tx.mss_countdown = 1;                      /* the first multi-segment message reads it */
+    dp->tx.mss_every = DP_TX_MSS_EVERY / 2;        /* the first read sets DP_TX_MSS_EVERY */
     /* A small message: one FPDU of any of the three transfers (a Send's header is the longest),
      * and with the longest header and pad it fits the lean path's one buffer. */
     dp->tx.lean_max = iw_fpdu_max_payload(IW_OP_SEND, dp->tx.mulpdu);
