@@ -380,6 +380,19 @@ int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o)
     return a[1];
 }
 
+void dpt_expect(struct dpt_env *e, int i, NDK_OPERATION_TYPE type, void *ctx, NTSTATUS st, size_t bytes)
+{
+    NDK_RESULT_EX r;
+    dpt_poll(e, i, &r, 20000);
+    if (r.RequestContext != ctx)
+        fprintf(stderr, "side %d: completion %p, expected %p\n", i, r.RequestContext, ctx);
+    CHECK(r.RequestContext == ctx);
+    CHECK_STATUS(r.Status, st);
+    CHECK_EQ(r.Type, type);
+    if (st == STATUS_SUCCESS && (type == NdkOperationTypeReceive || type == NdkOperationTypeReceiveAndInvalidate))
+        CHECK_EQ(r.BytesTransferred, bytes);
+}
+
 bool dpt_try_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms)
 {
     NDK_CQ *cq = e->s[i].cq;

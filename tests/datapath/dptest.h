@@ -66,6 +66,9 @@ void dpt_disconnect(struct dpt_env *e);
 
 /* Waits for one completion on side i's CQ; fails the test after timeout_ms. */
 void dpt_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms);
+/* Polls side i's next completion (20 s at most) and checks its context, status and type, and
+ * for a successful receive its byte count. */
+void dpt_expect(struct dpt_env *e, int i, NDK_OPERATION_TYPE type, void *ctx, NTSTATUS st, size_t bytes);
 /* TRUE when a completion arrives within timeout_ms. */
 bool dpt_try_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms);
 /* Waits until side i was torn down (connection failure seen and handled). */

@@ -41,15 +41,7 @@ static void release_tx(void)
 
 static void expect(int side, NDK_OPERATION_TYPE type, void *ctx, NTSTATUS st, size_t bytes)
 {
-    NDK_RESULT_EX r;
-    dpt_poll(&env, side, &r, 20000);
-    CHECK_STATUS(r.Status, st);
-    CHECK_EQ(r.Type, type);
-    if (r.RequestContext != ctx)
-        fprintf(stderr, "side %d: completion %p, expected %p\n", side, r.RequestContext, ctx);
-    CHECK(r.RequestContext == ctx);
-    if (st == STATUS_SUCCESS && type == NdkOperationTypeReceive)   /* initiator results carry no count */
-        CHECK_EQ(r.BytesTransferred, bytes);
+    dpt_expect(&env, side, type, ctx, st, bytes);
 }
 
 static size_t send_len(uint32_t i)

@@ -121,15 +121,7 @@ static void *ctx(uint32_t base, uint32_t i)
 
 static void expect(int side, NDK_OPERATION_TYPE type, void *c, NTSTATUS st, size_t bytes)
 {
-    NDK_RESULT_EX r;
-    dpt_poll(&env, side, &r, 20000);
-    if (r.RequestContext != c)
-        fprintf(stderr, "side %d: completion %p, expected %p\n", side, r.RequestContext, c);
-    CHECK(r.RequestContext == c);
-    CHECK_STATUS(r.Status, st);
-    CHECK_EQ(r.Type, type);
-    if (st == STATUS_SUCCESS && (type == NdkOperationTypeReceive || type == NdkOperationTypeReceiveAndInvalidate))
-        CHECK_EQ(r.BytesTransferred, bytes);
+    dpt_expect(&env, side, type, c, st, bytes);
 }
 
 static void expect_none(int side)
