@@ -50,8 +50,14 @@ for cfg in $configs; do
   if [ $rc -ne 0 ] || [ "$fail" -gt 0 ]; then
     grep -E '\*\*\*(Failed|Timeout|Exception|Not Run)' "$log" | sed 's/^/  FAILED: /'
     sed -n '/The following tests FAILED/,$p' "$log"
-    echo "--- [$cfg] output of failing tests (tail):"
-    tail -150 "$log"
+    # ctest prints a failing test's output right after its result line; show each block (its
+    # last 300 lines), since a test that failed early is far from the log's tail.
+    echo "--- [$cfg] output of failing tests:"
+    awk 'function flush(i) { for (i = (n > 300 ? n - 300 : 0); i < n; i++) print buf[i % 300]; n = 0 }
+         on && (/^ *[0-9]+\/[0-9]+ Test +#/ || /^ +Start +[0-9]+: / || /^[0-9]+% tests passed/) { flush(); on = 0 }
+         /\*\*\*(Failed|Timeout|Exception)/ { on = 1; n = 0 }
+         on { buf[n++ % 300] = $0 }
+         END { if (on) flush() }' "$log"
     failed_configs+=("$cfg")
     [ "$fail" -eq 0 ] && fail=1
   fi
