@@ -1,9 +1,12 @@
 /* test_dp_errors: access violations between two QPs of the data path (the requester's request
  * completes with an error, the target Terminates, both QPs go to error, nothing is written),
- * and NdkFlush with requests outstanding (each completes exactly once, CANCELLED). */
+ * and NdkFlush with requests outstanding (each completes exactly once, CANCELLED), also when
+ * a flush comes before the engines stopped. */
 #include "dptest.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct dpt_env env;
 static struct dpt_mr ma, mb, mro;     /* mro: B's MR without remote rights */
@@ -130,6 +133,69 @@ static void flush_test(void)
     dpt_disconnect(&env);
 }
 
+/* A flush that comes after the CM moved the QP to ERROR but before its connection_lost stopped
+ * the engines (here a receive posted then; NdkDisconnect of the CLOSED connector is the other
+ * way) must leave the SQ to the stop: a Write being sent holds references on its MR that only
+ * the stop gives back. Lost, a deregistration would pend for ever (ndkperf hung in teardown). */
+static void early_flush_test(void)
+{
+    enum { N = 16 };
+    const size_t len = 256u << 10;
+    struct dpt_conn_opts o;
+    struct dpt_mr mc;
+    NDK_RESULT_EX r;
+    int seen[N] = { 0 };
+
+    dpt_conn_opts_default(&o);
+    int peer = dpt_connect_raw(&env, &o);            /* never reads: the TX engine blocks */
+    struct iw_qp *qp = env.s[0].qp;
+    dpt_mr_reg(&env, &mc, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+    NDK_SGE s = dpt_sge(&mc, 0, len);
+    for (int i = 0; i < N; i++)
+        CHECK_STATUS(iw_post_write(env.s[0].ndk, (void *)(uintptr_t)(3000 + i), &s, 1, 0x10000, 0x1234, 0),
+                     STATUS_SUCCESS);
+    uint64_t end = ndk_test_now_ms() + 5000;
+    bool blocked = false;
+    while (!blocked) {
+        CHECK_MSG(ndk_test_now_ms() < end, "the TX engine never waited for room");
+        usleep(1000);
+        pthread_mutex_lock(&qp->lock);
+        blocked = qp->dp->want_out && qp->dp->sq_issued > 0;
+        pthread_mutex_unlock(&qp->lock);
+    }
+    pthread_mutex_lock(&qp->lock);
+    CHECK_EQ(iw_qp_modify_locked(qp, IW_QP_ERROR), 0);   /* cm.c iw_conn_close_locked */
+    pthread_mutex_unlock(&qp->lock);
+    NDK_SGE rb = dpt_sge(&ma, 0, 10);
+    CHECK_STATUS(iw_post_receive(env.s[0].ndk, (void *)0xC1, &rb, 1), STATUS_SUCCESS);
+    atomic_store(&env.s[0].failed, -ECONNRESET);      /* the harness tears down as the CM would */
+    dpt_wait_lost(&env, 0, 5000);
+    int n = 0, recv = 0;
+    uintptr_t last = 0;
+    while (dpt_try_poll(&env, 0, &r, 200)) {
+        uintptr_t c = (uintptr_t)r.RequestContext;
+        if (c == 0xC1) {
+            CHECK_STATUS(r.Status, STATUS_CANCELLED);
+            recv++;
+            continue;
+        }
+        CHECK(c >= 3000 && c < 3000 + N);
+        CHECK(r.Status == STATUS_SUCCESS || r.Status == STATUS_CANCELLED);
+        CHECK_EQ(seen[c - 3000]++, 0);
+        CHECK(c > last);                             /* posting order (§5.6) */
+        last = c;
+        n++;
+    }
+    CHECK_EQ(recv, 1);
+    CHECK_EQ(n, N);
+    /* Nothing holds the region any more: the deregistration completes inline. */
+    CHECK_STATUS(mc.mr->Dispatch->NdkDeregisterMr(mc.mr, NULL, NULL), STATUS_SUCCESS);
+    dpt_disconnect(&env);
+    close(peer);
+    dpt_mr_free(&env, &mc);
+    printf("early flush: %d Writes and a receive completed once each, the MR deregistered inline\n", n);
+}
+
 int main(void)
 {
     dpt_env_init(&env);
@@ -147,6 +213,7 @@ int main(void)
     CHECK(dpt_mr_guard_ok(&ma));
 
     flush_test();
+    early_flush_test();
 
     dpt_mr_free(&env, &ma);
     dpt_mr_free(&env, &mb);

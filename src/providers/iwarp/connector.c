@@ -622,6 +622,8 @@ static NTSTATUS iw_disconnect(NDK_CONNECTOR *nc, NDK_FN_REQUEST_COMPLETION cb, P
     }
     pthread_mutex_unlock(&dev->lock);
     if (flush) {
+        /* CLOSED, but the progress thread may not have stopped the engines yet. */
+        iw_qp_dma_stop(flush);
         pthread_mutex_lock(&flush->lock);
         iw_qp_flush_locked(flush);
         pthread_mutex_unlock(&flush->lock);

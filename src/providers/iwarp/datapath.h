@@ -322,6 +322,7 @@ struct iw_dp {
     bool stopped;             /* iw_qp_stop ran: engines never run again */
     /* below: protected by qp->lock */
     bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
+    bool flush_on_stop;       /* a flush came before iw_qp_stop: the stop does it (qp.c) */
     bool deferred;            /* DEFER requests queued without a kick (§5.5.4) */
     uint32_t sq_issued;       /* SQ entries from the head that TX has started */
     uint32_t ord, ird;

@@ -803,6 +803,10 @@ bool iw_qp_flushed_live_locked(struct iw_qp *qp);
  * disconnect done, abort) and after the QP left RTS; the CM's fd is already detached. The QP
  * stops its engines; the CM flushes the queues right after when it should. */
 void iw_qp_connection_lost(struct iw_qp *qp, int err);
+/* The data-path part of iw_qp_connection_lost (what arrived is placed, then the engines stop),
+ * for NdkDisconnect of a connection the CM closed before its progress thread got there: no
+ * DMA may follow the disconnect's completion (§5.11.6). Consumer's thread, no lock held. */
+void iw_qp_dma_stop(struct iw_qp *qp);
 /* A non-P2P responder's first-FPDU grace period is over (RFC 5044 §7.1.2 hold-back): transmit.
  * Progress thread, no lock held. */
 void iw_qp_release_first_fpdu(struct iw_qp *qp);

@@ -85,6 +85,14 @@ void iw_qp_flush_locked(struct iw_qp *qp)
 {
     if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0)
         qp->state = IW_QP_ERROR;   /* flush always wins; the transition was logged */
+    /* Running engines still send from the SQ's sources (an entry's resolved SGL holds memory
+     * references that only iw_qp_stop gives back) and complete the receive being filled first.
+     * A flush between the CM's move to ERROR and its iw_qp_connection_lost (a receive posted
+     * then) is left to that stop, which comes next. */
+    if (qp->dp && !qp->dp->stopped) {
+        qp->dp->flush_on_stop = true;
+        return;
+    }
     iw_qp_flush_wq_locked(qp, &qp->sq, qp->icq);
     if (!qp->srq)
         iw_qp_flush_wq_locked(qp, &qp->rq, qp->rcq);
@@ -426,6 +434,10 @@ void iw_qp_stop(struct iw_qp *qp)
             dp->irq_count--;
         }
         dp->rresp_last_out = false;
+        if (dp->flush_on_stop) {
+            dp->flush_on_stop = false;
+            iw_qp_flush_locked(qp);
+        }
     }
     pthread_mutex_unlock(&qp->lock);
     pthread_mutex_unlock(&dp->tx_mutex);
@@ -460,14 +472,21 @@ static void iw_qp_sock_close(struct iw_qp *qp)
         close(fd);
 }
 
+void iw_qp_dma_stop(struct iw_qp *qp)
+{
+    if (qp->dp) {
+        (void)iw_rx_drain(qp);
+        iw_qp_stop(qp);
+    }
+}
+
 void iw_qp_connection_lost(struct iw_qp *qp, int err)
 {
     struct iw_dp *dp = qp->dp;
 
     if (dp) {
         iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
-        (void)iw_rx_drain(qp);
-        iw_qp_stop(qp);
+        iw_qp_dma_stop(qp);
         iw_tx_disarm(qp);
         iw_qp_unwatch(qp);
     }
@@ -529,6 +548,7 @@ static void iw_qp_quiesce(struct iw_obj *o)
 {
     struct iw_qp *qp = ndk_container_of(o, struct iw_qp, obj);
 
+    iw_qp_stop(qp);                      /* nothing may run them now; the flush needs them stopped */
     pthread_mutex_lock(&qp->lock);
     iw_qp_flush_locked(qp);
     pthread_mutex_unlock(&qp->lock);
