@@ -787,7 +787,8 @@ NTSTATUS iw_create_qp_with_srq(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, NDK_SRQ *sr
  * rejects (-EINVAL) undefined transitions. Caller holds qp->lock. Never blocks. */
 int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to);
 /* Completes every queued request of both queues with STATUS_CANCELLED (§2.9 NdkFlush) and moves
- * the QP to ERROR. Caller holds qp->lock (takes the CQ locks inside). */
+ * the QP to ERROR; while the engines still run, the completions wait for iw_qp_stop. Caller
+ * holds qp->lock (takes the CQ locks inside). */
 void iw_qp_flush_locked(struct iw_qp *qp);
 /* Records the first protocol error (later ones are ignored). Caller holds qp->lock. */
 void iw_qp_set_error_locked(struct iw_qp *qp, int err);
