@@ -98,6 +98,8 @@ void dpt_raw_send(int fd, const void *buf, size_t len);
 struct iw_fpdu_hdr dpt_read_term(int fd, bool crc, struct iw_fpdu_hdr *first_other);
 void dpt_expect_term(const struct iw_fpdu_hdr *h, uint8_t layer, uint8_t etype, uint8_t ecode, uint8_t hdrct);
 
+/* progress_stub.c: while not 0, iw_progress_watch fails with this -errno and changes nothing. */
+extern atomic_int iw_progress_stub_watch_err;
 void dpt_fill(uint8_t *p, size_t n, uint32_t seed);
 bool dpt_check(const uint8_t *p, size_t n, uint32_t seed);
 

@@ -1,7 +1,8 @@
 /* progress_stub.c - the progress engine's registrations and timers for the harnesses that run the
  * provider's objects without a progress thread (dp_stub.c, tests/fuzz/fuzz_rx.c): the harness
  * watches the QPs' sockets itself (reading the TX engine's wish for room from the pollable), and
- * no timer fires (a polled QP stays polled). Any thread; the callers' locks as in progress.c. */
+ * no timer fires (a polled QP stays polled). Any thread; the callers' locks as in progress.c.
+ * iw_progress_watch fails with iw_progress_stub_watch_err while a test sets it (dptest.h). */
 #include "datapath.h"
 
 int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
@@ -14,6 +15,19 @@ int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t event
 int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     (void)dev;
+    p->events = events;
+    return 0;
+}
+
+atomic_int iw_progress_stub_watch_err;
+
+int iw_progress_watch(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+{
+    int err = atomic_load(&iw_progress_stub_watch_err);
+
+    (void)dev;
+    if (err)
+        return err;
     p->events = events;
     return 0;
 }

@@ -195,6 +195,9 @@ bool iw_progress_queue(struct iw_device *dev, struct iw_work *w);
 int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
 int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
 void iw_progress_del(struct iw_device *dev, struct iw_pollable *p);
+/* iw_progress_mod for a pollable whose empty mask means out of the epoll set (EPOLL_CTL_DEL),
+ * and back in (EPOLL_CTL_ADD) with the next mask that is not empty. Same context. */
+int iw_progress_watch(struct iw_device *dev, struct iw_pollable *p, uint32_t events);
 /* Reserves the timer's room in the heap, so that arming never allocates: at the owner's
  * creation (-ENOMEM), released by fini (which cancels). Any thread; no lock held. */
 int iw_progress_timer_init(struct iw_device *dev, struct iw_timer *t, void (*fn)(struct iw_timer *t, uint64_t now));
@@ -769,6 +772,7 @@ struct iw_qp {
     unsigned poll_seq_seen;           /* poll_seq at the last expiry check (lock) */
     uint64_t poll_since_ms;           /* when that check was (lock) */
     struct iw_timer poll_timer;       /* the expiry check (dev->poll_idle_ms after the last) */
+    struct iw_work unwatched_work;    /* the socket could not go back to the progress thread */
 };
 static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
 #define IW_QP_ANTE_PD 0
@@ -814,9 +818,9 @@ void iw_qp_release_first_fpdu(struct iw_qp *qp);
 /* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket)
  * or withdraws it. Any thread; no lock held except dp->tx_mutex (takes qp->lock). */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
-/* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLOUT as
- * the TX engine asks) and a polling consumer (on = true: the progress thread watches only for
- * the peer going away, EPOLLRDHUP). Only while the QP is connected and not
+/* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLRDHUP,
+ * EPOLLOUT as the TX engine asks) and a polling consumer (on = true: out of the progress
+ * thread's epoll set; the poller's reads see the peer going away). Only while the QP is connected and not
  * CLOSING; a QP nobody polled for dev->poll_idle_ms goes back by itself. Any thread except
  * inside the engines; no lock held except cq->qps_lock (takes qp->lock). */
 void iw_qp_set_polled(struct iw_qp *qp, bool on);

@@ -1,10 +1,10 @@
 /*
  * poll.c - consumer-driven progress. A consumer that busy-polls a CQ (NdkGetCqResults over and
  * over without arming it, cq.c) runs the RX and TX engines of the CQ's connected QPs in its own
- * thread, like a busy-polled socket or libfabric's manual progress. Meanwhile the progress
- * thread stops watching those sockets for data and room (cm.c keeps EPOLLRDHUP, so a peer that
- * goes away is still seen), so a message costs no thread wake-up: on a machine with few cores
- * that wake-up would preempt the spinning consumer and cost more than the message itself.
+ * thread, like a busy-polled socket or libfabric's manual progress. Meanwhile those sockets
+ * leave the progress thread's epoll set (qp.c; a peer that goes away is seen by the poller's
+ * own read), so a message costs no thread wake-up: on a machine with few cores that wake-up
+ * would preempt the spinning consumer and cost more than the message itself.
  *
  * Life of a QP here: on its CQs' lists from establishment (iw_poll_attach) until the engines
  * stop (iw_poll_detach, from iw_qp_stop). Polled (iw_qp_set_polled) from the first busy poll of

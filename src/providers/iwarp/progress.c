@@ -80,6 +80,19 @@ int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t event
     return 0;
 }
 
+int iw_progress_watch(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+{
+    struct epoll_event ev = { .events = events, .data.ptr = p };
+    int op = !events ? EPOLL_CTL_DEL : p->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+
+    if (p->events == events)
+        return 0;
+    if (epoll_ctl(dev->epfd, op, p->fd, &ev) < 0)
+        return -errno;
+    p->events = events;
+    return 0;
+}
+
 void iw_progress_del(struct iw_device *dev, struct iw_pollable *p)
 {
     if (p->fd >= 0)
