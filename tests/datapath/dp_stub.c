@@ -374,7 +374,10 @@ int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o)
     int a[2];
 
     make_qp(e, 0, o);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    if (o->tcp)
+        tcp_pair(a);
+    else
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
     set_nb(a[0]);
     establish(e, 0, a[0], o);
     return a[1];

@@ -59,7 +59,8 @@ void dpt_env_init(struct dpt_env *e);
 void dpt_env_fini(struct dpt_env *e);
 /* Creates both QPs (same PD) and connects them as the CM would. */
 void dpt_connect(struct dpt_env *e, const struct dpt_conn_opts *o);
-/* Same, but side 1 is a raw socket returned to the test (hostile-peer tests). */
+/* Same, but side 1 is a raw socket returned to the test (hostile-peer tests; a loopback TCP
+ * connection with o->tcp, else a socket pair). */
 int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o);
 /* Tears down both sides (as the CM would), closes QPs and CQs. */
 void dpt_disconnect(struct dpt_env *e);

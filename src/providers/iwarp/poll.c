@@ -16,7 +16,8 @@
  * second QP on, the CQ keeps an epoll set of its QPs' sockets (level-triggered EPOLLIN), so a
  * poll runs only the QPs that have data, and 19,000 idle QPs beside a busy one cost one
  * epoll_wait. A full socket has no readiness there: TX engines that found one are counted
- * (iw_poll_tx_blocked) and retried by the poll until they get their bytes out. A QP nobody
+ * (iw_poll_tx_blocked) and retried by the poll, once poll() says the socket has room
+ * (iw_tx_poll), until they get their bytes out. A QP nobody
  * polls stays with the progress thread until its first data.
  *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
@@ -41,7 +42,7 @@ static void poll_qp(struct iw_qp *qp)
     atomic_fetch_add_explicit(&qp->poll_seq, 1, memory_order_relaxed);
     /* The progress thread no longer waits for room in the socket on our behalf. */
     if (atomic_load_explicit(&dp->tx_blocked, memory_order_relaxed))
-        err = iw_tx_run(qp);
+        err = iw_tx_poll(qp);
     if (!err)
         err = iw_rx_poll(qp);
     if (err && !atomic_exchange(&dp->poll_failed, true)) {

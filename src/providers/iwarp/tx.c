@@ -36,6 +36,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -776,6 +777,23 @@ int iw_tx_run(struct iw_qp *qp)
             ret = err;
     }
     return ret;
+}
+
+int iw_tx_poll(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool ready;
+
+    if (!dp || pthread_mutex_trylock(&dp->tx_mutex) != 0)
+        return 0;                                  /* the owner runs it */
+    struct pollfd pf = { .fd = dp->fd, .events = POLLOUT };
+    /* An error or a hang-up makes poll() return too: the engine's write then reports it. */
+    ready = dp->tx.state != DP_TX_SENDING || dp->fd < 0 || poll(&pf, 1, 0) != 0;
+    pthread_mutex_unlock(&dp->tx_mutex);
+    /* A kick that found tx_mutex ours waits in tx_pending, as for any owner (iw_tx_run). */
+    if (ready || atomic_load_explicit(&dp->tx_pending, memory_order_acquire))
+        return iw_tx_run(qp);
+    return 0;
 }
 
 /* A fatal socket error of a run from a posting or progress thread goes to the CM. No lock held. */
