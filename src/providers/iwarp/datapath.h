@@ -360,10 +360,9 @@ void iw_tx_kick(struct iw_qp *qp);
 int iw_tx_run(struct iw_qp *qp);
 /* A polling consumer's retry of an engine that waits for room (poll.c): iw_tx_run, but only once
  * the socket is writable as epoll reports it (POLLOUT: a third of the send buffer free). Retried
- * at every poll, the engine wrote whatever the last ACKs had freed: 3-5 KB per sendmsg() on a
- * loaded host, 240 calls per MiB against libfabric's one, each sent by TCP_NODELAY as its own
- * small segment that the receiver then paid for too. Consumer thread, no lock held; never
- * blocks. */
+ * at every poll, the engine wrote whatever the last ACKs had freed: with a slow receiver 3-5 KB
+ * per sendmsg(), 200-250 calls per MiB against libfabric's one. Consumer thread, no lock held;
+ * never blocks. */
 int iw_tx_poll(struct iw_qp *qp);
 /* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held). */
 void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp);
