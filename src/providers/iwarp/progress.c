@@ -58,39 +58,32 @@ bool iw_progress_on_thread(const struct iw_device *dev)
     return iw_tls_dev == dev;
 }
 
-int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+/* One epoll_ctl() on p's socket; p->events follows it when it succeeds. */
+static int progress_ctl(struct iw_device *dev, struct iw_pollable *p, int op, uint32_t events)
 {
     struct epoll_event ev = { .events = events, .data.ptr = p };
 
-    if (epoll_ctl(dev->epfd, EPOLL_CTL_ADD, p->fd, &ev) < 0)
-        return -errno;
-    p->events = events;
-    return 0;
-}
-
-int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
-{
-    struct epoll_event ev = { .events = events, .data.ptr = p };
-
-    if (p->events == events)
-        return 0;
-    if (epoll_ctl(dev->epfd, EPOLL_CTL_MOD, p->fd, &ev) < 0)
-        return -errno;
-    p->events = events;
-    return 0;
-}
-
-int iw_progress_watch(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
-{
-    struct epoll_event ev = { .events = events, .data.ptr = p };
-    int op = !events ? EPOLL_CTL_DEL : p->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-
-    if (p->events == events)
-        return 0;
     if (epoll_ctl(dev->epfd, op, p->fd, &ev) < 0)
         return -errno;
     p->events = events;
     return 0;
+}
+
+int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+{
+    return progress_ctl(dev, p, EPOLL_CTL_ADD, events);
+}
+
+int iw_progress_mod(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+{
+    return p->events == events ? 0 : progress_ctl(dev, p, EPOLL_CTL_MOD, events);
+}
+
+int iw_progress_watch(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
+{
+    int op = !events ? EPOLL_CTL_DEL : p->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+
+    return p->events == events ? 0 : progress_ctl(dev, p, op, events);
 }
 
 void iw_progress_del(struct iw_device *dev, struct iw_pollable *p)
