@@ -173,9 +173,11 @@ static void iw_qp_unwatched(struct iw_work *w)
 static void iw_qp_update_events_locked(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
-    int err;
 
-    if (!dp || !dp->watching || (err = iw_progress_watch(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp))) == 0)
+    if (!dp || !dp->watching)
+        return;
+    int err = iw_progress_watch(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp));
+    if (!err)
         return;
     if (qp->poll_on) {
         iw_warn("QP[%u] epoll_ctl: %d; the progress thread still watches the socket", qp->obj.id, err);
