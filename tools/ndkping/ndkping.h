@@ -57,12 +57,15 @@ struct session {
     unsigned         rq_head, rq_tail;
     int              rq_slot[64];   /* a pump books at most 16 at a time; callers consume them */
     ULONG            rq_bytes[64];
+    /* A receive that failed (flushed: the peer went away) while session_wait waited for another
+     * request, which completes on its own; the next session_pump reports it. */
+    NTSTATUS         recv_fail;
 };
 
 /* Prints the reason and exits 1 without an orderly teardown: the peer sees the connection drop. */
 void session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-/* Waits for one batch of completions and books them; STATUS_SUCCESS or why it failed.
- * *failed_tag tells which request failed when a completion carried an error. Blocks. */
+/* Waits for one batch of completions and books them all; STATUS_SUCCESS or why the first failed
+ * one failed (*failed_tag: which request). Blocks. */
 NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag);
 /* Waits until `want` completions of tag have been booked in total; exits on failure. Blocks. */
 void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, const char *what);

@@ -24,10 +24,11 @@ void session_fail(struct session *s, const char *fmt, ...)
     _exit(1);
 }
 
-NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
+/* One batch, booked whole: a completion behind a failed one in the batch is counted too. */
+static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
 {
     NDK_RESULT r[16];
-    NTSTATUS st;
+    NTSTATUS st, fail = STATUS_SUCCESS;
     ULONG n = ndk_tool_cq_wait(s->t.conn.cq, r, 16, timeout_ms, &st);
     *failed_tag = 0;
     if (!n)
@@ -41,8 +42,11 @@ NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
             tag = 0;
         }
         if (r[i].Status != STATUS_SUCCESS) {
-            *failed_tag = tag;
-            return r[i].Status;
+            if (fail == STATUS_SUCCESS) {
+                *failed_tag = tag;
+                fail = r[i].Status;
+            }
+            continue;
         }
         s->done[tag]++;
         if (tag == TAG_RECV0) {
@@ -51,7 +55,18 @@ NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
             s->rq_bytes[k] = r[i].BytesTransferred;
         }
     }
-    return STATUS_SUCCESS;
+    return fail;
+}
+
+NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
+{
+    if (s->recv_fail != STATUS_SUCCESS) {
+        NTSTATUS st = s->recv_fail;
+        s->recv_fail = STATUS_SUCCESS;
+        *failed_tag = TAG_RECV0;
+        return st;
+    }
+    return pump(s, timeout_ms, failed_tag);
 }
 
 NTSTATUS session_post_slot(struct session *s, int slot)
@@ -75,9 +90,18 @@ void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, con
 {
     while (s->done[tag] < want) {
         int failed;
-        NTSTATUS st = session_pump(s, timeout_ms, &failed);
+        NTSTATUS st = tag == TAG_RECV0 ? session_pump(s, timeout_ms, &failed) : pump(s, timeout_ms, &failed);
         if (st == STATUS_SUCCESS)
             continue;
+        /* Work requests of the two queues complete in no mutual order: when the peer leaves,
+         * a posted receive may be flushed before a Send it already took completes. The awaited
+         * request completes either way (or is flushed itself); the receive's failure is kept
+         * for the next session_pump. */
+        if (failed == TAG_RECV0 && tag != TAG_RECV0) {
+            if (s->recv_fail == STATUS_SUCCESS)
+                s->recv_fail = st;
+            continue;
+        }
         if (failed)
             session_fail(s, "%s: %s completed with %s", s->t.where, session_tag_name[failed], ndk_tool_status(st));
         if (st == STATUS_IO_TIMEOUT)
