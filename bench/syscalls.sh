@@ -83,7 +83,7 @@ done
 perf_ok() {
   command -v perf >/dev/null 2>&1 &&
     perf stat -x, -e syscalls:sys_enter_getpid -o /dev/null -- true >/dev/null 2>&1 &&
-    { [ -n "$tp_dir" ] || perf list 2>/dev/null | grep -q 'syscalls:sys_exit_readv'; }
+    { [ -n "$tp_dir" ] || perf list 2>/dev/null | grep 'syscalls:sys_exit_readv' >/dev/null; }
 }
 case "$tool" in
   auto) if perf_ok; then tool=perf; elif command -v strace >/dev/null 2>&1; then tool=strace; else
@@ -97,7 +97,7 @@ if [ "$tool" = perf ]; then
   exits=()
   for n in $fail_names; do
     if { [ -n "$tp_dir" ] && [ -d "$tp_dir/sys_exit_$n" ]; } ||
-      { [ -z "$tp_dir" ] && perf list 2>/dev/null | grep -q "syscalls:sys_exit_$n "; }; then
+      { [ -z "$tp_dir" ] && perf list 2>/dev/null | grep "syscalls:sys_exit_$n " >/dev/null; }; then
       exits+=(-e "syscalls:sys_exit_$n" --filter 'ret < 0')
     fi
   done
@@ -107,7 +107,7 @@ if [ "$tool" = perf ]; then
   enters=(-e raw_syscalls:sys_enter)
   for n in $fail_names $count_names; do
     if { [ -n "$tp_dir" ] && [ -d "$tp_dir/sys_enter_$n" ]; } ||
-      { [ -z "$tp_dir" ] && perf list 2>/dev/null | grep -q "syscalls:sys_enter_$n "; }; then
+      { [ -z "$tp_dir" ] && perf list 2>/dev/null | grep "syscalls:sys_enter_$n " >/dev/null; }; then
       enters+=(-e "syscalls:sys_enter_$n")
     fi
   done

@@ -26,7 +26,7 @@ echo "== ndkperf server on 127.0.0.1:$port (a second process)"
 server_pid=$!
 # Wait until the server listens (ndkinfo lists its endpoint), at most 10 s.
 for _ in $(seq 100); do
-  "$ndkinfo" --adapter lo --endpoints 2>/dev/null | grep -q "127.0.0.1:$port" && break
+  "$ndkinfo" --adapter lo --endpoints 2>/dev/null | grep "127.0.0.1:$port" >/dev/null && break
   sleep 0.1
 done
 

@@ -29,7 +29,7 @@ sleep 0.3
 "$ndkperf" -s 127.0.0.1:18700 >"$tmp/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
-  "$build/tools/ndkinfo/ndkinfo" --adapter lo --endpoints 2>/dev/null | grep -q '127.0.0.1:18700' && break
+  "$build/tools/ndkinfo/ndkinfo" --adapter lo --endpoints 2>/dev/null | grep '127.0.0.1:18700' >/dev/null && break
   sleep 0.1
 done
 for op in write read send; do
@@ -57,6 +57,6 @@ echo "capture: $fpdus frames with DDP/RDMAP, $good good CRCs, $bad bad, $malform
 [ "$fpdus" -gt 0 ] && [ "$good" -ge "$fpdus" ] || { echo "FAIL: not every FPDU carried a verified CRC"; exit 1; }
 for op in 0x00 0x01 0x02 0x03 0x07; do
   tshark --disable-protocol rpcordma -r "$cap" -Y "iwarp_rdma.opcode == $op" -T fields -e frame.number 2>/dev/null \
-    | grep -q . || { echo "FAIL: no RDMAP opcode $op (Write 0, Read Request 1, Read Response 2, Send 3, Terminate 7)"; exit 1; }
+    | grep . >/dev/null || { echo "FAIL: no RDMAP opcode $op (Write 0, Read Request 1, Read Response 2, Send 3, Terminate 7)"; exit 1; }
 done
 echo "PASS: Write, Read Request, Read Response, Send and Terminate from our provider decode with good CRCs"

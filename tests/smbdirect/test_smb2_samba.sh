@@ -103,17 +103,17 @@ f="$T/local/f8388609"
 "$NDKSMB" --tcp --depth 16 --io-size 64k --quiet get "$S/qd16.bin" "$T/local/back" || fail "get qd16"
 [ "$(sha "$f")" = "$(sha "$T/share/qd16.bin")" ] && [ "$(sha "$f")" = "$(sha "$T/local/back")" ] || fail "qd16 content"
 j=$("$NDKSMB" --tcp --sign --json put "$T/local/f1048576" "$S/signed.bin") || fail "signed put"
-echo "$j" | grep -q '"signed": *true' || fail "signed put did not sign: $j"
+grep -q '"signed": *true' <<<"$j" || fail "signed put did not sign: $j"
 [ "$(sha "$T/local/f1048576")" = "$(sha "$T/share/signed.bin")" ] || fail "signed content"
 "$NDKSMB" --tcp --sign --dialect 3.0.2 --quiet get "$S/signed.bin" "$T/local/back" || fail "signed 3.0.2 get"
 [ "$(sha "$T/local/f1048576")" = "$(sha "$T/local/back")" ] || fail "signed 3.0.2 content"
 mkdir -p "$T/share/sub" && echo hi >"$T/share/sub/inner.txt"
 ls_out=$("$NDKSMB" --tcp ls "$S") || fail "ls"
 for n in d311_0.bin d302_8388609.bin qd16.bin signed.bin sub; do
-  echo "$ls_out" | grep -q " $n\$" || fail "ls does not show $n"
+  grep -q " $n\$" <<<"$ls_out" || fail "ls does not show $n"
 done
-echo "$ls_out" | grep -q '^d .* sub$' || fail "ls does not mark sub as a directory"
-"$NDKSMB" --tcp ls --json "$S/sub" | grep -q '"name": *"inner.txt"' || fail "ls --json sub"
+grep -q '^d .* sub$' <<<"$ls_out" || fail "ls does not mark sub as a directory"
+"$NDKSMB" --tcp ls --json "$S/sub" | grep '"name": *"inner.txt"' >/dev/null || fail "ls --json sub"
 "$NDKSMB" --tcp --quiet get "$S/missing.bin" "$T/local/x" 2>"$T/err" && fail "get of a missing file succeeded"
 grep -q OBJECT_NAME_NOT_FOUND "$T/err" || fail "missing file: $(cat "$T/err")"
 
@@ -124,17 +124,17 @@ printf '%s\n' "$PW" >"$T/pw" && chmod 600 "$T/pw"
 printf 'username = root\npassword = %s\n' "$PW" >"$T/auth"
 env -u NDKSMB_USER "$NDKSMB" --tcp --auth-file "$T/auth" --quiet ls "$S" >/dev/null </dev/null || fail "auth file"
 out=$(NDKSMB_PASSWORD=wrong-password "$NDKSMB" --tcp ls "$S" 2>&1 </dev/null) && fail "bad password accepted"
-echo "$out" | grep -q LOGON_FAILURE || fail "bad password: $out"
-echo "$out" | grep -q wrong-password && fail "the password was echoed"
+grep -q LOGON_FAILURE <<<"$out" || fail "bad password: $out"
+grep -q wrong-password <<<"$out" && fail "the password was echoed"
 all=$("$NDKSMB" --tcp --password-file "$T/pw" --json bench --size 4m --io-size 256k --depth 4 "$S/bench.bin" 2>&1 </dev/null) \
   || fail "bench: $all"
-echo "$all" | grep -q '"read"' && echo "$all" | grep -q '"write"' || fail "bench json: $all"
-echo "$all" | grep -q "$PW" && fail "the password appears in the output"
+grep -q '"read"' <<<"$all" && grep -q '"write"' <<<"$all" || fail "bench json: $all"
+grep -q "$PW" <<<"$all" && fail "the password appears in the output"
 echo "bench (TCP, loopback): $all"
 echo guest-data >"$T/guest/g.txt"
 "$NDKSMB" --tcp --guest --quiet get //127.0.0.1/guest/g.txt "$T/local/g" </dev/null || fail "guest get"
 [ "$(cat "$T/local/g" 2>/dev/null)" = guest-data ] || fail "guest content"
-"$NDKSMB" --tcp --guest --json put "$T/local/f65536" //127.0.0.1/guest/up.bin </dev/null | grep -q '"guest": *true' \
+"$NDKSMB" --tcp --guest --json put "$T/local/f65536" //127.0.0.1/guest/up.bin </dev/null | grep '"guest": *true' >/dev/null \
   || fail "guest put"
 [ "$(sha "$T/local/f65536")" = "$(sha "$T/guest/up.bin")" ] || fail "guest put content"
 
@@ -155,14 +155,14 @@ if [ -n "$BRIDGE" ]; then
       [ "$(sha "$f")" = "$(sha "$T/share/$name")" ] || fail "smbd put $name ($args): share content differs"
       case "$args,$size" in
         --no-rdma*|*,0|*,1|*,1364) ;;
-        *) echo "$j" | grep -q '"rdma_writes": *[1-9]' || fail "smbd put $name ($args) used no RDMA: $j" ;;
+        *) grep -q '"rdma_writes": *[1-9]' <<<"$j" || fail "smbd put $name ($args) used no RDMA: $j" ;;
       esac
       j=$("$NDKSMB" $args --timeout 20000 --json get "$D/$name" "$T/local/back" 2>&1) || { fail "smbd get $name ($args): $j"; continue; }
       [ "$(sha "$f")" = "$(sha "$T/local/back")" ] || fail "smbd get $name ($args): content differs"
     done
     echo "over SMB Direct ($args): done"
   done
-  "$NDKSMB" --timeout 20000 ls "$D" | grep -q ' rdma_8388609.bin$' || fail "ls over SMB Direct"
+  "$NDKSMB" --timeout 20000 ls "$D" | grep ' rdma_8388609.bin$' >/dev/null || fail "ls over SMB Direct"
   echo "bench over SMB Direct: $("$NDKSMB" --json bench --size 8m --io-size 1m --depth 4 "$D/bench.bin" 2>&1)"
   kill "$BRIDGE_PID" 2>/dev/null; wait "$BRIDGE_PID" 2>/dev/null
 fi

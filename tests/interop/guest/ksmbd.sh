@@ -37,7 +37,7 @@ start_ksmbd() {
 	ksmbd.mountd -n >"$RES/mountd.log" 2>&1 &
 	local i
 	for i in $(seq 1 50); do
-		rdma resource show cm_id 2>/dev/null | grep -q ':5445' && return 0
+		rdma resource show cm_id 2>/dev/null | grep ':5445' >/dev/null && return 0
 		sleep 0.2
 	done
 	return 1
@@ -147,7 +147,7 @@ else
 fi
 
 j=$(timeout 120 ndksmb --sign --json put "$L/f65536" "$S/signed.bin" 2>&1)
-if echo "$j" | grep -q '"signed": *true' && [ "$(sha "$L/f65536")" = "$(sha "$SHARE/signed.bin")" ]; then
+if grep -q '"signed": *true' <<<"$j" && [ "$(sha "$L/f65536")" = "$(sha "$SHARE/signed.bin")" ]; then
 	record PASS signed 65536 "signed session, every later signature verified both ways: $(echo "$j" | tr -d '\n')"
 else
 	record FAIL signed - "$(echo "$j" | tr -d '\n')"

@@ -66,7 +66,7 @@ cell() {
 	# wait until something listens on the port (siw's listener and ours are both TCP listeners);
 	# deadlines use the clock, not loop counts: process start-up is slow under TCG
 	now_s; until=$((NOW + 10))
-	while ! ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; do
+	while ! ss -ltnH "sport = :$port" 2>/dev/null | grep . >/dev/null; do
 		kill -0 $sp 2>/dev/null || break
 		now_s; [ "$NOW" -ge "$until" ] && break
 		sleep 0.3
@@ -172,7 +172,7 @@ for sz in $RPING_SIZES; do
 		ours=$(grep -a 'ndkping --rping client:' /tmp/cell.client | head -1)
 		errs=$(rping_errors /tmp/cell.server)
 		if rcs_ok && [ "$n_siw" = "$RPING_ITERS" ] && [ -z "$errs" ] \
-			&& echo "$ours" | grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok"; then
+			&& grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok" <<<"$ours"; then
 			record PASS $name "$bytes (ndkping -V: $RPING_ITERS x $sz)" "our client, siw rping server ($n_siw iterations served)"
 		elif [ "$VARIANT" = mpav1 ] && grep -qaiE 'post send error' /tmp/cell.server /tmp/cell.server.err; then
 			record XFAIL-SIW $name "-" "siw limitation (NOTES.md 8.10): MPA v1, the siw rping server accepts with rdma_accept(NULL) -> ORD 0 and cannot issue its RDMA Read; $(why)"
@@ -191,7 +191,7 @@ for sz in $RPING_SIZES; do
 		ours=$(grep -a 'ndkping --rping server:' /tmp/cell.server | head -1)
 		errs=$(rping_errors /tmp/cell.client)
 		if rcs_ok && [ "$n_siw" = "$RPING_ITERS" ] && [ -z "$errs" ] \
-			&& echo "$ours" | grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok"; then
+			&& grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok" <<<"$ours"; then
 			record PASS $name "$((2 * bytes)) (rping -V + ndkping: 2 x $RPING_ITERS x $sz)" "siw rping client, our server"
 		else
 			record FAIL $name "-" "siw client completed $n_siw/$RPING_ITERS; ${errs:+siw: $errs; }$(why)"
@@ -215,7 +215,7 @@ for sz in $UCMA_SIZES; do
 			"ndkping --cmatose -s $IP -p $PORT -C $UCMA_ITERS -S $sz --pdata $PDATA"
 		ours=$(grep -a 'ndkping --cmatose client:' /tmp/cell.client | head -1)
 		if rcs_ok && grep -aq 'return status 0' /tmp/cell.server \
-			&& echo "$ours" | grep -q "1 connection(s), $UCMA_ITERS messages of $sz bytes each way.*: ok"; then
+			&& grep -q "1 connection(s), $UCMA_ITERS messages of $sz bytes each way.*: ok" <<<"$ours"; then
 			record PASS $name "private data ${#PDATA} B (capture); $UCMA_ITERS x $sz B each way counted" "our client, siw ucmatose server"
 		else record FAIL $name "-" "$(why)"; fi
 	else
@@ -227,7 +227,7 @@ for sz in $UCMA_SIZES; do
 			"ucmatose -s $IP -p $PORT -C $UCMA_ITERS -S $sz"
 		ours=$(grep -a 'ndkping --cmatose server:' /tmp/cell.server | head -1)
 		if rcs_ok && grep -aq 'return status 0' /tmp/cell.client \
-			&& echo "$ours" | grep -q "1 connection(s), $UCMA_ITERS messages of $sz bytes each way.*: ok"; then
+			&& grep -q "1 connection(s), $UCMA_ITERS messages of $sz bytes each way.*: ok" <<<"$ours"; then
 			record PASS $name "private data ${#PDATA} B (capture); $UCMA_ITERS x $sz B each way counted" "siw ucmatose client, our server"
 		else record FAIL $name "-" "$(why)"; fi
 	else
@@ -291,7 +291,7 @@ ff_cell() {
 	ip netns exec ffsrv timeout -k 2 600 rping -s -P -a $a -p $port -S 64 >/tmp/ff.server 2>&1 &
 	local sp=$!
 	now_s; until=$((NOW + 15))
-	while ! ip netns exec ffsrv ss -ltnH "sport = :$port" 2>/dev/null | grep -q .; do
+	while ! ip netns exec ffsrv ss -ltnH "sport = :$port" 2>/dev/null | grep . >/dev/null; do
 		kill -0 $sp 2>/dev/null || break
 		now_s; [ "$NOW" -ge "$until" ] && break
 		sleep 0.3

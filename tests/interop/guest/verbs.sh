@@ -28,7 +28,7 @@ say "setting up siw0 ($SIW_IP) and rxe0 ($RXE_IP)"
 		ip link add rxed0 type dummy && echo 1 >/proc/sys/net/ipv6/conf/rxed0/disable_ipv6 &&
 			ip link set rxed0 up && ip addr add "$RXE_IP/32" dev rxed0 || exit 1
 	fi
-	rdma link show | grep -q '^link rxe0/' || rdma link add rxe0 type rxe netdev rxed0 || exit 1
+	rdma link show | grep '^link rxe0/' >/dev/null || rdma link add rxe0 type rxe netdev rxed0 || exit 1
 	rdma link show; ibv_devices
 } >"$RES/setup.log" 2>&1
 src=$?

@@ -182,10 +182,10 @@ if [ "$BUILD_KSMBD" = 1 ] && ! stamp_ok ksmbd "$KSMBD_REV"; then
 		sed -i -e "/${anchor//[()]/.}/{n;r $KSMBD_DIR/payload_sz.c" -e '}' "$sm/transport_ipc.c"
 		grep -qF 'resp->payload_sz = entry->msg_sz - sizeof(*resp);' "$sm/transport_ipc.c" || die "payload_sz patch did not apply"
 	fi
-	if ! sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep -q '!opinfo'; then
+	if ! sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep '!opinfo' >/dev/null; then
 		printf '\tif (!opinfo)\n\t\treturn;\n' >"$KSMBD_DIR/opinfo_put.c"
 		sed -i -e "/^void opinfo_put(struct oplock_info \*opinfo)\$/{n;r $KSMBD_DIR/opinfo_put.c" -e '}' "$sm/oplock.c"
-		sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep -q '!opinfo' || die "opinfo_put patch did not apply"
+		sed -n '/^void opinfo_put(/,/^}/p' "$sm/oplock.c" | grep '!opinfo' >/dev/null || die "opinfo_put patch did not apply"
 	fi
 	timeout "$T" make -C "$HROOT/usr/src/$HDR_PKG" M="$sm" CONFIG_SMB_SERVER=m CONFIG_SMB_SERVER_SMBDIRECT=y \
 		KCFLAGS="-DCONFIG_SMB_SERVER_SMBDIRECT=1" -j"$(nproc)" modules >>"$KSMBD_DIR/build.log" 2>&1 \
@@ -235,7 +235,7 @@ put() { # put REL: copy one file of the staging tree (dereferenced)
 put_elf() { # put_elf REL: an ELF file and, recursively, the libraries the staging tree resolves for it
 	local rel=$1 line lib
 	put "$rel"
-	LC_ALL=C readelf -d "$STAGE/$rel" 2>/dev/null | grep -q NEEDED || return 0
+	LC_ALL=C readelf -d "$STAGE/$rel" 2>/dev/null | grep NEEDED >/dev/null || return 0
 	while read -r line; do
 		case "$line" in
 		*"=> not found"*) die "$rel: unresolved library: $line" ;;
@@ -260,10 +260,10 @@ for p in "${ROOT_PKGS[@]}"; do
 			t=$(readlink "$STAGE/$rel")
 			case "$t" in /*) t=${t#/} ;; *) t=$(realpath -m --relative-to="$STAGE" "$STAGE/$(dirname "$rel")/$t") ;; esac
 			if [ -f "$STAGE/$t" ] && [ ! -L "$STAGE/$t" ] && [ ! -e "$ROOT/$t" ]; then
-				if head -c4 "$STAGE/$t" | grep -q ELF; then put_elf "$t"; else put "$t"; fi
+				if head -c4 "$STAGE/$t" | grep ELF >/dev/null; then put_elf "$t"; else put "$t"; fi
 			fi
 		elif [ -f "$STAGE/$rel" ]; then
-			if head -c4 "$STAGE/$rel" | grep -q ELF; then put_elf "$rel"; else put "$rel"; fi
+			if head -c4 "$STAGE/$rel" | grep ELF >/dev/null; then put_elf "$rel"; else put "$rel"; fi
 		fi
 	done < <(dpkg-deb -c "$deb" | awk '{print $6}' | grep -E '^\./(usr/)?s?bin/[^/]+$')
 done
