@@ -448,31 +448,35 @@ m_crc() { # OP SIZE TAG   (OP: crc | copy): CRC-32C GB/s on one core, the client
 
 # ---------- the plan ----------
 # id | kind | command [| smallest size]. Order within a repetition: for each size, every
-# measurement, then (BENCH_ORDER=abba) every measurement again in the reverse order.
+# measurement, then (BENCH_ORDER=abba) every measurement again in the reverse order. What a
+# target or a ratio column compares stands side by side (ours with CRC off and on, then its
+# peers for the same test), so that the two runs of a comparison are seconds apart: the host's
+# speed changes within tens of seconds (README, Performance), and a pair that far apart would
+# meet two different hosts.
 plan=(
   "ndk.write.bw|bw|m_ndk write bw"
-  "ndk.read.bw|bw|m_ndk read bw"
-  "ndk.send.bw|bw|m_ndk send bw"
   "ndk.write.bw.crc|bw|m_ndk write bw-crc"
-  "ndk.read.bw.crc|bw|m_ndk read bw-crc"
-  "ndk.send.bw.crc|bw|m_ndk send bw-crc"
-  "tcp.stream.bw|bw|m_iperf"
-  "ucx.put.bw|bw|m_ucx ucp_put_bw poll"
-  "ucx.get.bw|bw|m_ucx ucp_get poll"
-  "ucx.tag.bw|bw|m_ucx tag_bw poll"
   "fi.write.bw|bw|m_fi write bw"
-  "fi.read.bw|bw|m_fi read bw"
+  "ucx.put.bw|bw|m_ucx ucp_put_bw poll"
+  "tcp.stream.bw|bw|m_iperf"
+  "ndk.send.bw|bw|m_ndk send bw"
+  "ndk.send.bw.crc|bw|m_ndk send bw-crc"
   "fi.send.bw|bw|m_fi send bw"
+  "ucx.tag.bw|bw|m_ucx tag_bw poll"
+  "ndk.read.bw|bw|m_ndk read bw"
+  "ndk.read.bw.crc|bw|m_ndk read bw-crc"
+  "fi.read.bw|bw|m_fi read bw"
+  "ucx.get.bw|bw|m_ucx ucp_get poll"
   "ndk.send.lat.poll|lat|m_ndk send lat-poll"
-  "ndk.write.lat.poll|lat|m_ndk write lat-last-byte"
   "tcp.lat.poll|lat|m_sock lat-poll"
-  "ucx.tag.lat|lat|m_ucx tag_lat poll"
-  "ucx.put.lat|lat|m_ucx ucp_put_lat poll"
   "fi.lat.poll|lat|m_fi lat lat-poll"
+  "ndk.write.lat.poll|lat|m_ndk write lat-last-byte"
+  "ucx.put.lat|lat|m_ucx ucp_put_lat poll"
+  "ucx.tag.lat|lat|m_ucx tag_lat poll"
   "ndk.send.lat.block|lat|m_ndk send lat-block"
   "tcp.lat.block|lat|m_sock lat-block"
-  "ucx.tag.lat.block|lat|m_ucx tag_lat sleep"
   "fi.lat.block|lat|m_fi lat lat-block"
+  "ucx.tag.lat.block|lat|m_ucx tag_lat sleep"
   "crc.update.bw|bw|m_crc crc|4096"
   "crc.copy.bw|bw|m_crc copy|4096"
 )
