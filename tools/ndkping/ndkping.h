@@ -57,8 +57,8 @@ struct session {
     unsigned         rq_head, rq_tail;
     int              rq_slot[64];   /* a pump books at most 16 at a time; callers consume them */
     ULONG            rq_bytes[64];
-    /* A receive that failed (flushed: the peer went away) while session_wait waited for another
-     * request, which completes on its own; the next session_pump reports it. */
+    /* The first receive that failed (flushed: the peer went away), kept until session_pump
+     * reports it: a wait for another request, which completes on its own, goes on without it. */
     NTSTATUS         recv_fail;
 };
 

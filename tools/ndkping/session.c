@@ -24,7 +24,11 @@ void session_fail(struct session *s, const char *fmt, ...)
     _exit(1);
 }
 
-/* One batch, booked whole: a completion behind a failed one in the batch is counted too. */
+/* One batch, booked whole: a completion behind a failed one in the batch is counted too.
+ * Work requests of the two queues complete in no mutual order: when the peer leaves, a posted
+ * receive may be flushed before a Send it already took completes. So a failed receive is kept
+ * in s->recv_fail for session_pump, and a wait for another request is not ended by it; the
+ * first other failure is returned. */
 static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
 {
     NDK_RESULT r[16];
@@ -42,7 +46,10 @@ static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
             tag = 0;
         }
         if (r[i].Status != STATUS_SUCCESS) {
-            if (fail == STATUS_SUCCESS) {
+            if (tag == TAG_RECV0) {
+                if (s->recv_fail == STATUS_SUCCESS)
+                    s->recv_fail = r[i].Status;
+            } else if (fail == STATUS_SUCCESS) {
                 *failed_tag = tag;
                 fail = r[i].Status;
             }
@@ -60,13 +67,17 @@ static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
 
 NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
 {
-    if (s->recv_fail != STATUS_SUCCESS) {
-        NTSTATUS st = s->recv_fail;
+    NTSTATUS st = STATUS_SUCCESS;
+
+    *failed_tag = 0;
+    if (s->recv_fail == STATUS_SUCCESS)
+        st = pump(s, timeout_ms, failed_tag);
+    if (st == STATUS_SUCCESS && s->recv_fail != STATUS_SUCCESS) {
+        st = s->recv_fail;
         s->recv_fail = STATUS_SUCCESS;
         *failed_tag = TAG_RECV0;
-        return st;
     }
-    return pump(s, timeout_ms, failed_tag);
+    return st;
 }
 
 NTSTATUS session_post_slot(struct session *s, int slot)
@@ -93,15 +104,6 @@ void session_wait(struct session *s, int tag, unsigned want, int timeout_ms, con
         NTSTATUS st = tag == TAG_RECV0 ? session_pump(s, timeout_ms, &failed) : pump(s, timeout_ms, &failed);
         if (st == STATUS_SUCCESS)
             continue;
-        /* Work requests of the two queues complete in no mutual order: when the peer leaves,
-         * a posted receive may be flushed before a Send it already took completes. The awaited
-         * request completes either way (or is flushed itself); the receive's failure is kept
-         * for the next session_pump. */
-        if (failed == TAG_RECV0 && tag != TAG_RECV0) {
-            if (s->recv_fail == STATUS_SUCCESS)
-                s->recv_fail = st;
-            continue;
-        }
         if (failed)
             session_fail(s, "%s: %s completed with %s", s->t.where, session_tag_name[failed], ndk_tool_status(st));
         if (st == STATUS_IO_TIMEOUT)
