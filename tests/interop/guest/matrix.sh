@@ -126,12 +126,12 @@ rping_errors() {
 	grep -ahE 'error|mismatch|bogus|fail|wait for|unexpected|Invalid' "$1" "$1.err" | grep -avE 'wait for RDMA_READ_ADV state 10|ping data:' | head -3 | cut -c1-160 | tr '\n' ' '
 }
 rcs_ok() { [ "$CELL_SRC" = 0 ] && [ "$CELL_CRC" = 0 ]; }
-# rping_exit_race FILE: Linux rping's own teardown race, after its run. Its CM thread handles the
+# rping_exit_race SIDE: Linux rping's own teardown race, after its run. Its CM thread handles the
 # DISCONNECTED event while the main thread, done, destroys the event channel; the thread's next
 # rdma_get_cm_event then fails with EBADF and it calls exit(-1): rc 255, and stderr ends with
 # exactly these two lines. Only that signature counts; the cell still checks every iteration.
 rping_exit_race() {
-	[ "$(tail -n 2 "$1.err" 2>/dev/null | tr '\n' '|')" = "$2 DISCONNECT EVENT...|rdma_get_cm_event: Bad file descriptor|" ]
+	[ "$(tail -n 2 "/tmp/cell.$1.err" 2>/dev/null | tr '\n' '|')" = "$1 DISCONNECT EVENT...|rdma_get_cm_event: Bad file descriptor|" ]
 }
 # rping_rcs_ok SIDE: both exit codes fine, allowing rping_exit_race for the rping on SIDE
 # (client or server); sets RPING_RACE to a note when it was allowed.
@@ -141,7 +141,7 @@ rping_rcs_ok() {
 	local rc
 	if [ "$1" = client ]; then rc=$CELL_CRC; [ "$CELL_SRC" = 0 ] || return 1
 	else rc=$CELL_SRC; [ "$CELL_CRC" = 0 ] || return 1; fi
-	[ "$rc" = 255 ] && rping_exit_race /tmp/cell.$1 $1 || return 1
+	[ "$rc" = 255 ] && rping_exit_race "$1" || return 1
 	RPING_RACE="; the rping $1 exited 255 from its own teardown race after the run (CM thread read the closed event channel)"
 }
 have_ndkping() { [ -x "$NDK/bin/ndkping" ]; }
