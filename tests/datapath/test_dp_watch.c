@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 static struct dpt_env env;
 static struct dpt_mr ma, mb;
@@ -92,6 +93,22 @@ int main(void)
         CHECK_EQ(cq->Dispatch->NdkGetCqResultsEx(cq, &r, 1), 0);
     }
     printf("watch: out of the epoll set while busy-polled, back in at each arm (3 rounds)\n");
+
+    /* The consumer's polls came further apart (more than IW_POLL_GAP_NS: the CQ no longer counts
+     * it as busy) before it armed: its QP is still polled (no expiry check here), and the
+     * arm must hand the socket back, not leave it to the expiry check (up to
+     * IW_POLL_CHECK_MAX_MS later, a notification that late). */
+    ping(50);
+    busy_poll_until_polled();
+    for (int i = 0; i < 40; i++) {                  /* more than IW_POLL_CLOCK_EVERY */
+        NDK_RESULT_EX r;
+        usleep(1000);
+        CHECK_EQ(cq->Dispatch->NdkGetCqResultsEx(cq, &r, 1), 0);
+    }
+    CHECK_EQ(watched(), 0);
+    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
+    CHECK_EQ(watched() & (EPOLLIN | EPOLLRDHUP), EPOLLIN | EPOLLRDHUP);
+    printf("watch: an arm after a pause in the busy polls hands the socket back too\n");
 
     /* Putting it back fails: the connection fails, as when the registration at establishment
      * fails (qp.c), instead of a socket nobody reads. */

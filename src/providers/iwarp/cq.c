@@ -113,8 +113,10 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     }
     pthread_mutex_unlock(&cq->lock);
     /* The consumer is going to wait: the progress thread must watch its QPs' sockets again.
-     * Level-triggered epoll reports data that arrived meanwhile at once. */
-    if (was_busy)
+     * Level-triggered epoll reports data that arrived meanwhile at once. The CQ may have stopped
+     * counting the consumer as busy (a pause between its polls) while its QPs are still polled:
+     * then too, or the notification would wait for the QPs' expiry checks. */
+    if (was_busy || atomic_load_explicit(&cq->polled_qps, memory_order_relaxed))
         iw_poll_cq_stop(cq);
 }
 
@@ -172,8 +174,9 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
-    if (got < n && busy) {
-        iw_poll_cq(cq);
+    /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */
+    if (got < n && (busy || (may_run && atomic_load_explicit(&cq->polled_qps, memory_order_relaxed)))) {
+        iw_poll_cq(cq, busy);
         /* Most busy polls find nothing: then the CQ's lock is not taken a second time. */
         if (atomic_load_explicit(&cq->pushes, memory_order_relaxed) != pushes)
             got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);

@@ -411,6 +411,9 @@ void iw_poll_detach(struct iw_qp *qp);
 /* The TX engine found the socket full (on) or got its bytes out: a polling consumer retries it
  * (there is no readiness for room in its CQs' epoll sets). dp->tx_mutex held. */
 void iw_poll_tx_blocked(struct iw_dp *dp, bool on);
+/* The QP's socket left the progress thread for its CQs' pollers (on) or came back: counted in
+ * each of its CQs' polled_qps. qp->lock held. */
+void iw_poll_count(struct iw_dp *dp, bool on);
 
 /* ---- posting (post.c): the QP dispatch slots (§2.9) ---- */
 NTSTATUS iw_post_send(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, ULONG flags);

@@ -492,6 +492,10 @@ struct iw_cq {
     /* TX engines of these QPs that found their socket full since the poller last looked: the
      * poller retries them (a hint: the poller recounts; incremented by tx.c, any thread). */
     atomic_uint poll_tx_blocked;
+    /* Its QPs whose sockets left the progress thread for the consumer's polls (poll_on, counted
+     * by iw_poll_count). While there are any, every poll runs them, busy or not, and an arm
+     * hands them back: nothing else reads those sockets until the QP's expiry check. */
+    atomic_uint polled_qps;
 };
 static inline struct iw_cq *to_iw_cq(NDK_CQ *c) { return ndk_container_of(c, struct iw_cq, ndk); }
 NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK cb, PVOID cbctx,
@@ -503,12 +507,13 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
  * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
-/* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer is
- * busy-polling cq and found it (nearly) empty: run the engines of its QPs in this thread.
+/* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer polled cq and found
+ * it (nearly) empty: run the engines of its QPs in this thread (busy: the consumer counts as
+ * busy-polling, and its QPs become polled; otherwise only the QPs that are polled already).
  * iw_poll_cq_stop: the consumer armed cq (it is going to wait for a notification): hand the
  * QPs back to the progress thread. iw_poll_cq: consumer threads, never the progress
  * thread; iw_poll_cq_stop: any thread. No lock held. */
-void iw_poll_cq(struct iw_cq *cq);
+void iw_poll_cq(struct iw_cq *cq, bool busy);
 void iw_poll_cq_stop(struct iw_cq *cq);
 /* Short polls of an unarmed CQ in a row, each at most IW_POLL_GAP_NS after the previous one,
  * after which the consumer counts as busy-polling. A consumer that waits for notifications polls

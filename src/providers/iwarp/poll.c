@@ -8,9 +8,11 @@
  *
  * Life of a QP here: on its CQs' lists from establishment (iw_poll_attach) until the engines
  * stop (iw_poll_detach, from iw_qp_stop). Polled (iw_qp_set_polled) from the first busy poll of
- * one of its CQs until that CQ is armed (the consumer is going to wait), or until nobody
- * polled it for poll_idle_ms (qp.c, the QP's poll timer: Read Requests and the peer's data
- * must not wait on a consumer that stopped polling without arming).
+ * one of its CQs until one of them is armed (the consumer is going to wait), or until nobody
+ * busy-polled it for poll_idle_ms (qp.c, the QP's poll timer: Read Requests and the peer's data
+ * must not wait on a consumer that stopped polling without arming). Meanwhile every poll of
+ * its CQs runs it, also once the polls come too far apart to count as busy: nothing else reads
+ * its socket (cq->polled_qps says whether a CQ has such QPs).
  *
  * Readiness (issue 14 item 5): a CQ with one QP reads that QP's socket on every poll; from its
  * second QP on, the CQ keeps an epoll set of its QPs' sockets (level-triggered EPOLLIN), so a
@@ -31,15 +33,22 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-/* Runs the QP's engines once. Consumer thread; cq->qps_lock held (the QP cannot go away). */
-static void poll_qp(struct iw_qp *qp)
+/* Runs the QP's engines once. busy: the consumer counts as busy-polling, and the QP becomes (or
+ * stays) polled; otherwise only a QP that is polled already runs (the consumer slowed down, but
+ * nobody else reads its socket), and the poll does not keep it polled. Consumer thread;
+ * cq->qps_lock held (the QP cannot go away). */
+static void poll_qp(struct iw_qp *qp, bool busy)
 {
     struct iw_dp *dp = qp->dp;
     int err = 0;
 
-    if (!atomic_load_explicit(&qp->polled, memory_order_relaxed))
-        iw_qp_set_polled(qp, true);
-    atomic_fetch_add_explicit(&qp->poll_seq, 1, memory_order_relaxed);
+    if (busy) {
+        if (!atomic_load_explicit(&qp->polled, memory_order_relaxed))
+            iw_qp_set_polled(qp, true);
+        atomic_fetch_add_explicit(&qp->poll_seq, 1, memory_order_relaxed);
+    } else if (!atomic_load_explicit(&qp->polled, memory_order_relaxed)) {
+        return;
+    }
     /* The progress thread no longer waits for room in the socket on our behalf. */
     if (atomic_load_explicit(&dp->tx_blocked, memory_order_relaxed))
         err = iw_tx_poll(qp);
@@ -54,7 +63,7 @@ static void poll_qp(struct iw_qp *qp)
 #define POLL_EVENTS 64
 
 /* Runs the QPs whose TX engine waits for room; returns how many still wait. qps_lock held. */
-static unsigned poll_tx_sweep(struct iw_cq *cq)
+static unsigned poll_tx_sweep(struct iw_cq *cq, bool busy)
 {
     struct ndk_list *pos;
     unsigned still = 0;
@@ -62,21 +71,21 @@ static unsigned poll_tx_sweep(struct iw_cq *cq)
     ndk_list_for_each(pos, &cq->qps) {
         struct iw_qp *qp = ndk_container_of(pos, struct dp_cq_ref, link)->qp;
         if (atomic_load_explicit(&qp->dp->tx_blocked, memory_order_relaxed)) {
-            poll_qp(qp);
+            poll_qp(qp, busy);
             still += atomic_load_explicit(&qp->dp->tx_blocked, memory_order_relaxed);
         }
     }
     return still;
 }
 
-void iw_poll_cq(struct iw_cq *cq)
+void iw_poll_cq(struct iw_cq *cq, bool busy)
 {
     struct ndk_list *pos;
 
     pthread_mutex_lock(&cq->qps_lock);
     if (!cq->poll_ep_on) {
         ndk_list_for_each(pos, &cq->qps)
-            poll_qp(ndk_container_of(pos, struct dp_cq_ref, link)->qp);
+            poll_qp(ndk_container_of(pos, struct dp_cq_ref, link)->qp, busy);
         pthread_mutex_unlock(&cq->qps_lock);
         return;
     }
@@ -84,12 +93,12 @@ void iw_poll_cq(struct iw_cq *cq)
     struct epoll_event evs[POLL_EVENTS];
     int n = epoll_wait(cq->poll_ep, evs, POLL_EVENTS, 0);
     for (int i = 0; i < n; i++)
-        poll_qp(((struct dp_cq_ref *)evs[i].data.ptr)->qp);
+        poll_qp(((struct dp_cq_ref *)evs[i].data.ptr)->qp, busy);
     /* Increments after this load survive the subtraction below; those before it are replaced
      * by the recount of the QPs still waiting. */
     unsigned blocked = atomic_load_explicit(&cq->poll_tx_blocked, memory_order_acquire);
     if (blocked) {
-        unsigned still = poll_tx_sweep(cq);
+        unsigned still = poll_tx_sweep(cq, busy);
         atomic_fetch_sub_explicit(&cq->poll_tx_blocked, blocked, memory_order_relaxed);
         atomic_fetch_add_explicit(&cq->poll_tx_blocked, still, memory_order_relaxed);
     }
@@ -107,6 +116,19 @@ void iw_poll_tx_blocked(struct iw_dp *dp, bool on)
     for (int i = 0; i < 2; i++) {
         if (dp->cqref[i].cq)
             atomic_fetch_add_explicit(&dp->cqref[i].cq->poll_tx_blocked, 1, memory_order_release);
+    }
+}
+
+void iw_poll_count(struct iw_dp *dp, bool on)
+{
+    for (int i = 0; i < 2; i++) {
+        struct iw_cq *cq = dp->cqref[i].cq;
+        if (!cq)
+            continue;
+        if (on)
+            atomic_fetch_add_explicit(&cq->polled_qps, 1, memory_order_relaxed);
+        else
+            atomic_fetch_sub_explicit(&cq->polled_qps, 1, memory_order_relaxed);
     }
 }
 

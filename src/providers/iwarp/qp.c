@@ -195,6 +195,7 @@ static bool iw_qp_poll_off_locked(struct iw_qp *qp)
     if (!qp->poll_on)
         return false;
     qp->poll_on = false;
+    iw_poll_count(qp->dp, false);
     atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
     if (iw_progress_timer_cancel(qp->obj.dev, &qp->poll_timer))
         iw_obj_put(&qp->obj);
@@ -278,6 +279,7 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
         iw_qp_unpoll_locked(qp);
     } else if (!qp->poll_on && dp && dp->watching && qp->state != IW_QP_CLOSING) {
         qp->poll_on = true;
+        iw_poll_count(dp, true);
         qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
         qp->poll_since_ms = iw_now_ms();
         if (iw_progress_timer_arm(qp->obj.dev, &qp->poll_timer, qp->poll_since_ms + qp->obj.dev->poll_idle_ms))
