@@ -261,6 +261,59 @@ void iwt_run_pair(int (*server)(void *), int (*client)(void *), void *arg, int t
     ndk_test_wait_ok(s, timeout_ms, "server process");
 }
 
+static void link_on_connect(void *ctx, NDK_CONNECTOR *c)
+{
+    struct iwt_link *k = ctx;
+
+    atomic_store(&k->incoming, c);
+    atomic_fetch_add(&k->nconn, 1);
+}
+
+static void link_on_disconnect(void *ctx)
+{
+    (void)ctx;
+}
+
+void iwt_link_open(struct iwt *t, struct iwt_link *k, NDK_QP *aqp, NDK_QP *bqp, int timeout_ms)
+{
+    NDK_ADAPTER *ad = t->ad;
+    struct iwt_req rl, rc, ra, rcc;
+    SOCKADDR_INET la = iwt_addr(t, 0), src = iwt_addr(t, 0);
+    ULONG len = sizeof la;
+
+    memset(k, 0, sizeof *k);
+    CHECK_STATUS(ad->Dispatch->NdkCreateListener(ad, link_on_connect, k, NULL, NULL, &k->l), STATUS_SUCCESS);
+    iwt_req_init(&rl);
+    CHECK_STATUS(iwt_req_wait(&rl, k->l->Dispatch->NdkListen(k->l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, &rl),
+                              timeout_ms),
+                 STATUS_SUCCESS);
+    CHECK_STATUS(k->l->Dispatch->NdkGetLocalAddress(k->l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
+    CHECK_STATUS(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &k->ac), STATUS_SUCCESS);
+    iwt_req_init(&rc);
+    NTSTATUS cst = k->ac->Dispatch->NdkConnect(k->ac, aqp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&la,
+                                               iwt_addr_len(&la), 1, 1, NULL, 0, iwt_req_cb, &rc);
+    CHECK_MSG(iwt_wait_atomic(&k->nconn, 1, timeout_ms), "no connect event");
+    k->bc = atomic_load(&k->incoming);
+    iwt_req_init(&ra);
+    NTSTATUS ast = k->bc->Dispatch->NdkAccept(k->bc, bqp, 1, 1, NULL, 0, link_on_disconnect, NULL, iwt_req_cb, &ra);
+    CHECK_STATUS(iwt_req_wait(&rc, cst, timeout_ms), STATUS_SUCCESS);
+    iwt_req_init(&rcc);
+    CHECK_STATUS(iwt_req_wait(&rcc, k->ac->Dispatch->NdkCompleteConnect(k->ac, link_on_disconnect, NULL, iwt_req_cb, &rcc),
+                              timeout_ms),
+                 STATUS_SUCCESS);
+    CHECK_STATUS(iwt_req_wait(&ra, ast, timeout_ms), STATUS_SUCCESS);
+}
+
+void iwt_link_close(struct iwt_link *k, int timeout_ms)
+{
+    if (k->ac)
+        iwt_close_obj(k->ac, timeout_ms);
+    if (k->bc)
+        iwt_close_obj(k->bc, timeout_ms);
+    iwt_close_obj(k->l, timeout_ms);
+    memset(k, 0, sizeof *k);
+}
+
 void iwt_for_each_family(void (*body)(int family))
 {
     printf("== %s\n", iwt_family_name(AF_INET));

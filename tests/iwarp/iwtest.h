@@ -72,6 +72,20 @@ void iwt_qp_destroy(struct iwt_qp *q);
 /* Polls the CQ for one completion (timeout_ms); returns 1 with *res, 0 on timeout. */
 int iwt_cq_wait(NDK_CQ *cq, NDK_RESULT_EX *res, int timeout_ms);
 
+/* A connection between two QPs of one adapter, in one process: a listener on the loopback
+ * address (port 0), A's connector to it, B's accepted connector (IRD and ORD 1, no private data,
+ * disconnect events ignored). Post B's receives before iwt_link_open if A sends at once.
+ * iwt_link_close closes the connectors still set (a test may close one itself and clear it),
+ * then the listener. */
+struct iwt_link {
+    NDK_LISTENER *l;
+    NDK_CONNECTOR *ac, *bc;
+    _Atomic(NDK_CONNECTOR *) incoming;
+    atomic_int nconn;
+};
+void iwt_link_open(struct iwt *t, struct iwt_link *k, NDK_QP *aqp, NDK_QP *bqp, int timeout_ms);
+void iwt_link_close(struct iwt_link *k, int timeout_ms);
+
 /* Pipes between the test's processes. */
 struct iwt_chan {
     int to_client[2];

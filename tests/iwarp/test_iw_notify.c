@@ -59,16 +59,13 @@ struct pair {
     NDK_CQ *acq;                /* A: receive and initiator CQ */
     NDK_CQ *bicq, *brcq;        /* B: initiator CQ; receive CQ, the one under test */
     NDK_QP *aqp, *bqp;
-    NDK_CONNECTOR *ac, *bc;
-    NDK_LISTENER *l;
+    struct iwt_link link;
     NDK_MR *amr, *bmr;
     PMDL amdl, bmdl;
     UINT32 atok, btok;
     uint8_t aread[64], bread[64];
     uint8_t sbuf[NRECV][MSG];   /* A's send slots */
     uint8_t rbuf[NRECV][MSG];   /* B's receive slots */
-    _Atomic(NDK_CONNECTOR *) incoming;
-    atomic_int nconn;
     /* A's side, used by one thread at a time */
     int sent, a_done, barriers;
     bool tolerate;              /* A's errors end the stream instead of failing (close) */
@@ -84,18 +81,6 @@ static void nop_notify(void *ctx, NTSTATUS st)
 {
     (void)ctx;
     (void)st;
-}
-
-static void nop_disc(void *ctx)
-{
-    (void)ctx;
-}
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    struct pair *p = ctx;
-    atomic_store(&p->incoming, c);
-    atomic_fetch_add(&p->nconn, 1);
 }
 
 /* n.m held. Counted before the call: a callback satisfied by this arm may start before
@@ -287,9 +272,6 @@ static NDK_MR *reg(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
 static void pair_open(struct iwt *t, struct pair *p)
 {
     NDK_ADAPTER *ad = t->ad;
-    struct iwt_req rl, rc, ra, rcc;
-    SOCKADDR_INET la = iwt_addr(t, 0), src = iwt_addr(t, 0);
-    ULONG len = sizeof la;
 
     memset(p, 0, sizeof *p);
     p->t = t;
@@ -309,39 +291,15 @@ static void pair_open(struct iwt *t, struct pair *p)
     p->bmr = reg(p->pd, p->bread, sizeof p->bread, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ,
                  &p->bmdl);
     p->btok = p->bmr->Dispatch->NdkGetRemoteTokenFromMr(p->bmr);
-
-    CHECK_STATUS(ad->Dispatch->NdkCreateListener(ad, on_connect, p, NULL, NULL, &p->l), STATUS_SUCCESS);
-    iwt_req_init(&rl);
-    CHECK_STATUS(iwt_req_wait(&rl, p->l->Dispatch->NdkListen(p->l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, &rl),
-                              TMO),
-                 STATUS_SUCCESS);
-    CHECK_STATUS(p->l->Dispatch->NdkGetLocalAddress(p->l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     for (int i = 0; i < NRECV; i++)
         b_post(p, i);
-
-    CHECK_STATUS(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &p->ac), STATUS_SUCCESS);
-    iwt_req_init(&rc);
-    NTSTATUS cst = p->ac->Dispatch->NdkConnect(p->ac, p->aqp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&la,
-                                               iwt_addr_len(&la), 1, 1, NULL, 0, iwt_req_cb, &rc);
-    CHECK_MSG(iwt_wait_atomic(&p->nconn, 1, TMO), "no connect event");
-    p->bc = atomic_load(&p->incoming);
-    iwt_req_init(&ra);
-    NTSTATUS ast = p->bc->Dispatch->NdkAccept(p->bc, p->bqp, 1, 1, NULL, 0, nop_disc, NULL, iwt_req_cb, &ra);
-    CHECK_STATUS(iwt_req_wait(&rc, cst, TMO), STATUS_SUCCESS);
-    iwt_req_init(&rcc);
-    CHECK_STATUS(iwt_req_wait(&rcc, p->ac->Dispatch->NdkCompleteConnect(p->ac, nop_disc, NULL, iwt_req_cb, &rcc), TMO),
-                 STATUS_SUCCESS);
-    CHECK_STATUS(iwt_req_wait(&ra, ast, TMO), STATUS_SUCCESS);
+    iwt_link_open(t, &p->link, p->aqp, p->bqp, TMO);
 }
 
 /* Closes what is still open; the listener waits for its connectors (§5.1). */
 static void pair_close(struct pair *p)
 {
-    if (p->ac)
-        iwt_close_obj(p->ac, TMO);
-    if (p->bc)
-        iwt_close_obj(p->bc, TMO);
-    iwt_close_obj(p->l, TMO);
+    iwt_link_close(&p->link, TMO);
     iwt_close_obj(p->aqp, TMO);
     if (p->bqp)
         iwt_close_obj(p->bqp, TMO);
@@ -611,8 +569,8 @@ static void case_close(struct iwt *t)
         cq_close_cb(&p);
     /* The connector goes last: its abortive close flushes the QP, whose close then completes,
      * then the CQ's, with A still sending. */
-    iwt_close_obj(p.bc, TMO);
-    p.bc = NULL;
+    iwt_close_obj(p.link.bc, TMO);
+    p.link.bc = NULL;
     if (qst == STATUS_PENDING)
         CHECK_MSG(iwt_wait_atomic(&qc.done, 1, TMO), "close: the QP's close did not complete");
     CHECK_MSG(iwt_wait_atomic(&p.n.cq_closed, 1, TMO), "close: the CQ's close did not complete");

@@ -24,10 +24,7 @@ struct pair {
     struct iwt_qp a;            /* the sender: its own CQ, PD for both */
     NDK_CQ *bcq;                /* B: receive and initiator CQ, the one under test */
     NDK_QP *bqp;
-    NDK_CONNECTOR *ac, *bc;
-    NDK_LISTENER *l;
-    _Atomic(NDK_CONNECTOR *) incoming;
-    atomic_int nconn;
+    struct iwt_link link;
     atomic_int notified;        /* B's CQ notifications */
     UINT32 tok;                 /* the PD's privileged token */
     uint8_t sbuf[MSG];
@@ -43,19 +40,6 @@ static void on_notify(void *ctx, NTSTATUS st)
     atomic_fetch_add(&p->notified, 1);
 }
 
-static void nop_disc(void *ctx)
-{
-    (void)ctx;
-}
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    struct pair *p = ctx;
-
-    atomic_store(&p->incoming, c);
-    atomic_fetch_add(&p->nconn, 1);
-}
-
 static void b_post(struct pair *p, int slot)
 {
     NDK_SGE sge = { .VirtualAddress = p->rbuf[slot], .Length = MSG, .MemoryRegionToken = p->tok };
@@ -65,9 +49,6 @@ static void b_post(struct pair *p, int slot)
 static void pair_open(struct iwt *t, struct pair *p)
 {
     NDK_ADAPTER *ad = t->ad;
-    struct iwt_req rl, rc, ra, rcc;
-    SOCKADDR_INET la = iwt_addr(t, 0), src = iwt_addr(t, 0);
-    ULONG len = sizeof la;
 
     memset(p, 0, sizeof *p);
     iwt_qp_create(t, &p->a, 16);
@@ -76,34 +57,14 @@ static void pair_open(struct iwt *t, struct pair *p)
                  STATUS_SUCCESS);
     CHECK_STATUS(p->a.pd->Dispatch->NdkCreateQp(p->a.pd, p->bcq, p->bcq, p, NRECV, 4, 1, 1, 0, NULL, NULL, &p->bqp),
                  STATUS_SUCCESS);
-    CHECK_STATUS(ad->Dispatch->NdkCreateListener(ad, on_connect, p, NULL, NULL, &p->l), STATUS_SUCCESS);
-    iwt_req_init(&rl);
-    CHECK_STATUS(iwt_req_wait(&rl, p->l->Dispatch->NdkListen(p->l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, &rl),
-                              TMO),
-                 STATUS_SUCCESS);
-    CHECK_STATUS(p->l->Dispatch->NdkGetLocalAddress(p->l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     for (int i = 0; i < NRECV; i++)
         b_post(p, i);
-    CHECK_STATUS(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &p->ac), STATUS_SUCCESS);
-    iwt_req_init(&rc);
-    NTSTATUS cst = p->ac->Dispatch->NdkConnect(p->ac, p->a.qp, (PSOCKADDR)&src, iwt_addr_len(&src), (PSOCKADDR)&la,
-                                               iwt_addr_len(&la), 1, 1, NULL, 0, iwt_req_cb, &rc);
-    CHECK_MSG(iwt_wait_atomic(&p->nconn, 1, TMO), "no connect event");
-    p->bc = atomic_load(&p->incoming);
-    iwt_req_init(&ra);
-    NTSTATUS ast = p->bc->Dispatch->NdkAccept(p->bc, p->bqp, 1, 1, NULL, 0, nop_disc, NULL, iwt_req_cb, &ra);
-    CHECK_STATUS(iwt_req_wait(&rc, cst, TMO), STATUS_SUCCESS);
-    iwt_req_init(&rcc);
-    CHECK_STATUS(iwt_req_wait(&rcc, p->ac->Dispatch->NdkCompleteConnect(p->ac, nop_disc, NULL, iwt_req_cb, &rcc), TMO),
-                 STATUS_SUCCESS);
-    CHECK_STATUS(iwt_req_wait(&ra, ast, TMO), STATUS_SUCCESS);
+    iwt_link_open(t, &p->link, p->a.qp, p->bqp, TMO);
 }
 
 static void pair_close(struct pair *p)
 {
-    iwt_close_obj(p->ac, TMO);
-    iwt_close_obj(p->bc, TMO);
-    iwt_close_obj(p->l, TMO);
+    iwt_link_close(&p->link, TMO);
     iwt_close_obj(p->bqp, TMO);
     iwt_close_obj(p->bcq, TMO);
     iwt_qp_destroy(&p->a);
