@@ -331,6 +331,8 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn) {
 		M["cpu"], M["cores"], M["virt"], M["kernel"], M["os"],
 		M["load_start"], M["other_cpu_pct"], dropped_runs, runs, M["max_other_pct"],
 		M["crc_impl"], M["iperf3"], M["sockperf"], M["ucx"], M["libfabric"] > f
+	if (M["page_reporting"] != "" && M["page_reporting"] != "off")
+		printf "This VM's balloon reports free memory to the host (free page reporting, %s): loopback TCP may alternate between two speeds during the run (README, Performance).\n\n", M["page_reporting"] > f
 	if (noisy)
 		printf "**Warning: other work took %s%% of the CPU time during this run, so these numbers (busy-poll latencies above all) do not describe this machine; rerun it on a quiet one.**\n\n", M["other_cpu_pct"] > f
 	printf "| Test | CRC | Size | ndkperf (iwarp) | raw TCP | ours/TCP | UCX (tcp) | ours/UCX | libfabric (tcp) | ours/libfabric |%s\n",

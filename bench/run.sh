@@ -506,6 +506,20 @@ if [ -n "$ndk_reason" ]; then
 fi
 
 # ---------- machine ----------
+# Whether a virtio balloon reports free memory to the host (VIRTIO_BALLOON_F_REPORTING, feature
+# bit 5): "order N" (the smallest block it reports), or "off". A candidate cause of the two
+# speeds loopback TCP alternates between on some VMs (README, Performance).
+page_reporting() {
+  local d bits order=/sys/module/page_reporting/parameters/page_reporting_order
+  for d in /sys/bus/virtio/drivers/virtio_balloon/virtio*; do
+    bits=$(cat "$d/features" 2>/dev/null) || continue
+    if [ "${bits:5:1}" = 1 ]; then
+      echo "order $(cat "$order" 2>/dev/null || echo unknown)"
+      return
+    fi
+  done
+  echo off
+}
 {
   echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
@@ -513,6 +527,7 @@ fi
   echo "kernel=$(uname -r)"
   echo "os=$(sed -n 's/^PRETTY_NAME="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' /etc/os-release 2>/dev/null)"
   echo "virt=$(systemd-detect-virt 2>/dev/null || echo unknown)"
+  echo "page_reporting=$(page_reporting)"
   echo "load_start=$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "iperf3=$(iperf3 --version 2>/dev/null | head -n 1 | awk '{ print $2 }')"
   echo "sockperf=$(sockperf --version 2>/dev/null | awk '/version/ { print $3; exit }')"
