@@ -55,6 +55,10 @@ cell() {
 	say "cell $name (timeout ${tmo}s, port $port)"
 	: >"$log"
 	rm -f "$pcap"
+	# emptied here, not by the background job's redirection: that happens in the child, maybe
+	# after the wait below has already found the previous cell's "listening" line in it (a cell
+	# then ran before its capture started and its pcap was empty)
+	: >/tmp/tcpdump.txt
 	tcpdump -i lo -s 0 -B 32768 -U -Z root ${cap:+-c $cap} -w "$pcap" "host $IP and tcp port $port" >/tmp/tcpdump.txt 2>&1 &
 	tp=$!
 	local until NOW
@@ -300,6 +304,7 @@ ff_cell() {
 		return
 	fi
 	{ ip -n ffsrv -br addr; ip -n ffcli -br addr; rdma link show; } >>"$log" 2>&1
+	: >/tmp/tcpdump.txt                  # not left to the job's redirection (cell())
 	ip netns exec ffcli tcpdump -i ffv1 -s 0 -B 32768 -U -Z root -w "$pcap" "tcp port 17400" >/tmp/tcpdump.txt 2>&1 &
 	tp=$!
 	now_s; until=$((NOW + 5))
