@@ -47,6 +47,18 @@ export PATH=$NDK/bin:$PATH
 read -r -a OURENV <<<"$OUR_ENV"
 say "our side: ${OURENV[*]}"
 
+# capture_start CMD...: runs a tcpdump command line in the background (pid in CAP_PID, output in
+# /tmp/tcpdump.txt) and waits up to 5 s until it says it listens. The file is emptied here, not
+# by the job's redirection: that happens in the child, maybe after the wait has already found
+# the previous capture's "listening" line (a cell then ran before its capture started).
+capture_start() {
+	local until NOW
+	: >/tmp/tcpdump.txt
+	"$@" >/tmp/tcpdump.txt 2>&1 &
+	CAP_PID=$!
+	now_s; until=$((NOW + 5))
+	while ! grep -q listening /tmp/tcpdump.txt 2>/dev/null; do now_s; [ "$NOW" -ge "$until" ] && break; sleep 0.2; done
+}
 # one cell: run a server and a client under tcpdump.
 #   cell NAME TIMEOUT CAP_PACKETS PORT "server cmd" "client cmd"
 # Sets CELL_SRC, CELL_CRC (exit codes; 124 = timeout) and writes results/NAME.log and the pcap.
@@ -55,15 +67,9 @@ cell() {
 	say "cell $name (timeout ${tmo}s, port $port)"
 	: >"$log"
 	rm -f "$pcap"
-	# emptied here, not by the background job's redirection: that happens in the child, maybe
-	# after the wait below has already found the previous cell's "listening" line in it (a cell
-	# then ran before its capture started and its pcap was empty)
-	: >/tmp/tcpdump.txt
-	tcpdump -i lo -s 0 -B 32768 -U -Z root ${cap:+-c $cap} -w "$pcap" "host $IP and tcp port $port" >/tmp/tcpdump.txt 2>&1 &
-	tp=$!
+	capture_start tcpdump -i lo -s 0 -B 32768 -U -Z root ${cap:+-c $cap} -w "$pcap" "host $IP and tcp port $port"
+	tp=$CAP_PID
 	local until NOW
-	now_s; until=$((NOW + 5))
-	while ! grep -q listening /tmp/tcpdump.txt 2>/dev/null; do now_s; [ "$NOW" -ge "$until" ] && break; sleep 0.2; done
 	echo "## server: $scmd" >>"$log"
 	timeout -k 5 "$tmo" env "${OURENV[@]}" sh -c "$scmd" >/tmp/cell.server 2>/tmp/cell.server.err &
 	sp=$!
@@ -304,11 +310,8 @@ ff_cell() {
 		return
 	fi
 	{ ip -n ffsrv -br addr; ip -n ffcli -br addr; rdma link show; } >>"$log" 2>&1
-	: >/tmp/tcpdump.txt                  # not left to the job's redirection (cell())
-	ip netns exec ffcli tcpdump -i ffv1 -s 0 -B 32768 -U -Z root -w "$pcap" "tcp port 17400" >/tmp/tcpdump.txt 2>&1 &
-	tp=$!
-	now_s; until=$((NOW + 5))
-	while ! grep -q listening /tmp/tcpdump.txt 2>/dev/null; do now_s; [ "$NOW" -ge "$until" ] && break; sleep 0.2; done
+	capture_start ip netns exec ffcli tcpdump -i ffv1 -s 0 -B 32768 -U -Z root -w "$pcap" "tcp port 17400"
+	tp=$CAP_PID
 	# one persistent siw rping server (-P: a thread per connection) serves every connection, so
 	# each repetition costs only ndkping's start-up under TCG
 	port=17400
