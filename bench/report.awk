@@ -61,13 +61,24 @@ function fmt_ratio(x) { return x == "" ? "" : sprintf(x >= 0.1 ? "%.2f" : "%.2g"
 # min and max over repetitions of the ratio a/b, pairing the repetitions both kept
 function rep_ratios(a, b, s,    r, x, lst) {
 	lst = ""
+	rr_n = 0
 	for (r = 1; r <= maxrep; r++)
 		if (((a, s, r) in rv) && ((b, s, r) in rv) && rv[b, s, r] + 0 != 0) {
 			x = rv[a, s, r] / rv[b, s, r]
 			lst = lst " " x
+			rr_n++
 		}
 	rr_lo = lo(lst); rr_hi = hi(lst)
 	return lst != ""
+}
+
+# Whether every repetition gives the verdict the medians give: "yes", "no" (the spread [l, h]
+# crosses the bound, so another run may well give the other verdict), "" (fewer than two
+# repetitions: nothing to tell).
+function settled(l, h, n, bound, dir) {
+	if (l == "" || h == "" || n < 2) return ""
+	if (dir == ">=") return (l >= bound || h < bound) ? "yes" : "no"
+	return (h <= bound || l > bound) ? "yes" : "no"
 }
 
 BEGIN {
@@ -248,11 +259,16 @@ function add_target(label, s, numid, denid, bound, dir, src,    o, v, x) {
 	T_label[nt] = label; T_size[nt] = s; T_num[nt] = numid; T_den[nt] = denid
 	T_bound[nt] = bound; T_dir[nt] = dir; T_src[nt] = src
 	o = med[numid, s]; v = (denid == "" ? 1 : med[denid, s])
-	T_lo[nt] = ""; T_hi[nt] = ""
+	T_lo[nt] = ""; T_hi[nt] = ""; T_settled[nt] = ""
 	if (o == "" || v == "" || v + 0 == 0) { T_ratio[nt] = ""; T_state[nt] = "not measured"; return }
 	x = o / v
 	T_ratio[nt] = x
-	if (denid != "" && rep_ratios(numid, denid, s)) { T_lo[nt] = rr_lo; T_hi[nt] = rr_hi }
+	if (denid != "" && rep_ratios(numid, denid, s)) {
+		T_lo[nt] = rr_lo; T_hi[nt] = rr_hi
+		T_settled[nt] = settled(rr_lo, rr_hi, rr_n, bound, dir)
+	} else if (denid == "") {
+		T_settled[nt] = settled(vmin[numid, s], vmax[numid, s], kept[numid, s], bound, dir)
+	}
 	T_state[nt] = ((dir == ">=" && x >= bound) || (dir == "<=" && x <= bound)) ? "met" : "missed"
 }
 
@@ -281,10 +297,11 @@ function write_json(    f, k, p, id, s, i) {
 	printf "\n  ],\n  \"runs\": %d,\n  \"runs_dropped\": %d,\n  \"targets\": [", runs, dropped_runs > f
 	for (k = 1; k <= nt; k++)
 		printf "%s\n    {\"target\": %s, \"issue15\": %s, \"size\": %d, \"ours\": %s, \"versus\": %s, \"bound\": \"%s %s\", " \
-			"\"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, \"state\": %s}",
+			"\"ratio\": %s, \"ratio_min\": %s, \"ratio_max\": %s, \"state\": %s, \"settled\": %s}",
 			(k > 1 ? "," : ""), jstr(T_label[k]), jstr(T_src[k]), T_size[k], jstr(T_num[k]),
 			(T_den[k] == "" ? "null" : jstr(T_den[k])), T_dir[k], T_bound[k],
-			(T_ratio[k] == "" ? "null" : sprintf("%.4f", T_ratio[k])), jnum(T_lo[k]), jnum(T_hi[k]), jstr(T_state[k]) > f
+			(T_ratio[k] == "" ? "null" : sprintf("%.4f", T_ratio[k])), jnum(T_lo[k]), jnum(T_hi[k]), jstr(T_state[k]),
+			(T_settled[k] == "" ? "null" : (T_settled[k] == "yes" ? "true" : "false")) > f
 	printf "\n  ]\n}\n" > f
 	close(f)
 }
@@ -317,7 +334,7 @@ function cell_ours(id, s) {
 	return ""
 }
 
-function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn) {
+function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) {
 	f = out "/table.md"
 	noisy = M["other_cpu_pct"] + 0 >= M["max_other_pct"] + 0
 	withcpu = (M["bw_poll"] == "0")
@@ -413,6 +430,9 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn) {
 					label_of(T_num[k], T_size[k]), label_of(T_den[k], T_size[k]), T_dir[k], fb(T_bound[k]),
 					tstate(k) > f
 		}
+		ns = 0; nu = 0
+		for (k = 1; k <= nt; k++) { if (T_settled[k] == "yes") ns++; if (T_settled[k] == "no") nu++ }
+		printf "\nSettled (every repetition gives the verdict of the medians): %d of %d targets; not settled: %d.\n", ns, nt, nu > f
 	}
 	close(f)
 }
@@ -423,7 +443,8 @@ function label_of(id, s,    v) {
 }
 
 function tstate(k) {
-	return T_state[k] (noisy && T_state[k] != "not measured" ? " (unreliable: other work on the machine)" : "")
+	return T_state[k] (T_settled[k] == "no" ? ", not settled (the spread crosses " fb(T_bound[k]) ")" : "") \
+		(noisy && T_state[k] != "not measured" ? " (unreliable: other work on the machine)" : "")
 }
 
 function fb(b) { return b == int(b) ? sprintf("%.1f", b) : b "" }
