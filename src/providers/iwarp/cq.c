@@ -142,6 +142,9 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
         cq->count--;
         got++;
     }
+    if (got) /* the lock orders writers: a plain add, no locked instruction */
+        atomic_store_explicit(&cq->pops, atomic_load_explicit(&cq->pops, memory_order_relaxed) + got,
+                              memory_order_relaxed);
     if (!cq->count) {
         cq->unnotified_any = 0;
         cq->unnotified_sol = 0;
@@ -171,7 +174,16 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* A consumer polling from a notification callback is on the progress thread already. */
     bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
+    unsigned pops = atomic_load_explicit(&cq->pops, memory_order_acquire); /* read before pushes */
     unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+
+    /* A poll that runs no engine and keeps no busy count (a notification callback's, typically
+     * the last one before it re-arms) has nothing to do when the ring was empty as pops was
+     * read: every entry counted by pushes had been taken by then. An entry pushed since is one
+     * a locked look a moment earlier would have missed too; one pushed before the notification
+     * that brought us here is visible, the queueing of that notification ordering the two. */
+    if (!may_run && pops == pushes)
+        return 0;
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
     /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */

@@ -338,11 +338,19 @@ struct iw_device {
     uint32_t poll_idle_ms;
     pthread_mutex_t wq_lock;
     struct ndk_list work;
+    /* Items on work, written under wq_lock: the progress thread reads it without the lock to
+     * skip an empty list (another thread's queueing also writes evfd, so a stale 0 only defers
+     * the item to the wake-up that follows). */
+    atomic_uint nwork;
     /* Timers (progress.c). Job of timer_lock: the heap and every timer's deadline and slot.
      * A leaf lock. */
     pthread_mutex_t timer_lock;
     struct iw_timer **timer_heap;
     uint32_t timer_count, timer_cap, timer_reserved;
+    /* The heap's earliest deadline (0: none), written under timer_lock whenever the heap
+     * changes: the progress thread reads it without the lock to skip a pass with nothing due
+     * (another thread that arms an earlier timer wakes it, as before). */
+    _Atomic uint64_t timer_next;
 };
 
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
@@ -475,6 +483,9 @@ struct iw_cq {
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
     atomic_uint pushes;               /* entries ever added to the ring, written under lock: a
                                        * poll whose engines added none need not look again */
+    atomic_uint pops;                 /* entries ever taken, written under lock: pops == pushes
+                                       * tells a poll that cannot run engines the ring is empty
+                                       * without taking the lock */
     uint32_t short_polls;             /* short polls in a row, each soon after the last (lock) */
     uint32_t busy_unclocked;          /* busy short polls since the clock was last read (lock) */
     uint64_t last_short_ns;           /* when the last one was (lock) */

@@ -41,6 +41,7 @@ bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
     if (!w->queued) {
         w->queued = true;
         ndk_list_add_tail(&dev->work, &w->link);
+        atomic_fetch_add_explicit(&dev->nwork, 1, memory_order_relaxed);
         queued = true;
     }
     pthread_mutex_unlock(&dev->wq_lock);
@@ -106,6 +107,15 @@ static void iw_heap_place(struct iw_device *dev, uint32_t i, struct iw_timer *t)
     t->slot = i;
 }
 
+/* After every change of the heap. timer_lock held. */
+static void iw_heap_publish(struct iw_device *dev)
+{
+    uint64_t d = dev->timer_count ? dev->timer_heap[0]->deadline_ms : 0;
+
+    /* 0 means none: a deadline of 0 (due at once) is published as 1, due as well. */
+    atomic_store_explicit(&dev->timer_next, dev->timer_count && d == 0 ? 1 : d, memory_order_relaxed);
+}
+
 /* Moves the timer at slot i up or down until the heap order holds again. timer_lock held. */
 static void iw_heap_fix(struct iw_device *dev, uint32_t i)
 {
@@ -128,6 +138,7 @@ static void iw_heap_fix(struct iw_device *dev, uint32_t i)
         i = c;
     }
     iw_heap_place(dev, i, t);
+    iw_heap_publish(dev);
 }
 
 static void iw_heap_remove(struct iw_device *dev, struct iw_timer *t)
@@ -139,6 +150,8 @@ static void iw_heap_remove(struct iw_device *dev, struct iw_timer *t)
     if (last != t) {
         iw_heap_place(dev, i, last);
         iw_heap_fix(dev, i);
+    } else {
+        iw_heap_publish(dev);
     }
 }
 
@@ -209,8 +222,10 @@ bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
  * Progress thread only. */
 static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
 {
-    uint64_t next;
+    uint64_t next = atomic_load_explicit(&dev->timer_next, memory_order_relaxed);
 
+    if (next == 0 || next > now)
+        return next;                               /* nothing due: no lock */
     pthread_mutex_lock(&dev->timer_lock);
     while (dev->timer_count && dev->timer_heap[0]->deadline_ms <= now) {
         struct iw_timer *t = dev->timer_heap[0];
@@ -231,6 +246,8 @@ static void iw_run_work(struct iw_device *dev)
     for (;;) {
         struct iw_work *w;
 
+        if (!atomic_load_explicit(&dev->nwork, memory_order_relaxed))
+            return;
         pthread_mutex_lock(&dev->wq_lock);
         if (ndk_list_empty(&dev->work)) {
             pthread_mutex_unlock(&dev->wq_lock);
@@ -239,6 +256,7 @@ static void iw_run_work(struct iw_device *dev)
         w = ndk_list_entry(dev->work.next, struct iw_work, link);
         ndk_list_del(&w->link);
         w->queued = false;
+        atomic_fetch_sub_explicit(&dev->nwork, 1, memory_order_relaxed);
         pthread_mutex_unlock(&dev->wq_lock);
         w->fn(w);
     }
@@ -246,11 +264,7 @@ static void iw_run_work(struct iw_device *dev)
 
 static bool iw_work_pending(struct iw_device *dev)
 {
-    bool pending;
-    pthread_mutex_lock(&dev->wq_lock);
-    pending = !ndk_list_empty(&dev->work);
-    pthread_mutex_unlock(&dev->wq_lock);
-    return pending;
+    return atomic_load_explicit(&dev->nwork, memory_order_relaxed) != 0;
 }
 
 static void *iw_progress_main(void *arg)
@@ -306,6 +320,8 @@ int iw_progress_start(struct iw_device *dev)
     pthread_mutex_init(&dev->wq_lock, NULL);
     pthread_mutex_init(&dev->timer_lock, NULL);
     atomic_init(&dev->stopping, false);
+    atomic_init(&dev->nwork, 0);
+    atomic_init(&dev->timer_next, 0);
     dev->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (dev->epfd < 0)
         return -errno;
