@@ -308,7 +308,7 @@ struct iw_dp {
      * connection is lost (qp.c). Its fd is fd below; the fields are protected by qp->lock, the
      * registration holds a reference on the QP. */
     struct iw_pollable poll;
-    bool watching;            /* registered */
+    atomic_bool watching;     /* registered (written under qp->lock; iw_qp_poll reads it without) */
     bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;

@@ -174,7 +174,7 @@ static void iw_qp_update_events_locked(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
-    if (!dp || !dp->watching)
+    if (!dp || !atomic_load_explicit(&dp->watching, memory_order_relaxed))
         return;
     int err = iw_progress_watch(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp));
     if (!err)
@@ -218,10 +218,10 @@ static void iw_qp_unwatch(struct iw_qp *qp)
 
     pthread_mutex_lock(&qp->lock);
     iw_qp_poll_off_locked(qp);           /* not back into the set it is about to leave */
-    put = dp->watching;
-    if (dp->watching) {
+    put = atomic_load_explicit(&dp->watching, memory_order_relaxed);
+    if (put) {
         iw_progress_del(qp->obj.dev, &dp->poll);
-        dp->watching = false;
+        atomic_store_explicit(&dp->watching, false, memory_order_relaxed);
     }
     pthread_mutex_unlock(&qp->lock);
     if (put)
@@ -237,13 +237,10 @@ static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
 {
     struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
     struct iw_qp *qp = dp->qp;
-    bool watching;
     int r = 0;
 
-    pthread_mutex_lock(&qp->lock);
-    watching = dp->watching;
-    pthread_mutex_unlock(&qp->lock);
-    if (!watching)
+    /* Only this thread unregisters (iw_qp_unwatch): a registered socket stays so meanwhile. */
+    if (!atomic_load_explicit(&dp->watching, memory_order_relaxed))
         return;
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
         r = iw_rx_run(qp);
@@ -277,7 +274,7 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
     atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
     if (!on) {
         iw_qp_unpoll_locked(qp);
-    } else if (!qp->poll_on && dp && dp->watching && qp->state != IW_QP_CLOSING) {
+    } else if (!qp->poll_on && dp && atomic_load_explicit(&dp->watching, memory_order_relaxed) && qp->state != IW_QP_CLOSING) {
         qp->poll_on = true;
         iw_poll_count(dp, true);
         qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
@@ -395,9 +392,10 @@ void iw_qp_connection_established(struct iw_qp *qp)
     qp->dp = dp;
     pthread_mutex_lock(&qp->lock);
     iw_obj_get(&qp->obj);                /* the registration's reference */
-    dp->watching = iw_progress_add(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp)) == 0;
+    bool watching = iw_progress_add(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp)) == 0;
+    atomic_store_explicit(&dp->watching, watching, memory_order_relaxed);
     pthread_mutex_unlock(&qp->lock);
-    if (!dp->watching) {
+    if (!watching) {
         iw_obj_put(&qp->obj);
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
