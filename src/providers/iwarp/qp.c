@@ -274,7 +274,8 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
     atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
     if (!on) {
         iw_qp_unpoll_locked(qp);
-    } else if (!qp->poll_on && dp && atomic_load_explicit(&dp->watching, memory_order_relaxed) && qp->state != IW_QP_CLOSING) {
+    } else if (!qp->poll_on && dp && atomic_load_explicit(&dp->watching, memory_order_relaxed) &&
+               qp->state != IW_QP_CLOSING) {
         qp->poll_on = true;
         iw_poll_count(dp, true);
         qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
