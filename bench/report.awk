@@ -58,7 +58,8 @@ function jnum(v) { return v == "" ? "null" : v + 0 }
 
 function fmt_ratio(x) { return x == "" ? "" : sprintf(x >= 0.1 ? "%.2f" : "%.2g", x) }
 
-# min and max over repetitions of the ratio a/b, pairing the repetitions both kept
+# min and max over repetitions of the ratio a/b, pairing the repetitions both kept (rr_lo,
+# rr_hi); returns how many pairs there were (rr_n)
 function rep_ratios(a, b, s,    r, x, lst) {
 	lst = ""
 	rr_n = 0
@@ -69,7 +70,7 @@ function rep_ratios(a, b, s,    r, x, lst) {
 			rr_n++
 		}
 	rr_lo = lo(lst); rr_hi = hi(lst)
-	return lst != ""
+	return rr_n
 }
 
 # Whether every repetition gives the verdict the medians give: "yes", "no" (the spread [l, h]

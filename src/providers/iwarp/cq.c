@@ -165,6 +165,17 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     return got;
 }
 
+/* Whether the ring was empty as pops was read: every entry counted by pushes had been taken by
+ * then (pops is read first, hence acquire). An entry pushed since is one a locked look a moment
+ * earlier would have missed too; one pushed before the notification that brought a callback here
+ * is visible, the queueing of that notification ordering the two. Any thread, no lock. */
+static bool iw_cq_seen_empty(struct iw_cq *cq)
+{
+    unsigned pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
+
+    return pops == atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+}
+
 /* NdkGetCqResults(Ex). A busy-polling consumer runs the engines of the CQ's QPs itself when the
  * CQ runs short (poll.c), the way a busy-polled socket or libfabric's manual progress works: an
  * arriving message then costs no wake-up of the progress thread, which on a machine with few
@@ -174,16 +185,12 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* A consumer polling from a notification callback is on the progress thread already. */
     bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
-    unsigned pops = atomic_load_explicit(&cq->pops, memory_order_acquire); /* read before pushes */
-    unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
 
-    /* A poll that runs no engine and keeps no busy count (a notification callback's, typically
-     * the last one before it re-arms) has nothing to do when the ring was empty as pops was
-     * read: every entry counted by pushes had been taken by then. An entry pushed since is one
-     * a locked look a moment earlier would have missed too; one pushed before the notification
-     * that brought us here is visible, the queueing of that notification ordering the two. */
-    if (!may_run && pops == pushes)
+    /* A poll that runs no engine keeps no busy count either: on an empty ring it has nothing
+     * to do, and the busy-poll path pays nothing for the check. */
+    if (!may_run && iw_cq_seen_empty(cq))
         return 0;
+    unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
     ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
 
     /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */

@@ -240,19 +240,14 @@ static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
 }
 
 /* Runs every queued work item. Items queued while running are run in the same pass, so a chain
- * of close completions (QP -> PD ...) drains before the next epoll_wait. Progress thread only. */
+ * of close completions (QP -> PD ...) drains before the next epoll_wait. Progress thread only:
+ * no other thread takes items off the list, so a non-zero nwork means one is there. */
 static void iw_run_work(struct iw_device *dev)
 {
-    for (;;) {
+    while (atomic_load_explicit(&dev->nwork, memory_order_relaxed)) {
         struct iw_work *w;
 
-        if (!atomic_load_explicit(&dev->nwork, memory_order_relaxed))
-            return;
         pthread_mutex_lock(&dev->wq_lock);
-        if (ndk_list_empty(&dev->work)) {
-            pthread_mutex_unlock(&dev->wq_lock);
-            return;
-        }
         w = ndk_list_entry(dev->work.next, struct iw_work, link);
         ndk_list_del(&w->link);
         w->queued = false;
