@@ -335,6 +335,13 @@ function cell_ours(id, s) {
 	return ""
 }
 
+# The machine line's congestion control: whose default it was (bench/run.sh, BENCH_CC).
+function cc_text() {
+	if (M["tcp_cc"] == "")
+		return "not recorded"
+	return M["tcp_cc"] (M["tcp_cc_from"] == "BENCH_CC" ? " (BENCH_CC, in a private network namespace)" : " (the machine's default)")
+}
+
 function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) {
 	f = out "/table.md"
 	noisy = M["other_cpu_pct"] + 0 >= M["max_other_pct"] + 0
@@ -343,12 +350,12 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) 
 		"[min–max] over them. %s s per run (%s s from 1 MiB); window %s for ndkperf and fi_peer; %s. " \
 		"Machine: %s, %s cores (%s), Linux %s, %s; load average %s at the start; other work took %s%% of the CPU time during the run, " \
 		"and %d of %d runs were dropped because other work took more than %s%% of the CPU during them. " \
-		"CRC-32C: %s. Peers: iperf3 %s, sockperf %s, UCX %s, libfabric %s.\n\n",
+		"TCP congestion control: %s. CRC-32C: %s. Peers: iperf3 %s, sockperf %s, UCX %s, libfabric %s.\n\n",
 		(M["order"] == "abba" ? "twice (in one order, then in the reverse order: ABBA)" : "once"), M["reps"],
 		M["seconds"], M["seconds_large"], M["depth"], M["pinning"],
 		M["cpu"], M["cores"], M["virt"], M["kernel"], M["os"],
 		M["load_start"], M["other_cpu_pct"], dropped_runs, runs, M["max_other_pct"],
-		M["crc_impl"], M["iperf3"], M["sockperf"], M["ucx"], M["libfabric"] > f
+		cc_text(), M["crc_impl"], M["iperf3"], M["sockperf"], M["ucx"], M["libfabric"] > f
 	if (M["page_reporting"] != "" && M["page_reporting"] != "off")
 		printf "This VM's balloon reports free memory to the host (free page reporting, %s): loopback TCP may alternate between two speeds during the run (README, Performance).\n\n", M["page_reporting"] > f
 	if (noisy)

@@ -24,7 +24,8 @@
 # server CPU, client CPU; "" to not pin), BENCH_MAX_OTHER (10), BENCH_ORDER (abba; once: every
 # measurement once per repetition, half the time, no drift cancellation), BENCH_SYSCALLS (1:
 # after the table, bench/syscalls.sh counts system calls per MiB, ours and the peers; 0: not),
-# BENCH_SCALE (1: then bench/scale.sh; 0: not).
+# BENCH_SCALE (1: then bench/scale.sh; 0: not), BENCH_CC (a TCP congestion control, e.g. cubic:
+# every tool runs in a private network namespace whose default it is; empty: the machine's).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,7 @@ usage() { # the comment block at the top of this file
 
 quick=${BENCH_QUICK:-0}
 build=
+orig_args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -69,6 +71,35 @@ case "$reps" in '' | *[!0-9]* | 0) echo "bench: BENCH_REPS must be a number >= 1
 case "$depth" in '' | *[!0-9]* | 0) echo "bench: BENCH_DEPTH must be a number >= 1" >&2; exit 2 ;; esac
 case "$max_other" in '' | *[!0-9]*) echo "bench: BENCH_MAX_OTHER must be a whole percentage" >&2; exit 2 ;; esac
 case "$order" in abba | once) ;; *) echo "bench: BENCH_ORDER must be abba or once" >&2; exit 2 ;; esac
+# BENCH_CC: loopback TCP's speed depends on the congestion control (bbr paces a message's
+# segments, and held iperf3 to half of cubic's rate on the development VM: README, Performance).
+# The bench then re-runs itself in a private network namespace with that default, so that every
+# tool, ours and the peers, uses it and the machine's own setting is left alone.
+cc=${BENCH_CC:-}
+cc_file=/proc/sys/net/ipv4/tcp_congestion_control
+if [ -n "$cc" ] && [ "${BENCH_CC_NETNS:-0}" != 1 ]; then
+  avail=$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null || true)
+  case " $avail " in
+    *" $cc "*) ;;
+    *) echo "bench: BENCH_CC=$cc is not available here (available: ${avail:-unknown})" >&2; exit 2 ;;
+  esac
+  if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    ns=(unshare -n)
+  elif unshare -rn true 2>/dev/null; then
+    ns=(unshare -rn)
+  else
+    echo "bench: BENCH_CC needs a private network namespace (root, or user namespaces)" >&2
+    exit 2
+  fi
+  exec "${ns[@]}" env BENCH_CC_NETNS=1 bash "$0" "${orig_args[@]}"
+fi
+if [ "${BENCH_CC_NETNS:-0}" = 1 ]; then
+  ip link set lo up || { echo "bench: cannot bring up lo in the private network namespace" >&2; exit 1; }
+  echo "$cc" >"$cc_file" 2>/dev/null ||
+    { echo "bench: cannot make $cc the private network namespace's congestion control" >&2; exit 1; }
+fi
+cc_now=$(cat "$cc_file" 2>/dev/null || echo unknown)
+
 # dur SIZE: seconds for a run at SIZE (the 1 MiB points run longer: fewer messages per second).
 dur() { if [ "$1" -ge 1048576 ] && [ "$secs_large" -gt "$secs" ]; then echo "$secs_large"; else echo "$secs"; fi; }
 
@@ -144,9 +175,9 @@ fi
 ucx_ns=()
 if command -v unshare >/dev/null && command -v ip >/dev/null; then
   if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
-    ucx_ns=(unshare -n env UCX_PAIR_NETNS=1)
+    ucx_ns=(unshare -n env UCX_PAIR_NETNS=1 UCX_PAIR_CC="$cc")
   elif unshare -rn true 2>/dev/null; then
-    ucx_ns=(unshare -rn env UCX_PAIR_NETNS=1)
+    ucx_ns=(unshare -rn env UCX_PAIR_NETNS=1 UCX_PAIR_CC="$cc")
   fi
 fi
 [ ${#ucx_ns[@]} -gt 0 ] ||
@@ -544,6 +575,8 @@ page_reporting() {
   echo "max_other_pct=$max_other"
   echo "crc_impl=$("$crc_bench" --default --op crc -t 0.01 --json 4096 2>/dev/null | sed -n 's/.*"default": "\([^"]*\)".*/\1/p')"
   echo "ucx_netns=$([ ${#ucx_ns[@]} -gt 0 ] && echo yes || echo no)"
+  echo "tcp_cc=$cc_now"
+  echo "tcp_cc_from=$([ -n "$cc" ] && echo BENCH_CC || echo default)"
 } >"$out/machine.txt"
 load1=$(cut -d' ' -f1 /proc/loadavg)
 if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then

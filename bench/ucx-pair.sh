@@ -10,9 +10,14 @@ set -euo pipefail
 port=$1 limit=$2
 shift 2
 
-# In a fresh namespace the loopback interface starts down.
+# In a fresh namespace the loopback interface starts down, and TCP's congestion control is the
+# machine's default again, not that of bench/run.sh's own namespace (BENCH_CC).
 if [ "${UCX_PAIR_NETNS:-0}" = 1 ]; then
   ip link set lo up
+  if [ -n "${UCX_PAIR_CC:-}" ]; then
+    echo "$UCX_PAIR_CC" >/proc/sys/net/ipv4/tcp_congestion_control ||
+      { echo "ucx-pair: cannot set TCP congestion control $UCX_PAIR_CC" >&2; exit 1; }
+  fi
 fi
 export UCX_TLS=tcp UCX_NET_DEVICES=lo UCX_WARN_UNUSED_ENV_VARS=n
 
