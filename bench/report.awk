@@ -107,6 +107,9 @@ BEGIN {
 	what["fi.send.bw"] = "fi_peer -t send (libfabric tcp, FI_EP_MSG)"
 	what["fi.lat.poll"] = "fi_peer -t lat --poll (libfabric tcp, ping-pong)"
 	what["fi.lat.block"] = "fi_peer -t lat (libfabric tcp, ping-pong, fi_cq_sread)"
+	what["wait.recv.lat"] = "wait_floor --wait recv (raw TCP ping-pong, blocking recv)"
+	what["wait.epoll.lat"] = "wait_floor --wait epoll (raw TCP ping-pong, epoll_wait then recv)"
+	what["wait.uring.lat"] = "wait_floor --wait uring (raw TCP ping-pong, io_uring receive-and-wait)"
 	what["crc.update.bw"] = "crc_bench --default --op crc (iw_crc32c_update, one core)"
 	what["crc.copy.bw"] = "crc_bench --default --op copy (iw_crc32c_copy, one core)"
 	n = split("tcp.stream.bw=iperf3 tcp.lat.poll=sockperf-busy-poll tcp.lat.block=sockperf-blocking " \
@@ -116,7 +119,7 @@ BEGIN {
 		"ndk.write.bw=ours-write ndk.read.bw=ours-read ndk.send.bw=ours-send " \
 		"ndk.write.bw.crc=ours-write-crc ndk.read.bw.crc=ours-read-crc ndk.send.bw.crc=ours-send-crc " \
 		"ndk.send.lat.poll=ours-send-lat ndk.write.lat.poll=ours-write-lat ndk.send.lat.block=ours-send-lat-block " \
-		"crc.update.bw=crc32c", kv, " ")
+		"crc.update.bw=crc32c wait.recv.lat=wait-recv wait.epoll.lat=wait-epoll wait.uring.lat=wait-uring", kv, " ")
 	for (i = 1; i <= n; i++) { split(kv[i], pair, "="); short[pair[1]] = pair[2] }
 	# Peers that are slow by design, not by their stack: shown, flagged, never the best peer.
 	handicap["ucx.get.bw"] = "ucx_perftest's ucp_get keeps one request in flight (a window of 1) over TCP"
@@ -422,6 +425,8 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) 
 			print line > f
 		}
 	}
+	if (("wait.recv.lat" in idseen) || ("wait.epoll.lat" in idseen) || ("wait.uring.lat" in idseen))
+		write_wait_md(f)
 	if (nt) {
 		print "" > f
 		print "Targets (issue 15): ratio of the medians, [min–max] of the per-repetition ratios (repetitions both sides kept):" > f
@@ -441,6 +446,7 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) 
 		ns = 0; nu = 0
 		for (k = 1; k <= nt; k++) { if (T_settled[k] == "yes") ns++; if (T_settled[k] == "no") nu++ }
 		printf "\nSettled (every repetition gives the verdict of the medians): %d of %d targets; not settled: %d.\n", ns, nt, nu > f
+		if (wait_floor_line != "") printf "\n%s\n", wait_floor_line > f
 	}
 	close(f)
 }
@@ -458,3 +464,42 @@ function tstate(k) {
 function fb(b) { return b == int(b) ? sprintf("%.1f", b) : b "" }
 
 function fmt_cpu(v) { return v == "" ? "–" : sprintf("%.2f", v) }
+
+# The wait's own cost (bench/wait_floor): one-way µs per way of waiting, then each multiplexing
+# wait against the blocking recv, ratio of the medians with the per-repetition spread. Sets
+# wait_floor_line: the cheapest multiplexing wait at 8 B, the floor under the blocking target.
+function write_wait_md(f,    z, k, line, pn, wid, wlab, x, bid, bx) {
+	print "" > f
+	print "What waiting alone costs (bench/wait_floor): raw TCP ping-pong over loopback, both ends waiting for each message " \
+		"the same way, every answer sent with send(); one-way µs, half the median round trip." > f
+	print "" > f
+	line = "| wait | "; pn = "|---|"
+	for (z = 1; z <= nsz; z++) { line = line fmt_size(sizes[z]) " | "; pn = pn "---:|" }
+	print line > f
+	print pn > f
+	split("wait.recv.lat wait.epoll.lat wait.uring.lat", wid, " ")
+	split("blocking recv (sockperf's blocking wait)|epoll_wait, then recv (a thread serving many sockets: the iwarp provider's)|" \
+		"io_uring: one call submits a receive and waits (beside an eventfd poll)", wlab, "|")
+	for (k = 1; k <= 3; k++) {
+		if (!(wid[k] in idseen)) continue
+		line = "| " wlab[k] " | "
+		for (z = 1; z <= nsz; z++) line = line (med[wid[k], sizes[z]] != "" ? show(wid[k], sizes[z]) : status(wid[k], sizes[z])) " | "
+		print line > f
+	}
+	bid = ""; bx = ""
+	for (k = 2; k <= 3; k++) {
+		if (!(wid[k] in idseen) || !("wait.recv.lat" in idseen)) continue
+		line = "| " (k == 2 ? "epoll" : "io_uring") " / blocking recv | "
+		for (z = 1; z <= nsz; z++) {
+			x = (med[wid[k], sizes[z]] != "" && med["wait.recv.lat", sizes[z]] + 0 > 0) ? med[wid[k], sizes[z]] / med["wait.recv.lat", sizes[z]] : ""
+			if (x != "" && rep_ratios(wid[k], "wait.recv.lat", sizes[z])) line = line fmt_ratio(x) " [" fmt_ratio(rr_lo) "–" fmt_ratio(rr_hi) "] | "
+			else line = line fmt_ratio(x) " | "
+			if (sizes[z] == 8 && x != "" && (bx == "" || x < bx)) { bx = x; bid = wid[k] }
+		}
+		print line > f
+	}
+	if (bid != "")
+		wait_floor_line = sprintf("Floor under the blocking target: a thread that waits on many sockets, timers and wake-ups at once waits " \
+			"no more cheaply than its best multiplexing wait, here %s at %s of a blocking recv (8 B, raw TCP, no RDMA stack); " \
+			"a blocking-latency ratio below that needs a thread blocked in recv on the one socket.", (bid == "wait.uring.lat" ? "io_uring" : "epoll"), fmt_ratio(bx))
+}

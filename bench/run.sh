@@ -10,7 +10,8 @@
 # Peers: raw TCP (iperf3 one stream; sockperf ping-pong busy-polled and blocking), UCX over TCP
 # (ucx_perftest tag/put/get bandwidth and tag/put latency), libfabric's tcp provider (our
 # bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong); ours with MPA CRC off
-# and on; CRC-32C speed (bench/crc_bench). Every server runs on one CPU and every client on
+# and on; CRC-32C speed (bench/crc_bench); what waiting alone costs (bench/wait_floor: raw TCP
+# ping-pong waiting in a blocking recv, in epoll_wait, or in io_uring). Every server runs on one CPU and every client on
 # another (taskset). Each repetition runs every measurement twice, in an order and then in the
 # reverse order (ABBA), and counts as the mean of the two; a run during which other processes
 # took more than BENCH_MAX_OTHER % of the CPU drops its repetition (counted). The median of the
@@ -150,6 +151,21 @@ if [ ! -x "$crc_bench" ] || [ "$here/crc_bench/crc_bench.c" -nt "$crc_bench" ] |
   say "building crc_bench"
   cc -std=c11 -O2 -g -Wall -Wextra -Werror -I"$crc_src" -o "$crc_bench" "$here/crc_bench/crc_bench.c" \
     "$crc_src/crc32c.c" || die "crc_bench did not build"
+fi
+
+# bench/wait_floor: the cost of the wait itself (blocking recv, epoll, io_uring) on raw TCP,
+# with io_uring when liburing is installed (scripts/deps.sh bench installs it).
+wait_floor=$out/wait_floor
+if [ ! -x "$wait_floor" ] || [ "$here/wait_floor/wait_floor.c" -nt "$wait_floor" ]; then
+  say "building wait_floor"
+  wf_uring=()
+  if pkg-config --exists liburing; then
+    read -ra wf_uring <<<"-DWAIT_FLOOR_URING $(pkg-config --cflags --libs liburing)"
+  else
+    say "note: liburing-dev is not installed; wait_floor's io_uring rows will say so"
+  fi
+  cc -std=c11 -O2 -g -Wall -Wextra -Werror -o "$wait_floor" "$here/wait_floor/wait_floor.c" "${wf_uring[@]}" ||
+    die "wait_floor did not build"
 fi
 
 # Pinning: every server on one CPU, every client on another, the same for ours and each peer
@@ -471,6 +487,14 @@ m_ucx() { # TEST WAIT SIZE FILE   (ucx_perftest test name; WAIT: poll | sleep)
     { echo "ucx_perftest printed no result" >&2; return 1; }
 }
 
+m_wait() { # WAIT SIZE TAG   (WAIT: recv | epoll | uring): raw TCP ping-pong, both ends waiting that way
+  local wait=$1 size=$2 f=$raw/$3 cpus=()
+  [ ${#srv_pin[@]} -gt 0 ] && cpus=(--cpus "$srv_cpu,$cli_cpu")
+  client wait_floor "$f" "$f.err" "$wait_floor" --wait "$wait" -z "$size" -t "$(dur "$size")" "${cpus[@]}" --json ||
+    return 1
+  json_num "$f" median_us | awk '{ print $1, "" }' | grep . || { echo "wait_floor printed no result" >&2; return 1; }
+}
+
 m_crc() { # OP SIZE TAG   (OP: crc | copy): CRC-32C GB/s on one core, the client's
   local op=$1 size=$2 f=$raw/$3
   client crc_bench "$f" "$f.err" "${cli_pin[@]}" "$crc_bench" --default --op "$op" -t 0.5 --json "$size" || return 1
@@ -508,6 +532,9 @@ plan=(
   "tcp.lat.block|lat|m_sock lat-block"
   "fi.lat.block|lat|m_fi lat lat-block"
   "ucx.tag.lat.block|lat|m_ucx tag_lat sleep"
+  "wait.recv.lat|lat|m_wait recv"
+  "wait.epoll.lat|lat|m_wait epoll"
+  "wait.uring.lat|lat|m_wait uring"
   "crc.update.bw|bw|m_crc crc|4096"
   "crc.copy.bw|bw|m_crc copy|4096"
 )
