@@ -122,6 +122,42 @@ static void wf_waiter_init(struct wf_waiter *w, enum wf_mode mode, int fd)
 #endif
 }
 
+#ifdef WAIT_FLOOR_URING
+/* One io_uring_enter that submits a receive of up to len bytes and waits for it; returns the
+ * count (0 at the peer's close) or -1 with errno set. The eventfd poll never completes here. */
+static ssize_t wf_uring_recv(struct wf_waiter *w, uint8_t *buf, size_t len)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
+    int s;
+
+    io_uring_prep_recv(sqe, w->fd, buf, len, 0);
+    io_uring_sqe_set_data64(sqe, 1);
+    s = io_uring_submit_and_wait(&w->ring, 1);
+    if (s < 0) {
+        errno = -s;
+        wf_die("io_uring_submit_and_wait");
+    }
+    for (;;) {
+        struct io_uring_cqe *cqe;
+        s = io_uring_wait_cqe(&w->ring, &cqe);
+        if (s < 0) {
+            errno = -s;
+            wf_die("io_uring_wait_cqe");
+        }
+        bool ours = io_uring_cqe_get_data64(cqe) == 1;
+        int res = cqe->res;
+        io_uring_cqe_seen(&w->ring, cqe);
+        if (!ours)
+            continue;
+        if (res < 0) {
+            errno = -res;
+            return -1;
+        }
+        return res;
+    }
+}
+#endif
+
 /* Reads up to len bytes into buf the waiter's way; returns the count, 0 at the peer's close. */
 static ssize_t wf_wait_read(struct wf_waiter *w, uint8_t *buf, size_t len)
 {
@@ -129,7 +165,11 @@ static ssize_t wf_wait_read(struct wf_waiter *w, uint8_t *buf, size_t len)
         ssize_t r;
         if (w->mode == WF_RECV) {
             r = recv(w->fd, buf, len, 0);
-        } else if (w->mode == WF_EPOLL) {
+#ifdef WAIT_FLOOR_URING
+        } else if (w->mode == WF_URING) {
+            r = wf_uring_recv(w, buf, len);
+#endif
+        } else {                                  /* WF_EPOLL (main refuses uring without liburing) */
             struct epoll_event ev[8];
             if (epoll_wait(w->epfd, ev, 8, -1) < 0) {
                 if (errno == EINTR)
@@ -139,36 +179,6 @@ static ssize_t wf_wait_read(struct wf_waiter *w, uint8_t *buf, size_t len)
             r = recv(w->fd, buf, len, MSG_DONTWAIT);
             if (r < 0 && errno == EAGAIN)
                 continue;
-        } else {
-#ifdef WAIT_FLOOR_URING
-            struct io_uring_sqe *sqe = io_uring_get_sqe(&w->ring);
-            struct io_uring_cqe *cqe;
-            io_uring_prep_recv(sqe, w->fd, buf, len, 0);
-            io_uring_sqe_set_data64(sqe, 1);
-            int s = io_uring_submit_and_wait(&w->ring, 1);
-            if (s < 0) {
-                errno = -s;
-                wf_die("io_uring_submit_and_wait");
-            }
-            r = -EAGAIN;
-            while (r == -EAGAIN) {
-                s = io_uring_wait_cqe(&w->ring, &cqe);
-                if (s < 0) {
-                    errno = -s;
-                    wf_die("io_uring_wait_cqe");
-                }
-                if (io_uring_cqe_get_data64(cqe) == 1)
-                    r = cqe->res;
-                io_uring_cqe_seen(&w->ring, cqe);
-            }
-            if (r < 0) {
-                errno = (int)-r;
-                r = -1;
-            }
-#else
-            errno = ENOSYS;
-            r = -1;
-#endif
         }
         if (r < 0 && errno == EINTR)
             continue;
