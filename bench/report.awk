@@ -119,7 +119,7 @@ BEGIN {
 		"ndk.write.bw=ours-write ndk.read.bw=ours-read ndk.send.bw=ours-send " \
 		"ndk.write.bw.crc=ours-write-crc ndk.read.bw.crc=ours-read-crc ndk.send.bw.crc=ours-send-crc " \
 		"ndk.send.lat.poll=ours-send-lat ndk.write.lat.poll=ours-write-lat ndk.send.lat.block=ours-send-lat-block " \
-		"crc.update.bw=crc32c wait.recv.lat=wait-recv wait.epoll.lat=wait-epoll wait.uring.lat=wait-uring", kv, " ")
+		"crc.update.bw=crc32c", kv, " ")
 	for (i = 1; i <= n; i++) { split(kv[i], pair, "="); short[pair[1]] = pair[2] }
 	# Peers that are slow by design, not by their stack: shown, flagged, never the best peer.
 	handicap["ucx.get.bw"] = "ucx_perftest's ucp_get keeps one request in flight (a window of 1) over TCP"
@@ -468,7 +468,7 @@ function fmt_cpu(v) { return v == "" ? "–" : sprintf("%.2f", v) }
 # The wait's own cost (bench/wait_floor): one-way µs per way of waiting, then each multiplexing
 # wait against the blocking recv, ratio of the medians with the per-repetition spread. Sets
 # wait_floor_line: the cheapest multiplexing wait at 8 B, the floor under the blocking target.
-function write_wait_md(f,    z, k, line, pn, wid, wlab, x, bid, bx) {
+function write_wait_md(f,    z, k, line, pn, wid, wlab, wname, x, bname, bx) {
 	print "" > f
 	print "What waiting alone costs (bench/wait_floor): raw TCP ping-pong over loopback, both ends waiting for each message " \
 		"the same way, every answer sent with send(); one-way µs, half the median round trip." > f
@@ -478,6 +478,7 @@ function write_wait_md(f,    z, k, line, pn, wid, wlab, x, bid, bx) {
 	print line > f
 	print pn > f
 	split("wait.recv.lat wait.epoll.lat wait.uring.lat", wid, " ")
+	split("blocking recv|epoll|io_uring", wname, "|")
 	split("blocking recv (sockperf's blocking wait)|epoll_wait, then recv (a thread serving many sockets: the iwarp provider's)|" \
 		"io_uring: one call submits a receive and waits (beside an eventfd poll)", wlab, "|")
 	for (k = 1; k <= 3; k++) {
@@ -486,20 +487,19 @@ function write_wait_md(f,    z, k, line, pn, wid, wlab, x, bid, bx) {
 		for (z = 1; z <= nsz; z++) line = line (med[wid[k], sizes[z]] != "" ? show(wid[k], sizes[z]) : status(wid[k], sizes[z])) " | "
 		print line > f
 	}
-	bid = ""; bx = ""
+	bname = ""; bx = ""
 	for (k = 2; k <= 3; k++) {
-		if (!(wid[k] in idseen) || !("wait.recv.lat" in idseen)) continue
-		line = "| " (k == 2 ? "epoll" : "io_uring") " / blocking recv | "
+		if (!(wid[k] in idseen) || !(wid[1] in idseen)) continue
+		line = "| " wname[k] " / " wname[1] " | "
 		for (z = 1; z <= nsz; z++) {
-			x = (med[wid[k], sizes[z]] != "" && med["wait.recv.lat", sizes[z]] + 0 > 0) ? med[wid[k], sizes[z]] / med["wait.recv.lat", sizes[z]] : ""
-			if (x != "" && rep_ratios(wid[k], "wait.recv.lat", sizes[z])) line = line fmt_ratio(x) " [" fmt_ratio(rr_lo) "–" fmt_ratio(rr_hi) "] | "
-			else line = line fmt_ratio(x) " | "
-			if (sizes[z] == 8 && x != "" && (bx == "" || x < bx)) { bx = x; bid = wid[k] }
+			x = (med[wid[k], sizes[z]] != "" && med[wid[1], sizes[z]] + 0 > 0) ? med[wid[k], sizes[z]] / med[wid[1], sizes[z]] : ""
+			line = line fmt_ratio(x) (x != "" && rep_ratios(wid[k], wid[1], sizes[z]) ? " [" fmt_ratio(rr_lo) "–" fmt_ratio(rr_hi) "]" : "") " | "
+			if (sizes[z] == 8 && x != "" && (bx == "" || x < bx)) { bx = x; bname = wname[k] }
 		}
 		print line > f
 	}
-	if (bid != "")
+	if (bname != "")
 		wait_floor_line = sprintf("Floor under the blocking target: a thread that waits on many sockets, timers and wake-ups at once waits " \
 			"no more cheaply than its best multiplexing wait, here %s at %s of a blocking recv (8 B, raw TCP, no RDMA stack); " \
-			"a blocking-latency ratio below that needs a thread blocked in recv on the one socket.", (bid == "wait.uring.lat" ? "io_uring" : "epoll"), fmt_ratio(bx))
+			"a blocking-latency ratio below that needs a thread blocked in recv on the one socket.", bname, fmt_ratio(bx))
 }

@@ -11,11 +11,11 @@
 # (ucx_perftest tag/put/get bandwidth and tag/put latency), libfabric's tcp provider (our
 # bench/fi_peer: RMA write, RMA read, send/recv bandwidth and ping-pong); ours with MPA CRC off
 # and on; CRC-32C speed (bench/crc_bench); what waiting alone costs (bench/wait_floor: raw TCP
-# ping-pong waiting in a blocking recv, in epoll_wait, or in io_uring). Every server runs on one CPU and every client on
-# another (taskset). Each repetition runs every measurement twice, in an order and then in the
-# reverse order (ABBA), and counts as the mean of the two; a run during which other processes
-# took more than BENCH_MAX_OTHER % of the CPU drops its repetition (counted). The median of the
-# repetitions is kept, with their spread.
+# ping-pong waiting in a blocking recv, in epoll_wait, or in io_uring). Every server runs on one
+# CPU and every client on another (taskset). Each repetition runs every measurement twice, in an
+# order and then in the reverse order (ABBA), and counts as the mean of the two; a run during
+# which other processes took more than BENCH_MAX_OTHER % of the CPU drops its repetition
+# (counted). The median of the repetitions is kept, with their spread.
 # Results: BUILD_DIR/bench/{table.md,results.csv,results.json,samples.csv,machine.txt,raw/}.
 #
 # Environment: BENCH_REPS (5), BENCH_SECONDS (1, whole seconds), BENCH_SECONDS_LARGE (3: sizes
