@@ -4,10 +4,10 @@
 set -euo pipefail
 
 # rdma-core: the verbs provider builds against libibverbs/librdmacm (issue 16).
-build_pkgs=(gcc make cmake pkg-config nettle-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers)
+build_pkgs=(gcc make cmake pkg-config nettle-dev liburing-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers)
 test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base mandoc)
 fuzz_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev)
-bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev liburing-dev iproute2 util-linux strace linux-perf)
+bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2 util-linux strace linux-perf)
 interop_pkgs=("${build_pkgs[@]}" qemu-system-x86 qemu-utils tshark cpio kmod zstd xz-utils binutils libc6-dev)
 
 case "${1:-build}" in

@@ -5,6 +5,8 @@
  * iw_progress_watch fails with iw_progress_stub_watch_err while a test sets it (dptest.h). */
 #include "datapath.h"
 
+#include <errno.h>
+
 int iw_progress_add(struct iw_device *dev, struct iw_pollable *p, uint32_t events)
 {
     (void)dev;
@@ -67,4 +69,19 @@ bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
     (void)dev;
     t->slot = IW_TIMER_IDLE;
     return armed;
+}
+
+/* No ring here: sockets stay with the harness. */
+int iw_progress_lend(struct iw_device *dev, struct iw_pollable *p)
+{
+    (void)dev;
+    (void)p;
+    return -EOPNOTSUPP;
+}
+
+int iw_progress_reclaim(struct iw_device *dev, struct iw_pollable *p)
+{
+    (void)dev;
+    (void)p;
+    return 0;
 }

@@ -97,6 +97,7 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     dev->mtu = ifc->Mtu;
     dev->is_loopback = ifc->IsLoopback;
     dev->no_poll_progress = !prov->cfg.poll_progress;
+    dev->no_progress_ring = !prov->cfg.progress_ring;
     dev->poll_idle_ms = prov->cfg.poll_idle_ms;
     iw_fill_info(dev);
     atomic_init(&dev->enabled, true);

@@ -279,6 +279,8 @@ struct dp_rx {
     uint32_t spec_miss;       /* Read Response segments that were not where rx_layout foresaw */
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
+    bool ring_owned;          /* a receive of the progress thread's ring is queued on the socket:
+                               * nobody else reads it until that receive is taken (rx.c) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
 };
 
@@ -310,6 +312,8 @@ struct iw_dp {
     struct iw_pollable poll;
     atomic_bool watching;     /* registered (written under qp->lock; iw_qp_poll reads it without) */
     bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
+    bool lent;                /* reads lent to the progress thread's ring, not in epoll (qp.c;
+                               * written on the progress thread under qp->lock) */
     pthread_mutex_t rx_mutex;
     pthread_mutex_t tx_mutex;
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */
@@ -393,6 +397,13 @@ int iw_rx_drain(struct iw_qp *qp);
 /* Reads and drops what the socket holds (a flushed QP whose connection is still up): 0 when it
  * would block, -ESHUTDOWN at the peer's FIN, else -errno. rx_mutex held. */
 int iw_rx_discard_locked(struct iw_dp *dp);
+/* The progress thread's ring (iw_progress_lend) and the RX engine. ring_arm: whether a ring
+ * receive may be queued now (the engine runs, or discards, and no consumer polls the socket),
+ * and if so makes it the socket's only reader. ring_take: what that receive brought
+ * (res as its result), fed as a read of the engine would be, then the socket read on if the
+ * receive filled all cap bytes; returns as iw_rx_run. Progress thread, no lock held. */
+bool iw_rx_ring_arm(struct iw_qp *qp);
+int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap);
 /* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
  * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
 int iw_rx_poll(struct iw_qp *qp);

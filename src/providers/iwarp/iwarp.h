@@ -162,6 +162,13 @@ struct iw_pollable {
     int fd;
     uint32_t events;                  /* currently registered EPOLL* mask */
     void (*handler)(struct iw_pollable *p, uint32_t events);
+    /* For a socket whose reads it lends to the progress thread's ring (iw_progress_lend), both
+     * on the progress thread with no lock held. ring_arm: may a receive be queued now? true
+     * makes that receive the socket's only reader until ring_done. ring_done: what it brought
+     * (res: bytes, 0 at the peer's FIN, or -errno, -ECANCELED when reclaimed first); returns 0
+     * or the connection's error, which the pollable acts on itself unless reclaiming. */
+    bool (*ring_arm)(struct iw_pollable *p);
+    int (*ring_done)(struct iw_pollable *p, const uint8_t *buf, int res, bool reclaiming);
 };
 
 /* A deferred job for the progress thread. Embedded in the object it acts on; the queuer holds a
@@ -208,6 +215,17 @@ bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t d
 bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
 /* TRUE when the caller is dev's progress thread. */
 bool iw_progress_on_thread(const struct iw_device *dev);
+/* The ring wait (progress.c): while a socket's reads are lent to it, the progress thread
+ * sleeps in one io_uring_enter that waits for the epoll set and receives that socket's next
+ * bytes, where epoll_wait would wake it only to call recv (one system call per message, as a
+ * blocking recv). At most one pollable at a time; -EBUSY, or -EOPNOTSUPP without a ring (no
+ * liburing at build time, io_uring unavailable, or config progress_ring = 0). The pollable
+ * must not be registered for EPOLLIN meanwhile. reclaim cancels a queued receive, hands what
+ * it brought to ring_done (reclaiming) and returns its result; afterwards nothing is lent.
+ * Progress thread only; no lock held. */
+int iw_progress_lend(struct iw_device *dev, struct iw_pollable *p);
+int iw_progress_reclaim(struct iw_device *dev, struct iw_pollable *p);
+#define IW_RING_BUF 8192u              /* a ring receive's size: the RX staging buffer's */
 /* CLOCK_MONOTONIC in ms and ns (vDSO: tens of ns, cheap enough for every short CQ poll). */
 static inline uint64_t iw_now_ns(void)
 {
@@ -249,6 +267,9 @@ struct iw_config {
      * progress thread. */
     bool     poll_progress;
     uint32_t poll_idle_ms;
+    /* The progress thread waits in io_uring for a connection's next bytes ("progress_ring",
+     * 0 = epoll_wait only; progress.c). */
+    bool     progress_ring;
 };
 
 /* One per NdkProviderEntry call (the DriverContext): each runtime in the process that loads the
@@ -333,6 +354,12 @@ struct iw_device {
     int epfd, evfd;
     atomic_bool stopping;
     bool no_poll_progress;            /* config poll_progress = 0 (set before any CQ exists) */
+    bool no_progress_ring;            /* config progress_ring = 0 (set before the thread starts) */
+    struct iw_ring *ring;             /* the ring wait (progress.c), NULL without; progress thread */
+    /* The QP whose reads are lent to the ring, and how many epoll wake-ups for other QPs' data
+     * came since it last received (qp.c). Progress thread only. */
+    struct iw_qp *ring_qp;
+    uint32_t ring_misses;
     /* A QP nobody polled for this long goes back to the progress thread (qp.c), so Read Requests
      * and the peer's data never wait on a consumer that stopped polling without arming. */
     uint32_t poll_idle_ms;
@@ -789,6 +816,7 @@ struct iw_qp {
     uint64_t poll_since_ms;           /* when that check was (lock) */
     struct iw_timer poll_timer;       /* the expiry check (dev->poll_idle_ms after the last) */
     struct iw_work unwatched_work;    /* the socket could not go back to the progress thread */
+    struct iw_work unlend_work;       /* a poller takes the socket: the ring gives it back */
 };
 static inline struct iw_qp *to_iw_qp(NDK_QP *q) { return ndk_container_of(q, struct iw_qp, ndk); }
 #define IW_QP_ANTE_PD 0

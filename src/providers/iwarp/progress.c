@@ -2,24 +2,30 @@
  * listeners, connectors and connected QPs), a work queue (deferred callbacks, close
  * completions, PnP events) and a heap of timers (CM deadlines, the listener's accept back-off,
  * the polled-QP expiry). No thread per connection, no blocking socket call
- * (architecture.md; style-anchors A3 "progress engine").
+ * (architecture.md; style-anchors A3 "progress engine"). Where io_uring is there, the thread
+ * sleeps in a ring that waits for the epoll set and receives the next bytes of one lent socket
+ * (the ring wait below).
  *
  * Lifetime rule for pollables: they are unregistered and their fds closed only on this thread,
  * so an event returned by epoll_wait can never name a freed pollable; objects free themselves
  * through the work queue, which runs only between epoll batches.
  *
  * Talks to: log.c only; everything else reaches it (pollables, work, timers) and it calls back
- * only through the handlers registered with it. */
+ * only through the handlers registered with it (and a lent pollable's ring_arm / ring_done). */
 #include "iwarp.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef IW_HAVE_URING
+#include <liburing.h>
+#endif
 
 #define IW_EPOLL_BATCH 64
 
@@ -262,13 +268,221 @@ static bool iw_work_pending(struct iw_device *dev)
     return atomic_load_explicit(&dev->nwork, memory_order_relaxed) != 0;
 }
 
+/* One epoll_wait and the handlers of what it returned. Progress thread. */
+static void iw_progress_epoll(struct iw_device *dev, int timeout)
+{
+    struct epoll_event evs[IW_EPOLL_BATCH];
+    int n = epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);
+
+    if (n < 0) {
+        if (errno != EINTR)
+            iw_derr(dev, "%s: epoll_wait: %s", dev->ifname, strerror(errno));
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.ptr == NULL) {
+            uint64_t v;
+            if (read(dev->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
+                iw_derr(dev, "%s: eventfd read: %s", dev->ifname, strerror(errno));
+            continue;
+        }
+        struct iw_pollable *p = evs[i].data.ptr;
+        p->handler(p, evs[i].events);
+    }
+}
+
+/* ---- the ring wait (iw_progress_lend): io_uring beside the epoll set ----
+ * The ring holds at most a receive on the lent socket and a one-shot poll of the epoll set (a
+ * one-shot poll checks the set when queued, so what level-triggered epoll still holds from the
+ * last batch is not missed, as it would be by a multishot poll that fires only on wake-ups).
+ * Created by the progress thread itself: single issuer with deferred task work, so completions
+ * run only inside this thread's own io_uring_enter, which is the cheapest wake-up measured
+ * (bench/wait_floor). All of it is the progress thread's: no lock. */
+#ifdef IW_HAVE_URING
+enum { IW_RING_EPOLL = 1, IW_RING_RECV, IW_RING_CANCEL };
+
+struct iw_ring {
+    struct io_uring uring;
+    struct iw_pollable *lent;
+    bool recv_queued, epoll_queued;
+    uint8_t buf[IW_RING_BUF];
+};
+
+static void iw_ring_open(struct iw_device *dev)
+{
+    struct iw_ring *r = calloc(1, sizeof *r);
+    int err;
+
+    if (!r)
+        return;
+    err = io_uring_queue_init(8, &r->uring, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+    if (err == -EINVAL)                   /* kernels before 6.1 */
+        err = io_uring_queue_init(8, &r->uring, 0);
+    if (err < 0) {
+        iw_dinfo(dev, "%s: no io_uring (%s): the progress thread waits in epoll_wait only", dev->ifname,
+                 strerror(-err));
+        free(r);
+        return;
+    }
+    (void)io_uring_register_ring_fd(&r->uring);   /* only saves a file lookup per enter */
+    dev->ring = r;
+}
+
+/* At the thread's end. A socket still lent (its QP outlived the device's stop) gets its reads
+ * back first, so that no receive can still write into the buffer freed here. */
+static void iw_ring_close(struct iw_device *dev)
+{
+    if (dev->ring) {
+        if (dev->ring->lent)
+            (void)iw_progress_reclaim(dev, dev->ring->lent);
+        io_uring_queue_exit(&dev->ring->uring);   /* cancels what is still queued */
+        free(dev->ring);
+        dev->ring = NULL;
+    }
+}
+
+/* io_uring_get_sqe cannot fail here: at most three entries are ever queued in eight. */
+static struct io_uring_sqe *iw_ring_sqe(struct iw_ring *r, uint64_t tag)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+
+    io_uring_sqe_set_data64(sqe, tag);
+    return sqe;
+}
+
+/* Takes one completion off the ring and acts on it; returns its tag (0: none there). The
+ * receive's result goes to the lent pollable (reclaiming: from iw_progress_reclaim) and its
+ * error into *err. */
+static int iw_ring_take(struct iw_ring *r, bool reclaiming, int *err)
+{
+    struct io_uring_cqe *cqe;
+
+    if (io_uring_peek_cqe(&r->uring, &cqe) != 0)
+        return 0;
+    int tag = (int)io_uring_cqe_get_data64(cqe), res = cqe->res;
+    io_uring_cqe_seen(&r->uring, cqe);
+    if (tag == IW_RING_EPOLL) {
+        r->epoll_queued = false;
+    } else if (tag == IW_RING_RECV) {
+        r->recv_queued = false;
+        /* ring_done may reclaim (its error path unregisters the socket): nothing is queued now. */
+        int e = r->lent ? r->lent->ring_done(r->lent, r->buf, res, reclaiming) : 0;
+        if (err)
+            *err = e;
+    }
+    return tag;
+}
+
+/* Sleeps in the ring while a socket is lent to it; false when none is (then the caller waits in
+ * epoll_wait). */
+static bool iw_ring_wait(struct iw_device *dev, int timeout)
+{
+    struct iw_ring *r = dev->ring;
+    struct io_uring_cqe *cqe;
+    bool epoll_ready = false;
+
+    if (!r || !r->lent)
+        return false;
+    if (!r->recv_queued) {
+        struct iw_pollable *p = r->lent;
+        if (!p->ring_arm(p))
+            return false;                 /* the pollable took its reads back (reclaim) */
+        io_uring_prep_recv(iw_ring_sqe(r, IW_RING_RECV), p->fd, r->buf, sizeof r->buf, 0);
+        r->recv_queued = true;
+    }
+    if (!r->epoll_queued) {
+        io_uring_prep_poll_add(iw_ring_sqe(r, IW_RING_EPOLL), dev->epfd, POLLIN);
+        r->epoll_queued = true;
+    }
+    struct __kernel_timespec ts = { .tv_sec = timeout / 1000, .tv_nsec = (long long)(timeout % 1000) * 1000000 };
+    int err = io_uring_submit_and_wait_timeout(&r->uring, &cqe, 1, timeout >= 0 ? &ts : NULL, NULL);
+    if (err < 0 && err != -ETIME && err != -EINTR && err != -EBUSY)
+        iw_derr(dev, "%s: io_uring_enter: %s", dev->ifname, strerror(-err));
+    for (int tag; (tag = iw_ring_take(r, false, NULL)) != 0;)
+        epoll_ready |= tag == IW_RING_EPOLL;
+    if (epoll_ready)
+        iw_progress_epoll(dev, 0);
+    return true;
+}
+
+int iw_progress_lend(struct iw_device *dev, struct iw_pollable *p)
+{
+    if (!dev->ring)
+        return -EOPNOTSUPP;
+    if (dev->ring->lent)
+        return -EBUSY;
+    dev->ring->lent = p;
+    return 0;
+}
+
+int iw_progress_reclaim(struct iw_device *dev, struct iw_pollable *p)
+{
+    struct iw_ring *r = dev->ring;
+    int err = 0;
+
+    if (!r || r->lent != p)
+        return 0;
+    if (r->recv_queued) {
+        io_uring_prep_cancel64(iw_ring_sqe(r, IW_RING_CANCEL), IW_RING_RECV, 0);
+        io_uring_submit(&r->uring);
+        /* The receive completes, cancelled or with bytes that arrived first (they are handed
+         * over, not lost); the poll of the epoll set that may complete meanwhile is queued
+         * again by the next wait, and finds what epoll holds then. */
+        while (r->recv_queued) {
+            struct io_uring_cqe *cqe;
+            int e = io_uring_wait_cqe(&r->uring, &cqe);
+            if (e < 0 && e != -EINTR) {
+                iw_derr(dev, "%s: io_uring wait for a cancelled receive: %s", dev->ifname, strerror(-e));
+                break;
+            }
+            while (r->recv_queued && iw_ring_take(r, true, &err) != 0)
+                ;
+        }
+    }
+    r->lent = NULL;
+    return err;
+}
+#else
+static void iw_ring_open(struct iw_device *dev)
+{
+    iw_dinfo(dev, "%s: built without liburing: the progress thread waits in epoll_wait only", dev->ifname);
+}
+
+static void iw_ring_close(struct iw_device *dev)
+{
+    (void)dev;
+}
+
+static bool iw_ring_wait(struct iw_device *dev, int timeout)
+{
+    (void)dev;
+    (void)timeout;
+    return false;
+}
+
+int iw_progress_lend(struct iw_device *dev, struct iw_pollable *p)
+{
+    (void)dev;
+    (void)p;
+    return -EOPNOTSUPP;
+}
+
+int iw_progress_reclaim(struct iw_device *dev, struct iw_pollable *p)
+{
+    (void)dev;
+    (void)p;
+    return 0;
+}
+#endif
+
 static void *iw_progress_main(void *arg)
 {
     struct iw_device *dev = arg;
-    struct epoll_event evs[IW_EPOLL_BATCH];
 
     iw_tls_dev = dev;
     iw_log_bind_thread(dev);
+    if (!dev->no_progress_ring)
+        iw_ring_open(dev);
     while (!atomic_load(&dev->stopping) || iw_work_pending(dev)) {
         uint64_t now = iw_now_ms();
         int timeout = -1;
@@ -285,24 +499,11 @@ static void *iw_progress_main(void *arg)
             timeout = next > now ? (int)(next - now < 60000 ? next - now : 60000) : 0;
         if (atomic_load(&dev->stopping))
             timeout = timeout < 0 || timeout > 10 ? 10 : timeout;
-        int n = epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);
-        if (n < 0) {
-            if (errno != EINTR)
-                iw_derr(dev, "%s: epoll_wait: %s", dev->ifname, strerror(errno));
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            if (evs[i].data.ptr == NULL) {
-                uint64_t v;
-                if (read(dev->evfd, &v, sizeof v) < 0 && errno != EAGAIN)
-                    iw_derr(dev, "%s: eventfd read: %s", dev->ifname, strerror(errno));
-                continue;
-            }
-            struct iw_pollable *p = evs[i].data.ptr;
-            p->handler(p, evs[i].events);
-        }
+        if (!iw_ring_wait(dev, timeout))
+            iw_progress_epoll(dev, timeout);
     }
     iw_run_work(dev);
+    iw_ring_close(dev);
     return NULL;
 }
 

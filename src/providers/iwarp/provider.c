@@ -66,6 +66,7 @@ static void iw_load_config(struct iw_provider *prov)
     /* A consumer polling less often than this is better served by the progress thread. */
     c->poll_progress = iw_cfg_u32(prov, "poll_progress", 1, 0, 1) != 0;
     c->poll_idle_ms = iw_cfg_u32(prov, "poll_idle_ms", 2, 1, 600000);
+    c->progress_ring = iw_cfg_u32(prov, "progress_ring", 1, 0, 1) != 0;
 }
 
 /* The runtime's thread, no lock held. */

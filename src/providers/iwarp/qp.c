@@ -148,7 +148,7 @@ void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int 
 /* ---- the connection's socket with the progress engine ---- */
 
 /* What the progress thread watches the socket for: data, the hang-up and, when the TX engine
- * waits, room; nothing while a consumer polls. The poller reads the socket on every poll and
+ * waits, room; only room while its reads are lent to the ring; nothing while a consumer polls. The poller reads the socket on every poll and
  * sees a hang-up there itself (recv() returns 0 or the error, poll.c), so the socket then
  * leaves the epoll set altogether: even registered for the hang-up alone, every segment that
  * arrives runs epoll's wake-up hook in the kernel, 3-4% of a loopback round trip. */
@@ -156,7 +156,10 @@ static uint32_t iw_qp_events_locked(const struct iw_qp *qp)
 {
     const struct iw_dp *dp = qp->dp;
 
-    return qp->poll_on ? 0 : EPOLLRDHUP | EPOLLIN | (dp->want_out ? EPOLLOUT : 0);
+    if (qp->poll_on)
+        return 0;
+    /* Lent to the ring, whose receive sees data, the hang-up and errors (iw_qp_lend). */
+    return (dp->lent ? 0 : EPOLLRDHUP | EPOLLIN) | (dp->want_out ? EPOLLOUT : 0);
 }
 
 /* Progress thread, no lock held: the socket could not go back into the epoll set, so nothing
@@ -209,6 +212,119 @@ static void iw_qp_unpoll_locked(struct iw_qp *qp)
         iw_qp_update_events_locked(qp);
 }
 
+/* ---- the socket's reads lent to the progress thread's ring (progress.c) ----
+ * The QP whose socket last brought data to the progress thread lends it its reads, so that the
+ * thread waits for that connection's next message and reads it in one system call (issue 15
+ * item 4). One QP per device; another takes its place once IW_RING_MISSES epoll wake-ups
+ * served other QPs while it received nothing. A consumer that starts polling, and the end of
+ * the connection, take the reads back (iw_qp_unlend). */
+#define IW_RING_MISSES 64u
+
+static void iw_qp_unwatch(struct iw_qp *qp);
+
+/* Progress thread, no lock held: the socket's reads go back to epoll. Returns the error the
+ * ring's last receive found (the caller acts on it or not). */
+static int iw_qp_unlend(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    struct iw_device *dev = qp->obj.dev;
+    int err;
+
+    if (!dp || !dp->lent)
+        return 0;
+    err = iw_progress_reclaim(dev, &dp->poll);
+    if (dev->ring_qp == qp)
+        dev->ring_qp = NULL;
+    pthread_mutex_lock(&qp->lock);
+    dp->lent = false;
+    iw_qp_update_events_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+    return err;
+}
+
+/* The connection fails on an error a reclaimed receive found. Progress thread, no lock held. */
+static void iw_qp_ring_failed(struct iw_qp *qp, int err)
+{
+    iw_obj_get(&qp->obj);
+    if (atomic_load_explicit(&qp->dp->watching, memory_order_relaxed)) {
+        iw_qp_unwatch(qp);
+        iw_cm_connection_failed(qp, err);
+    }
+    iw_obj_put(&qp->obj);
+}
+
+/* Progress thread, no lock held: iw_qp_poll found data on the socket. */
+static void iw_qp_lend(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    struct iw_device *dev = qp->obj.dev;
+    bool ok;
+
+    if (dev->ring_qp) {
+        if (++dev->ring_misses < IW_RING_MISSES)
+            return;
+        struct iw_qp *old = dev->ring_qp;
+        int err = iw_qp_unlend(old);
+        if (err)
+            iw_qp_ring_failed(old, err);
+    }
+    if (iw_progress_lend(dev, &dp->poll) < 0)
+        return;
+    pthread_mutex_lock(&qp->lock);
+    ok = !qp->poll_on && atomic_load_explicit(&dp->watching, memory_order_relaxed);
+    if (ok) {
+        dp->lent = true;
+        iw_qp_update_events_locked(qp);
+    }
+    pthread_mutex_unlock(&qp->lock);
+    if (!ok) {
+        (void)iw_progress_reclaim(dev, &dp->poll);   /* nothing queued yet */
+        return;
+    }
+    dev->ring_qp = qp;
+    dev->ring_misses = 0;
+}
+
+/* The pollable's ring_arm (iw_pollable): a QP that can no longer lend (a consumer polls, the
+ * engines stopped) takes its reads back at once. */
+static bool iw_qp_ring_arm(struct iw_pollable *p)
+{
+    struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
+
+    if (iw_rx_ring_arm(dp->qp))
+        return true;
+    (void)iw_qp_unlend(dp->qp);          /* nothing was queued: no error to act on */
+    return false;
+}
+
+/* The pollable's ring_done (iw_pollable). */
+static int iw_qp_ring_done(struct iw_pollable *p, const uint8_t *buf, int res, bool reclaiming)
+{
+    struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
+    struct iw_qp *qp = dp->qp;
+    int err = iw_rx_ring_take(qp, buf, res, IW_RING_BUF);
+
+    if (res > 0)
+        qp->obj.dev->ring_misses = 0;
+    if (err && !reclaiming) {
+        /* As iw_qp_poll: the CM tears the connection down. */
+        iw_qp_unwatch(qp);
+        iw_cm_connection_failed(qp, err);
+    }
+    return err;
+}
+
+/* Progress thread, no lock held: a consumer started polling the socket while it was lent. */
+static void iw_qp_unlend_work(struct iw_work *w)
+{
+    struct iw_qp *qp = ndk_container_of(w, struct iw_qp, unlend_work);
+    int err = iw_qp_unlend(qp);
+
+    if (err)
+        iw_qp_ring_failed(qp, err);
+    iw_obj_put(&qp->obj);
+}
+
 /* Takes the socket off the progress engine. Progress thread (pollables are unregistered only
  * there); no lock held. */
 static void iw_qp_unwatch(struct iw_qp *qp)
@@ -216,6 +332,7 @@ static void iw_qp_unwatch(struct iw_qp *qp)
     struct iw_dp *dp = qp->dp;
     bool put;
 
+    (void)iw_qp_unlend(qp);              /* the connection ends: what it finds no longer counts */
     pthread_mutex_lock(&qp->lock);
     iw_qp_poll_off_locked(qp);           /* not back into the set it is about to leave */
     put = atomic_load_explicit(&dp->watching, memory_order_relaxed);
@@ -246,6 +363,8 @@ static void iw_qp_poll(struct iw_pollable *p, uint32_t events)
         r = iw_rx_run(qp);
     if (!r && (events & EPOLLOUT))
         r = iw_tx_run(qp);
+    if (!r && (events & EPOLLIN) && !dp->lent)
+        iw_qp_lend(qp);
     if (r) {
         /* The connection ends (the peer's FIN, an error, our or the peer's Terminate): the CM
          * tears it down; until then nothing is read here. */
@@ -283,6 +402,12 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
         if (iw_progress_timer_arm(qp->obj.dev, &qp->poll_timer, qp->poll_since_ms + qp->obj.dev->poll_idle_ms))
             iw_obj_get(&qp->obj);
         iw_qp_update_events_locked(qp);
+        /* Until the ring's receive is taken back, the poller's reads find nothing (rx.c). */
+        if (dp->lent) {
+            iw_obj_get(&qp->obj);
+            if (!iw_progress_queue(qp->obj.dev, &qp->unlend_work))
+                iw_obj_put(&qp->obj);
+        }
     }
     pthread_mutex_unlock(&qp->lock);
 }
@@ -354,6 +479,8 @@ void iw_qp_connection_established(struct iw_qp *qp)
         dp->fd = -1;
         dp->poll.fd = -1;
         dp->poll.handler = iw_qp_poll;
+        dp->poll.ring_arm = iw_qp_ring_arm;
+        dp->poll.ring_done = iw_qp_ring_done;
         iw_poll_init(qp, dp);
     }
     pthread_mutex_lock(&qp->lock);
@@ -518,6 +645,7 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err)
 
     if (dp) {
         iw_dbg("QP[%u] data path down (%d)", qp->obj.id, err);
+        (void)iw_qp_unlend(qp);          /* the drain below reads what is left itself */
         iw_qp_dma_stop(qp);
         iw_tx_disarm(qp);
         iw_qp_unwatch(qp);
@@ -655,6 +783,7 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
     qp->qp_context = qpctx;
     qp->fd = -1;
     qp->unwatched_work.fn = iw_qp_unwatched;
+    qp->unlend_work.fn = iw_qp_unlend_work;
     qp->max_read_sge = IW_MAX_SGE;
     qp->inline_size = inline_size;
     qp->pd = pd;

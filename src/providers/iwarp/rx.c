@@ -909,6 +909,8 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         return -EBADMSG;
     if (rx->state == DP_RX_TERMINATED)
         return -ECONNRESET;
+    if (rx->ring_owned)
+        return 0;                                 /* the ring's receive reads for us */
     for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
         err = rx_consume_stage(qp, dp, b);
         if (err)
@@ -959,6 +961,8 @@ int iw_rx_discard_locked(struct iw_dp *dp)
      * thread here. */
     static char sink[65536];
 
+    if (dp->rx.ring_owned)
+        return 0;                                 /* the ring's receive reads, and drops (below) */
     for (int i = 0; i < 64; i++) {
         ssize_t n = recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
         if (n == 0)
@@ -985,6 +989,56 @@ int iw_rx_run(struct iw_qp *qp)
         err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return err;
+}
+
+bool iw_rx_ring_arm(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+    bool ok;
+
+    pthread_mutex_lock(&dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    ok = !qp->poll_on && dp->fd >= 0 && (dp->stopped ? dp->discard : dp->rx.state == DP_RX_RUN);
+    pthread_mutex_unlock(&qp->lock);
+    dp->rx.ring_owned = ok;
+    pthread_mutex_unlock(&dp->rx_mutex);
+    return ok;
+}
+
+int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap)
+{
+    struct iw_dp *dp = qp->dp;
+    struct dp_rx *rx = &dp->rx;
+    int err;
+
+    pthread_mutex_lock(&dp->rx_mutex);
+    rx->ring_owned = false;
+    if (res == -ECANCELED || res == -EINTR || res == -EAGAIN)
+        err = 0;
+    else if (res == 0)
+        err = -ESHUTDOWN;                         /* orderly FIN from the peer */
+    else if (res < 0)
+        err = res;
+    else if (dp->stopped)
+        err = dp->discard ? iw_rx_discard_locked(dp) : -ECONNABORTED;   /* as iw_rx_run */
+    else if (rx->state != DP_RX_RUN)
+        err = rx->state == DP_RX_TERMINATED ? -ECONNRESET : -EBADMSG;
+    else {
+        IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
+        IW_COUNT(qp->obj.dev, rdma_in_octets, res);
+        rx->rx_bytes += (uint64_t)res;
+        /* Read as the staging buffer would be: the next read of the engine is laid out anew. */
+        rx->tail_mode = false;
+        rx->tail_last = false;
+        err = rx_feed(qp, dp, buf, (size_t)res);
+        /* A receive that took less than it could emptied the socket (rx_engine's rule). */
+        if (!err && (size_t)res == cap)
+            err = rx_engine(qp, dp);
+    }
+    if (!err && rx->tx_err)
+        err = rx->tx_err;
     pthread_mutex_unlock(&dp->rx_mutex);
     return err;
 }
