@@ -332,10 +332,10 @@ static void iw_ring_open(struct iw_device *dev)
  * back first, so that no receive can still write into the buffer freed here. */
 static void iw_ring_close(struct iw_device *dev)
 {
+    if (dev->ring && dev->ring->lent)
+        (void)iw_progress_reclaim(dev, dev->ring->lent);   /* may abandon the ring */
     if (dev->ring) {
-        if (dev->ring->lent)
-            (void)iw_progress_reclaim(dev, dev->ring->lent);
-        io_uring_queue_exit(&dev->ring->uring);   /* cancels what is still queued */
+        io_uring_queue_exit(&dev->ring->uring);
         free(dev->ring);
         dev->ring = NULL;
     }
@@ -405,6 +405,17 @@ static bool iw_ring_wait(struct iw_device *dev, int timeout)
     return true;
 }
 
+/* The ring cannot say what became of the queued receive: it may have taken bytes of the
+ * stream, so the lent connection fails (the caller's -EIO), and the device goes on with epoll
+ * alone. The ring and its buffer are left to the kernel, never freed: the receive may still
+ * write into that buffer. */
+static void iw_ring_abandon(struct iw_device *dev, int e)
+{
+    iw_derr(dev, "%s: io_uring wait for a cancelled receive: %s; the progress thread waits in epoll_wait only "
+            "from now on", dev->ifname, strerror(-e));
+    dev->ring = NULL;
+}
+
 int iw_progress_lend(struct iw_device *dev, struct iw_pollable *p)
 {
     if (!dev->ring)
@@ -432,8 +443,8 @@ int iw_progress_reclaim(struct iw_device *dev, struct iw_pollable *p)
             struct io_uring_cqe *cqe;
             int e = io_uring_wait_cqe(&r->uring, &cqe);
             if (e < 0 && e != -EINTR) {
-                iw_derr(dev, "%s: io_uring wait for a cancelled receive: %s", dev->ifname, strerror(-e));
-                break;
+                iw_ring_abandon(dev, e);
+                return p->ring_done(p, NULL, -EIO, true);
             }
             while (r->recv_queued && iw_ring_take(r, true, &err) != 0)
                 ;

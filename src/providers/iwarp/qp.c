@@ -148,10 +148,11 @@ void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int 
 /* ---- the connection's socket with the progress engine ---- */
 
 /* What the progress thread watches the socket for: data, the hang-up and, when the TX engine
- * waits, room; only room while its reads are lent to the ring; nothing while a consumer polls. The poller reads the socket on every poll and
- * sees a hang-up there itself (recv() returns 0 or the error, poll.c), so the socket then
- * leaves the epoll set altogether: even registered for the hang-up alone, every segment that
- * arrives runs epoll's wake-up hook in the kernel, 3-4% of a loopback round trip. */
+ * waits, room; only room while its reads are lent to the ring; nothing while a consumer polls.
+ * The poller reads the socket on every poll and sees a hang-up there itself (recv() returns 0
+ * or the error, poll.c), so the socket then leaves the epoll set altogether: even registered
+ * for the hang-up alone, every segment that arrives runs epoll's wake-up hook in the kernel,
+ * 3-4% of a loopback round trip. */
 static uint32_t iw_qp_events_locked(const struct iw_qp *qp)
 {
     const struct iw_dp *dp = qp->dp;
