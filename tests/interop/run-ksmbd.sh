@@ -32,10 +32,7 @@ rm -rf "$OUT"; mkdir -p "$OUT/ndk/bin" "$OUT/ndk/lib" "$OUT/ndk/providers"
 cp "$BUILD/tools/ndksmb/ndksmb" "$OUT/ndk/bin/"
 cp -L "$BUILD"/src/runtime/libndk.so* "$OUT/ndk/lib/" 2>/dev/null || true
 cp -L "$BUILD"/providers/*.so "$OUT/ndk/providers/"
-# ndksmb's libraries that the guest image does not carry (same Debian release as this host)
-for lib in $(ldd "$BUILD/tools/ndksmb/ndksmb" | awk '/=> \//{print $3}'); do
-	case "$(basename "$lib")" in libc.so*|libm.so*|ld-linux*) ;; *) cp -L "$lib" "$OUT/ndk/lib/" ;; esac
-done
+"$HERE/stage-libs.sh" "$OUT/ndk/lib" "$OUT/ndk/bin/ndksmb" "$OUT"/ndk/providers/*.so
 install -m 755 "$HERE/guest/ksmbd.sh" "$OUT/ksmbd.sh"
 printf '#!/bin/sh\nKSMBD_QUICK=%s exec bash /mnt/host/ksmbd.sh\n' "${KSMBD_QUICK:-0}" >"$OUT/start.sh"
 log "booting $img (timeout ${VM_TIMEOUT}s); console: $OUT/.vm/console.log"

@@ -88,6 +88,7 @@ for t in ndkinfo ndkping ndkperf; do
 done
 cp -L "$BUILD"/src/runtime/libndk.so* "$STAGE/lib/" 2>/dev/null || true
 cp -L "$BUILD"/providers/*.so "$STAGE/providers/" 2>/dev/null || true
+"$HERE/stage-libs.sh" "$STAGE/lib" "$STAGE"/bin/* "$STAGE"/lib/libndk.so* "$STAGE"/providers/*.so
 log "our binaries: bin: $(ls "$STAGE/bin" | tr '\n' ' ')| lib: $(ls "$STAGE/lib" | tr '\n' ' ')| providers: $(ls "$STAGE/providers" | tr '\n' ' ')"
 }
 

@@ -48,6 +48,7 @@ for t in ndkinfo ndkping ndkperf; do cp "$BUILD/tools/$t/$t" "$OUT/share/ndk/bin
 cp "$BUILD/tests/conformance/ndkconform" "$OUT/share/ndk/bin/"
 cp -L "$BUILD"/src/runtime/libndk.so* "$OUT/share/ndk/lib/"
 cp -L "$BUILD"/providers/*.so "$OUT/share/ndk/providers/"
+"$HERE/stage-libs.sh" "$OUT/share/ndk/lib" "$OUT"/share/ndk/bin/* "$OUT"/share/ndk/lib/libndk.so* "$OUT"/share/ndk/providers/*.so
 cp "$SRC_ROOT"/tests/conformance/exclude/verbs-*.txt "$OUT/share/exclude/"
 install -m 755 "$HERE/guest/verbs.sh" "$OUT/share/verbs.sh"
 printf 'CELLS="%s"\nCONFORM_CASES="%s"\n' "$CELLS" "$CONFORM_CASES" >"$OUT/share/params.env"
