@@ -214,9 +214,9 @@ static void iw_qp_unpoll_locked(struct iw_qp *qp)
 }
 
 /* ---- the socket's reads lent to the progress thread's ring (progress.c) ----
- * The QP whose socket last brought data to the progress thread lends it its reads, so that the
- * thread waits for that connection's next message and reads it in one system call (issue 15
- * item 4). One QP per device; another takes its place once IW_RING_MISSES epoll wake-ups
+ * A QP whose socket brings the progress thread data while no QP is lent lends it its reads, so
+ * that the thread waits for that connection's next message and reads it in one system call
+ * (issue 15 item 4). One QP per device; another takes its place once IW_RING_MISSES epoll wake-ups
  * served other QPs while it received nothing. A consumer that starts polling, and the end of
  * the connection, take the reads back (iw_qp_unlend). */
 #define IW_RING_MISSES 64u
