@@ -243,7 +243,7 @@ static int iw_qp_unlend(struct iw_qp *qp)
     return err;
 }
 
-/* The connection fails on an error a reclaimed receive found. Progress thread, no lock held. */
+/* The connection fails on an error a ring receive found. Progress thread, no lock held. */
 static void iw_qp_ring_failed(struct iw_qp *qp, int err)
 {
     iw_obj_get(&qp->obj);
@@ -307,11 +307,8 @@ static int iw_qp_ring_done(struct iw_pollable *p, const uint8_t *buf, int res, b
 
     if (res > 0)
         qp->obj.dev->ring_misses = 0;
-    if (err && !reclaiming) {
-        /* As iw_qp_poll: the CM tears the connection down. */
-        iw_qp_unwatch(qp);
-        iw_cm_connection_failed(qp, err);
-    }
+    if (err && !reclaiming)
+        iw_qp_ring_failed(qp, err);      /* as iw_qp_poll: the CM tears the connection down */
     return err;
 }
 
