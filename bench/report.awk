@@ -479,8 +479,8 @@ function write_wait_md(f,    z, k, line, pn, wid, wlab, wname, x, bname, bx) {
 	print pn > f
 	split("wait.recv.lat wait.epoll.lat wait.uring.lat", wid, " ")
 	split("blocking recv|epoll|io_uring", wname, "|")
-	split("blocking recv (sockperf's blocking wait)|epoll_wait, then recv (a thread serving many sockets: the iwarp provider's)|" \
-		"io_uring: one call submits a receive and waits (beside an eventfd poll)", wlab, "|")
+	split("blocking recv (sockperf's blocking wait)|epoll_wait, then recv (a thread serving many sockets: the iwarp provider's without progress_ring)|" \
+		"io_uring: one call submits a receive and waits, beside an eventfd poll (the iwarp provider's, progress_ring)", wlab, "|")
 	for (k = 1; k <= 3; k++) {
 		if (!(wid[k] in idseen)) continue
 		line = "| " wlab[k] " | "

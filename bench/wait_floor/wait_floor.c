@@ -4,9 +4,11 @@
  *   recv   a blocking recv() on the one socket (sockperf's blocking mode: one call that waits
  *          and reads);
  *   epoll  epoll_wait() on a set holding the socket and an eventfd, then recv() (what a progress
- *          thread serving many sockets, timers and wake-ups does: the iwarp provider's loop);
+ *          thread serving many sockets, timers and wake-ups does: the iwarp provider's loop
+ *          without io_uring, progress_ring=0);
  *   uring  one io_uring_enter() that submits a receive and waits for it, beside a poll of an
- *          eventfd (a wait that also reads, still able to wake for other work).
+ *          eventfd (a wait that also reads, still able to wake for other work: the iwarp
+ *          provider's progress thread with progress_ring=1, its default).
  * Every answer goes out with send(). The median round trip, halved, is the floor a blocking
  * provider's latency sits on for that wait: README, Performance, "Blocking latency".
  *
