@@ -253,6 +253,7 @@ enum dp_rx_target {
 };
 
 #define DP_RX_STAGE   8192u   /* the RX staging buffer, one per thread (rx.c) */
+#define DP_RX_BULK    (256u << 10) /* a read of a backlog through staging (rx.c, rx->bulk) */
 #define DP_RX_MAX_IOV 64
 #define DP_RX_TAILS   33u     /* small buffers for trailer + next header, one recvmsg()'s worth, per thread */
 #define DP_RX_TAIL_LEN 32u    /* pad (<= 3) + CRC (4) + the longest common header (20) */
@@ -275,10 +276,12 @@ struct dp_rx {
     uint64_t rx_bytes;
     bool first_done;          /* one good FPDU seen (RFC 5044 §7.1.2 hold-back released) */
     int tx_err;               /* socket error the TX engine hit while RX kicked it */
-    size_t st_off, st_len;    /* unfed bytes of the thread's staging buffer (rx.c), within a call */
+    const uint8_t *st_buf;    /* the thread's staging buffer the last read used (rx.c), */
+    size_t st_off, st_len;    /* and its unfed bytes: within an rx_engine call only */
     uint32_t spec_miss;       /* Read Response segments that were not where rx_layout foresaw */
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
+    bool bulk;                /* the last read got all it asked for: the socket holds more (rx.c) */
     bool ring_owned;          /* a receive of the progress thread's ring is queued on the socket:
                                * nobody else reads it until that receive is taken (rx.c) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */

@@ -308,6 +308,7 @@ struct iw_counters {
     _Atomic uint64_t cq_error, rdma_in_octets, rdma_out_octets, rdma_in_frames, rdma_out_frames;
     _Atomic uint64_t rdma_out_writes; /* sendmsg() calls of the TX engine (tx.c), issue 15 */
     _Atomic uint64_t rdma_in_reads;   /* recv()/recvmsg() calls of the RX engine (rx.c), issue 15 */
+    _Atomic uint64_t rdma_in_bulk;    /* of those, reads of several segments through staging (rx.c) */
 };
 #define IW_COUNT(dev, field, n) atomic_fetch_add_explicit(&(dev)->counters.field, (uint64_t)(n), memory_order_relaxed)
 

@@ -663,6 +663,11 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
 struct rx_bufs {
     uint8_t stage[DP_RX_STAGE];
     uint8_t tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
+    /* DP_RX_BULK bytes for reading a backlog, allocated by the first read of one in an
+     * rx_engine call and freed when the call returns: a thread that never meets a backlog keeps
+     * no more than the small buffers, and none outlives the call (threads and the module may end
+     * at any time after it). */
+    uint8_t *bulk;
 };
 /* One thread-local object, its address taken once per rx_engine call and passed down: in a
  * shared object each lookup is a __tls_get_addr call. */
@@ -670,12 +675,12 @@ static __thread struct rx_bufs rx_bufs_tls;
 _Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
 /* Feeds what the last read left in the staging buffer. RX engine (rx_mutex held). */
-static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b)
+static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
 
     if (rx->st_off < rx->st_len) {
-        int err = rx_feed(qp, dp, b->stage + rx->st_off, rx->st_len - rx->st_off);
+        int err = rx_feed(qp, dp, rx->st_buf + rx->st_off, rx->st_len - rx->st_off);
         rx->st_off = rx->st_len;
         if (err)
             return err;
@@ -705,6 +710,19 @@ static void rx_lay(struct rx_layout *l, void *base, size_t len, enum rx_piece ki
     l->pred[l->n] = (int8_t)pred;
     l->asked += len;
     l->n++;
+}
+
+/* Lays a staging buffer: the bulk one while the socket is backlogged (allocated here, once per
+ * rx_engine call; without memory the small one does), else the small one, so that a read that
+ * brings a large segment's head leaves the rest of that segment to go straight to its target. */
+static void rx_lay_stage(const struct dp_rx *rx, struct rx_bufs *b, struct rx_layout *l)
+{
+    if (rx->bulk && !b->bulk)
+        b->bulk = malloc(DP_RX_BULK);
+    if (rx->bulk && b->bulk)
+        rx_lay(l, b->bulk, DP_RX_BULK, RXP_STAGE, -1);
+    else
+        rx_lay(l, b->stage, sizeof b->stage, RXP_STAGE, -1);
 }
 
 /* Bytes of sink that the Read being answered still has to receive after the current segment,
@@ -741,6 +759,15 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * Nothing lands outside the Read's sink: the local buffer the Read owns until it completes,
  * whose contents are undefined if it fails.
  *
+ * While the socket holds more than the reads ask for (the last read got all it asked: rx->bulk),
+ * a large Write or Send segment is followed by a bulk staging buffer (DP_RX_BULK) instead of a
+ * tail, and so is any read that starts outside a segment: one read then brings several
+ * segments, whose payload the deframer copies to its targets with the CRC in the same pass. A
+ * receiver that keeps up reads a segment per call straight into place; one that has fallen
+ * behind (a sender nothing paces, as under cubic) spent a third of its time entering and
+ * leaving those calls, and a copy from a buffer still in cache costs less (README, Performance,
+ * "What got us here").
+ *
  * Writes and Sends are not speculated on: a Write carries no total length (RFC 5040 §4.3), so
  * payload read ahead for a next segment that turns out shorter or absent would overwrite bytes
  * of the remote peer's MR outside the Write's extent, which the Write has no right to touch
@@ -766,7 +793,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, str
     l->n = n;
     if (mapped < left || (h->payload_len < DP_RX_STAGE && !rx->tail_mode)) {
         rx->tail_mode = false;
-        rx_lay(l, b->stage, sizeof b->stage, RXP_STAGE, -1);
+        rx_lay_stage(rx, b, l);
         return;
     }
     /* One small segment in tail mode keeps it (the short end of a large message), a second
@@ -774,6 +801,11 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, str
     rx->tail_mode = h->payload_len >= DP_RX_STAGE;
 
     uint64_t spec = rx_rresp_left(qp, dp, h);
+    if (!spec && rx->bulk) {
+        rx->tail_mode = false;
+        rx_lay_stage(rx, b, l);
+        return;
+    }
     uint32_t seg = h->payload_len;
     uint32_t trailer = rx->fr.pad_len + IW_MPA_CRC_SIZE;
     uint64_t base = rx->tgt_base + h->payload_len, to = h->to + h->payload_len;
@@ -828,6 +860,7 @@ static int rx_run_layout(struct iw_qp *qp, struct iw_dp *dp, const struct rx_lay
         int r;
 
         if (l->kind[i] == RXP_STAGE) {
+            rx->st_buf = l->iov[i].iov_base;
             rx->st_off = 0;
             rx->st_len = take;
             return 0;
@@ -897,11 +930,10 @@ static ssize_t rx_read(int fd, struct rx_layout *l)
     return recvmsg(fd, &m, MSG_DONTWAIT);
 }
 
-/* Reads the socket and runs what came through the deframer. rx_mutex held; never blocks. */
-static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
+/* Reads the socket and runs what came through the deframer (rx_engine). rx_mutex held. */
+static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b)
 {
     struct dp_rx *rx = &dp->rx;
-    struct rx_bufs *b = &rx_bufs_tls;
     struct rx_layout l;
     int err;
 
@@ -912,7 +944,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     if (rx->ring_owned)
         return 0;                                 /* the ring's receive reads for us */
     for (int round = 0; round < DP_RX_READS_PER_CALL; round++) {
-        err = rx_consume_stage(qp, dp, b);
+        err = rx_consume_stage(qp, dp);
         if (err)
             return err;
         if (rx->fr.state == IW_FPDU_RX_PAYLOAD && rx->tgt != DP_RXT_NONE) {
@@ -927,7 +959,7 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
             rx->tail_mode = false;
             l.n = 0;
             l.asked = 0;
-            rx_lay(&l, b->stage, sizeof b->stage, RXP_STAGE, -1);
+            rx_lay_stage(rx, b, &l);
         }
         ssize_t got = rx_read(dp->fd, &l);
         IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
@@ -943,6 +975,9 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         rx->rx_bytes += (uint64_t)got;
         IW_COUNT(qp->obj.dev, rdma_in_octets, got);
         rx->tail_last = l.kind[l.n - 1] == RXP_TAIL;
+        if (l.kind[l.n - 1] == RXP_STAGE && l.iov[l.n - 1].iov_base == b->bulk)
+            IW_COUNT(qp->obj.dev, rdma_in_bulk, 1);
+        rx->bulk = (uint64_t)got == l.asked;
         err = rx_run_layout(qp, dp, &l, (size_t)got);
         if (err)
             return err;
@@ -952,7 +987,20 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
         if ((uint64_t)got < l.asked)
             break;
     }
-    return rx_consume_stage(qp, dp, b);
+    return rx_consume_stage(qp, dp);
+}
+
+/* Reads the socket and runs what came through the deframer; every byte read is fed before it
+ * returns (st_off == st_len), so the bulk buffer goes with the call. rx_mutex held; never
+ * blocks. */
+static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
+{
+    struct rx_bufs *b = &rx_bufs_tls;
+    int err = rx_engine_reads(qp, dp, b);
+
+    free(b->bulk);
+    b->bulk = NULL;
+    return err;
 }
 
 int iw_rx_discard_locked(struct iw_dp *dp)
@@ -1032,6 +1080,7 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap)
         /* Read as the staging buffer would be: the next read of the engine is laid out anew. */
         rx->tail_mode = false;
         rx->tail_last = false;
+        rx->bulk = (size_t)res == cap;
         err = rx_feed(qp, dp, buf, (size_t)res);
         /* A receive that took less than it could emptied the socket (rx_engine's rule). */
         if (!err && (size_t)res == cap)
