@@ -714,12 +714,16 @@ static void rx_lay(struct rx_layout *l, void *base, size_t len, enum rx_piece ki
 
 /* Lays a staging buffer: the bulk one while the socket is backlogged (allocated here, once per
  * rx_engine call; without memory the small one does), else the small one, so that a read that
- * brings a large segment's head leaves the rest of that segment to go straight to its target. */
+ * brings a large segment's head leaves the rest of that segment to go straight to its target.
+ * Never the bulk one among Read Responses: their segments are laid out straight into the sink
+ * once a header is in (rx_layout). */
 static void rx_lay_stage(const struct dp_rx *rx, struct rx_bufs *b, struct rx_layout *l)
 {
-    if (rx->bulk && !b->bulk)
+    bool bulk = rx->bulk && !rx->rresp_stream;
+
+    if (bulk && !b->bulk)
         b->bulk = malloc(DP_RX_BULK);
-    if (rx->bulk && b->bulk)
+    if (bulk && b->bulk)
         rx_lay(l, b->bulk, DP_RX_BULK, RXP_STAGE, -1);
     else
         rx_lay(l, b->stage, sizeof b->stage, RXP_STAGE, -1);
@@ -784,6 +788,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, str
 
     l->n = 0;
     l->asked = 0;
+    rx->rresp_stream = rx->tgt == DP_RXT_RRESP;
     int n = iw_access_sgl_iov(sgl, rx->tgt_base + rx->fr.pay_done, left, l->iov, DP_RX_MAX_IOV, &mapped);
     for (int i = 0; i < n; i++) {
         l->kind[i] = RXP_DIRECT;
