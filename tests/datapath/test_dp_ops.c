@@ -117,8 +117,12 @@ static void test_read(size_t len, uint32_t nsge, ULONG flags)
     CHECK_STATUS(iw_post_read(qa(), (void *)6, s, nsge, (uint64_t)(uintptr_t)mb.p, mb.token, flags), STATUS_SUCCESS);
     expect(0, NdkOperationTypeRead, (void *)6, STATUS_SUCCESS);
     CHECK(dpt_check(ma.p, len, 999 + (uint32_t)len));
-    /* B's sendmsg() of the Response may still be returning when A has all of it; B's buffer is
-     * reused next. B's engine runs the barrier's Send after it, which orders the two for TSan. */
+    /* B's sendmsg() of the Response may still be returning when A has all of it, and B's buffer
+     * is reused next. The bytes' way through the socket is no ordering TSan sees, and the
+     * barrier's receive may be run by this thread's poll rather than by B's engine thread: B's
+     * TX mutex, held across that sendmsg(), orders the two. */
+    pthread_mutex_lock(&env.s[1].qp->dp->tx_mutex);
+    pthread_mutex_unlock(&env.s[1].qp->dp->tx_mutex);
     barrier();
 }
 
