@@ -1003,8 +1003,10 @@ static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
     struct rx_bufs *b = &rx_bufs_tls;
     int err = rx_engine_reads(qp, dp, b);
 
-    free(b->bulk);
-    b->bulk = NULL;
+    if (b->bulk) {                                /* most calls (every empty poll) have none */
+        free(b->bulk);
+        b->bulk = NULL;
+    }
     return err;
 }
 
