@@ -282,7 +282,6 @@ struct dp_rx {
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
     bool bulk;                /* the last read got all it asked for: the socket holds more (rx.c) */
-    bool rresp_stream;        /* the last segment laid out was a Read Response (rx.c) */
     bool ring_owned;          /* a receive of the progress thread's ring is queued on the socket:
                                * nobody else reads it until that receive is taken (rx.c) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */

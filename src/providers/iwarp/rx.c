@@ -712,14 +712,20 @@ static void rx_lay(struct rx_layout *l, void *base, size_t len, enum rx_piece ki
     l->n++;
 }
 
-/* Lays a staging buffer: the bulk one while the socket is backlogged (allocated here, once per
- * rx_engine call; without memory the small one does), else the small one, so that a read that
- * brings a large segment's head leaves the rest of that segment to go straight to its target.
- * Never the bulk one among Read Responses: their segments are laid out straight into the sink
- * once a header is in (rx_layout). */
+/* Whether the next read goes through the bulk buffer: the socket is backlogged, and the last
+ * header was not a Read Response's (their segments are laid out straight into the sink once a
+ * header is in, rx_layout). The deframer keeps the last header until the next one. */
+static bool rx_bulk_wanted(const struct dp_rx *rx)
+{
+    return rx->bulk && rx->fr.hdr.opcode != IW_OP_READ_RESP;
+}
+
+/* Lays a staging buffer: the bulk one when rx_bulk_wanted (allocated here, once per rx_engine
+ * call; without memory the small one does), else the small one, so that a read that brings a
+ * large segment's head leaves the rest of that segment to go straight to its target. */
 static void rx_lay_stage(const struct dp_rx *rx, struct rx_bufs *b, struct rx_layout *l)
 {
-    bool bulk = rx->bulk && !rx->rresp_stream;
+    bool bulk = rx_bulk_wanted(rx);
 
     if (bulk && !b->bulk)
         b->bulk = malloc(DP_RX_BULK);
@@ -765,8 +771,8 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  *
  * While the socket holds more than the reads ask for (the last read got all it asked: rx->bulk),
  * a large Write or Send segment is followed by a bulk staging buffer (DP_RX_BULK) instead of a
- * tail, and so is any read that starts outside a segment: one read then brings several
- * segments, whose payload the deframer copies to its targets with the CRC in the same pass. A
+ * tail, and so is a read that starts outside a segment, unless the last header was a Read
+ * Response's (rx_bulk_wanted): one read then brings several segments, whose payload the deframer copies to its targets with the CRC in the same pass. A
  * receiver that keeps up reads a segment per call straight into place; one that has fallen
  * behind (a sender nothing paces, as under cubic) spent a third of its time entering and
  * leaving those calls, and a copy from a buffer still in cache costs less (README, Performance,
@@ -788,7 +794,6 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, str
 
     l->n = 0;
     l->asked = 0;
-    rx->rresp_stream = rx->tgt == DP_RXT_RRESP;
     int n = iw_access_sgl_iov(sgl, rx->tgt_base + rx->fr.pay_done, left, l->iov, DP_RX_MAX_IOV, &mapped);
     for (int i = 0; i < n; i++) {
         l->kind[i] = RXP_DIRECT;
@@ -806,7 +811,7 @@ static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, str
     rx->tail_mode = h->payload_len >= DP_RX_STAGE;
 
     uint64_t spec = rx_rresp_left(qp, dp, h);
-    if (!spec && rx->bulk) {
+    if (!spec && rx_bulk_wanted(rx)) {
         rx->tail_mode = false;
         rx_lay_stage(rx, b, l);
         return;
