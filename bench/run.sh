@@ -84,6 +84,15 @@ if [ -n "$cc" ] && [ "${BENCH_CC_NETNS:-0}" != 1 ]; then
     *" $cc "*) ;;
     *) echo "bench: BENCH_CC=$cc is not available here (available: ${avail:-unknown})" >&2; exit 2 ;;
   esac
+  # A namespace other than the first may only choose among the allowed ones (the kernel answers
+  # EPERM otherwise); the boot default is always allowed, so cubic is not where bbr booted.
+  allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null || true)
+  case " $allowed $(cat "$cc_file" 2>/dev/null) " in
+    *" $cc "*) ;;
+    *) echo "bench: BENCH_CC=$cc: a private network namespace may only pick an allowed congestion" \
+         "control (net.ipv4.tcp_allowed_congestion_control: ${allowed:-unknown}); allow it with" \
+         "sysctl -w net.ipv4.tcp_allowed_congestion_control=\"$allowed $cc\" (as root)" >&2; exit 2 ;;
+  esac
   if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
     ns=(unshare -n)
   elif unshare -rn true 2>/dev/null; then
@@ -96,7 +105,7 @@ if [ -n "$cc" ] && [ "${BENCH_CC_NETNS:-0}" != 1 ]; then
 fi
 if [ "${BENCH_CC_NETNS:-0}" = 1 ]; then
   ip link set lo up || { echo "bench: cannot bring up lo in the private network namespace" >&2; exit 1; }
-  echo "$cc" >"$cc_file" 2>/dev/null ||
+  [ "$(cat "$cc_file" 2>/dev/null)" = "$cc" ] || echo "$cc" >"$cc_file" 2>/dev/null ||
     { echo "bench: cannot make $cc the private network namespace's congestion control" >&2; exit 1; }
 fi
 cc_now=$(cat "$cc_file" 2>/dev/null || echo unknown)
