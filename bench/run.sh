@@ -25,7 +25,8 @@
 # server CPU, client CPU; "" to not pin), BENCH_MAX_OTHER (10), BENCH_ORDER (abba; once: every
 # measurement once per repetition, half the time, no drift cancellation), BENCH_SYSCALLS (1:
 # after the table, bench/syscalls.sh counts system calls per MiB, ours and the peers; 0: not),
-# BENCH_SCALE (1: then bench/scale.sh; 0: not), BENCH_CC (a TCP congestion control, e.g. cubic:
+# BENCH_MSGCOST (1: then bench/msgcost.sh, what a message costs ours in user space beside
+# sockperf, from syscall tracepoints; 0: not), BENCH_SCALE (1: then bench/scale.sh; 0: not), BENCH_CC (a TCP congestion control, e.g. cubic:
 # every tool runs in a private network namespace whose default it is; empty: the machine's).
 set -euo pipefail
 
@@ -738,6 +739,11 @@ fi
 # ---------- syscalls section (bench/syscalls.sh; BENCH_SYSCALLS=0 leaves it out) ----------
 if [ "${BENCH_SYSCALLS:-1}" = 1 ]; then
   "$here/syscalls.sh" "$build" || say "the syscalls section failed"
+fi
+
+# ---------- per-message cost (bench/msgcost.sh; BENCH_MSGCOST=0 leaves it out) ----------
+if [ "${BENCH_MSGCOST:-1}" = 1 ]; then
+  "$here/msgcost.sh" "$build" || say "the per-message cost section failed"
 fi
 
 # ---------- scale section (bench/scale.sh; BENCH_SCALE=0 leaves it out) ----------
