@@ -21,7 +21,6 @@
 # server CPU, client CPU; "" to not pin).
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 build=
