@@ -89,23 +89,19 @@ gaps() {
 
 # run WHO ROUND: one traced run; appends "who,round,messages,p10,median,p90" to the CSV.
 run() {
-  local who=$1 r=$2 data=$raw/$1.$2.data
+  local who=$1 r=$2 data=$raw/$1.$2.data srv cli
   if [ "$who" = ours ]; then
-    "${srv_pin[@]}" "$ndkperf" -s "$lo:$p_ndk" --poll >"$raw/$who.$r.server" 2>&1 &
-    server_pid=$!
-    sleep 0.5
-    "${cli_pin[@]}" perf record -q -o "$data" "${events[@]}" -- \
-      "$ndkperf" -c "$lo:$p_ndk" -t send -z 8 -D "$secs" --lat --poll >"$raw/$who.$r.out" 2>&1 ||
-      { stop_server; say "ours, round $r: ndkperf failed ($(tail -n 1 "$raw/$who.$r.out"))"; return 1; }
+    srv=("$ndkperf" -s "$lo:$p_ndk" --poll)
+    cli=("$ndkperf" -c "$lo:$p_ndk" -t send -z 8 -D "$secs" --lat --poll)
   else
-    "${srv_pin[@]}" sockperf sr --tcp -i "$lo" -p "$p_sock" -m 1048575 --nonblocked --timeout 0 \
-      >"$raw/$who.$r.server" 2>&1 &
-    server_pid=$!
-    sleep 0.5
-    "${cli_pin[@]}" perf record -q -o "$data" "${events[@]}" -- \
-      sockperf pp --tcp -i "$lo" -p "$p_sock" -m 14 -t "$secs" --nonblocked >"$raw/$who.$r.out" 2>&1 ||
-      { stop_server; say "sockperf, round $r: failed ($(tail -n 1 "$raw/$who.$r.out"))"; return 1; }
+    srv=(sockperf sr --tcp -i "$lo" -p "$p_sock" -m 1048575 --nonblocked --timeout 0)
+    cli=(sockperf pp --tcp -i "$lo" -p "$p_sock" -m 14 -t "$secs" --nonblocked)
   fi
+  "${srv_pin[@]}" "${srv[@]}" >"$raw/$who.$r.server" 2>&1 &
+  server_pid=$!
+  sleep 0.5
+  "${cli_pin[@]}" perf record -q -o "$data" "${events[@]}" -- "${cli[@]}" >"$raw/$who.$r.out" 2>&1 ||
+    { stop_server; say "$who, round $r: the client failed ($(tail -n 1 "$raw/$who.$r.out"))"; return 1; }
   stop_server
   gaps "$data" "$raw/$who.$r.gaps"
   rm -f "$data"
@@ -125,7 +121,7 @@ done
 
 awk -F, -v fails="$fails" '
   NR == 1 { next }
-  { n[$1]++; row[$1] = row[$1] sprintf(" %d [%d–%d]", $5, $4, $6); r[$1, $2] = $5
+  { row[$1] = row[$1] sprintf(" %d [%d–%d]", $5, $4, $6); r[$1, $2] = $5; if ($2 > last) last = $2
     if (!($1 in lowest) || $5 < lowest[$1]) lowest[$1] = $5 }
   END {
     print "What a message costs in user space (bench/msgcost.sh): 8 B ping-pong, both ends busy-polling; at the client, the time from the exit of the read that brings a message to the entry of the send that answers it (perf, syscall tracepoints), ns: median [p10–p90] per run."
@@ -136,10 +132,10 @@ awk -F, -v fails="$fails" '
     printf "| sockperf |%s |\n", row["sockperf"]
     # The difference per round (each round ran both), and its spread.
     k = 0
-    for (key in r) { split(key, p, SUBSEP); if (p[1] == "ours" && ((("sockperf", p[2]) in r))) { d[++k] = r["ours", p[2]] - r["sockperf", p[2]] } }
+    for (i = 1; i <= last; i++) if ((("ours", i) in r) && (("sockperf", i) in r)) d[++k] = r["ours", i] - r["sockperf", i]
     for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (d[j] < d[i]) { t = d[i]; d[i] = d[j]; d[j] = t }
     print ""
-    m = k % 2 ? d[(k + 1) / 2] : (d[k / 2] + d[k / 2 + 1]) / 2
+    if (k) m = k % 2 ? d[(k + 1) / 2] : (d[k / 2] + d[k / 2 + 1]) / 2
     if (k) printf "Ours adds %d ns per message at one end (median of %d rounds, [%d–%d]); the rest of the gap is a system call'\''s exit and entry, and what the tracing costs, in both.\n", m, k, d[1], d[k]
     # Noise only ever lengthens a gap, so the lowest medians are the least disturbed pair.
     if (("ours" in lowest) && ("sockperf" in lowest))
