@@ -26,8 +26,9 @@
 # measurement once per repetition, half the time, no drift cancellation), BENCH_SYSCALLS (1:
 # after the table, bench/syscalls.sh counts system calls per MiB, ours and the peers; 0: not),
 # BENCH_MSGCOST (1: then bench/msgcost.sh, what a message costs ours in user space beside
-# sockperf, from syscall tracepoints; 0: not), BENCH_SCALE (1: then bench/scale.sh; 0: not), BENCH_CC (a TCP congestion control, e.g. cubic:
-# every tool runs in a private network namespace whose default it is; empty: the machine's).
+# sockperf, from syscall tracepoints; 0: not), BENCH_SCALE (1: then bench/scale.sh; 0: not),
+# BENCH_CC (a TCP congestion control, e.g. cubic: every tool runs in a private network
+# namespace whose default it is; empty: the machine's).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,8 +86,8 @@ if [ -n "$cc" ] && [ "${BENCH_CC_NETNS:-0}" != 1 ]; then
     *" $cc "*) ;;
     *) echo "bench: BENCH_CC=$cc is not available here (available: ${avail:-unknown})" >&2; exit 2 ;;
   esac
-  # A namespace other than the first may only choose among the allowed ones (the kernel answers
-  # EPERM otherwise); the boot default is always allowed, so cubic is not where bbr booted.
+  # A new namespace starts with the machine's current default and may switch only to one of the
+  # allowed ones (the kernel answers EPERM otherwise); where bbr booted, cubic is not among them.
   allowed=$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null || true)
   case " $allowed $(cat "$cc_file" 2>/dev/null) " in
     *" $cc "*) ;;

@@ -772,8 +772,8 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * While the socket holds more than the reads ask for (the last read got all it asked: rx->bulk),
  * a large Write or Send segment is followed by a bulk staging buffer (DP_RX_BULK) instead of a
  * tail, and so is a read that starts outside a segment, unless the last header was a Read
- * Response's (rx_bulk_wanted): one read then brings several segments, whose payload the deframer copies to its targets with the CRC in the same pass. A
- * receiver that keeps up reads a segment per call straight into place; one that has fallen
+ * Response's (rx_bulk_wanted): one read then brings several segments, whose payload the
+ * deframer copies to its targets with the CRC in the same pass. A receiver that keeps up reads a segment per call straight into place; one that has fallen
  * behind (a sender nothing paces, as under cubic) spent a third of its time entering and
  * leaving those calls, and a copy from a buffer still in cache costs less (README, Performance,
  * "What got us here").
