@@ -136,6 +136,31 @@ int main(int argc, char **argv)
                 IW_TERM_HDRCT_M | IW_TERM_HDRCT_D | IW_TERM_HDRCT_R);
     finish(fd, STATUS_ACCESS_VIOLATION);
 
+    /* 4b. Read Request whose sink range wraps 2^64, from a source the peer may read: refused
+     * with RDMAP TO wrap before any Read Response (each would carry a TO + length that wraps,
+     * which the requester must reject). Found by fuzz_rx. */
+    {
+        struct dpt_mr src;
+        struct iw_fpdu_hdr other;
+        dpt_mr_reg(&env, &src, 4096, NDK_MR_FLAG_ALLOW_REMOTE_READ);
+        fd = setup();
+        memset(&h, 0, sizeof h);
+        h.opcode = IW_OP_READ_REQ;
+        h.msn = 1;
+        h.rr.sink_stag = 0x1234;
+        h.rr.sink_to = UINT64_MAX - 10;
+        h.rr.size = 64;
+        h.rr.src_stag = src.token;
+        h.rr.src_to = (uint64_t)(uintptr_t)src.p;
+        dpt_raw_send(fd, f, build(&h, NULL, 0, f, sizeof f));
+        t = dpt_read_term(fd, crc_on, &other);
+        dpt_expect_term(&t, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_TO_WRAP,
+                        IW_TERM_HDRCT_M | IW_TERM_HDRCT_D | IW_TERM_HDRCT_R);
+        CHECK(other.opcode != IW_OP_READ_RESP);   /* no Read Response went out before it */
+        finish(fd, STATUS_ACCESS_VIOLATION);
+        dpt_mr_free(&env, &src);
+    }
+
     /* 5. Send with a wrong MSN: DDP untagged MSN out of range. */
     fd = setup();
     memset(&h, 0, sizeof h);

@@ -142,6 +142,13 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
         rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CATA_STREAM);
         return;
     }
+    /* A sink range that wraps 2^64 cannot be answered: every Read Response segment would carry
+     * a TO + length the requester must reject (RFC 5041 §7.2, DDP TO wrap). Refused like a
+     * source that wraps (iwarp-wire.md §5.2 check 4), before anything is sent. */
+    if (h->rr.size && UINT64_MAX - h->rr.sink_to < (uint64_t)h->rr.size - 1) {
+        rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_TO_WRAP);
+        return;
+    }
     memset(&dp->rx.rr, 0, sizeof dp->rx.rr);
     dp->rx.rr.sink_stag = h->rr.sink_stag;
     dp->rx.rr.sink_to = h->rr.sink_to;
