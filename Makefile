@@ -9,7 +9,7 @@ JOBS    ?= $(shell nproc)
 PREFIX  ?= /usr/local
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run demo test test-quick test-interop install bench fuzz clean
+.PHONY: all deps build run demo test test-quick test-interop install bench fuzz deb clean
 
 all: build
 
@@ -50,6 +50,11 @@ fuzz:
 
 install: build
 	@cmake --install $(BUILD)
+
+# Debian binary packages (debian/, dpkg-buildpackage) into build/deb; then: apt install ./build/deb/*.deb
+deb:
+	@scripts/deps.sh deb
+	@scripts/deb.sh
 
 clean:
 	rm -rf build

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a task needs (when root), or says exactly what to install.
-# Usage: scripts/deps.sh build|test|fuzz|bench|interop
+# Usage: scripts/deps.sh build|test|fuzz|bench|interop|deb
 set -euo pipefail
 
 # rdma-core: the verbs provider builds against libibverbs/librdmacm (issue 16).
@@ -8,6 +8,7 @@ build_pkgs=(gcc make cmake pkg-config nettle-dev liburing-dev libibverbs-dev lib
 test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base mandoc)
 fuzz_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev)
 bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2 util-linux strace linux-perf)
+deb_pkgs=("${build_pkgs[@]}" dpkg-dev debhelper fakeroot lintian)
 interop_pkgs=("${build_pkgs[@]}" qemu-system-x86 qemu-utils tshark cpio kmod zstd xz-utils binutils libc6-dev)
 
 case "${1:-build}" in
@@ -16,7 +17,8 @@ case "${1:-build}" in
   fuzz) want=("${fuzz_pkgs[@]}") ;;
   bench) want=("${bench_pkgs[@]}") ;;
   interop) want=("${interop_pkgs[@]}") ;;
-  *) echo "usage: $0 build|test|fuzz|bench|interop" >&2; exit 2 ;;
+  deb) want=("${deb_pkgs[@]}") ;;
+  *) echo "usage: $0 build|test|fuzz|bench|interop|deb" >&2; exit 2 ;;
 esac
 
 missing=()
