@@ -556,4 +556,82 @@ static inline void ex_listener_close(struct ex_listener *l)
     pthread_cond_destroy(&l->cond);
 }
 
+/* ---- one connection's objects, opened and closed in the right order ----
+ * (docs/ndkpi.md, "object model"; Microsoft: "NDKPI Overview"): an adapter instance gives a
+ * protection domain (PD) and a completion queue (CQ); a queue pair (QP) lives in the PD and
+ * reports to the CQ; memory is registered in the PD (MR); a connector joins the QP to the peer's. */
+#define EX_NODE_MEMS 2
+struct ex_node {
+    ndk_rt          *rt;
+    NDK_ADAPTER     *adapter;
+    NDK_ADAPTER_INFO info;
+    NDK_PD          *pd;
+    struct ex_cq     cq;                     /* one CQ for both queues of the QP */
+    NDK_QP          *qp;
+    NDK_CONNECTOR   *conn;
+    struct ex_mem    mem[EX_NODE_MEMS];      /* registrations the program makes in pd */
+};
+
+/* Runtime, adapter (the one that owns `local`), PD, CQ and a QP with room for rq receives and
+ * iq initiator requests (Send, Read, Write), one SGE each, no inline data. */
+static inline void ex_node_open(struct ex_node *n, const SOCKADDR_INET *local, ULONG rq, ULONG iq)
+{
+    struct ex_wait w;
+    NDK_PD *pd = NULL;
+    NDK_QP *qp = NULL;
+    memset(n, 0, sizeof *n);
+    n->adapter = ex_open_adapter(&n->rt, local, &n->info);
+    NTSTATUS st = n->adapter->Dispatch->NdkCreatePd(n->adapter, ex_create_done, ex_wait_init(&w), &pd);
+    n->pd = ex_created(&w, st, pd, "NdkCreatePd");
+    ex_cq_create(n->adapter, rq + iq, &n->cq);
+    st = n->pd->Dispatch->NdkCreateQp(n->pd, n->cq.cq, n->cq.cq, n, rq, iq, 1, 1, 0, ex_create_done, ex_wait_init(&w),
+                                      &qp);
+    n->qp = ex_created(&w, st, qp, "NdkCreateQp");
+}
+
+/* A one-client server's start: listen on *addr with n's adapter, say where (a script waits for
+ * that line), take the first request and accept it onto n's QP with our private data. */
+static inline void ex_node_accept_one(struct ex_node *n, SOCKADDR_INET *addr, struct ex_listener *l,
+                                      const void *pdata, ULONG pdata_len)
+{
+    char a[64];
+    ex_listen(n->adapter, addr, l);
+    printf("%s: listening on %s\n", ex_prog, ex_addr_str(addr, 1, a));
+    fflush(stdout);
+    pthread_mutex_lock(&l->lock);
+    n->conn = ex_next_request_locked(l, 60);
+    pthread_mutex_unlock(&l->lock);
+    if (!n->conn)
+        ex_die("no client within 60 s");
+    ex_check(ex_accept(n->conn, n->qp, pdata, pdata_len, &n->cq), "NdkAccept");
+}
+
+/* Waits for the peer's disconnect event, then disconnects our side. Our NdkDisconnect completes
+ * at once then, with success or "already disconnected" depending on the race; either is fine. */
+static inline void ex_node_wait_peer_gone(struct ex_node *n)
+{
+    NDK_RESULT r;
+    if (ex_cq_next(&n->cq, &r, EX_TIMEOUT_S) != EX_PEER_GONE)
+        ex_die("the peer did not disconnect");
+    ex_disconnect(n->conn);
+}
+
+/* Teardown, children before parents. The QP goes before the memory it used: once it is closed
+ * nothing can touch the buffers. A listener closes after its connectors (its close completes
+ * only then) and before the adapter. The adapter close blocks until every callback has
+ * returned, so it is never called from a callback (docs/ndkpi.md, "teardown"). */
+static inline void ex_node_close(struct ex_node *n, struct ex_listener *l)
+{
+    ex_close(n->conn);
+    ex_close(n->qp);
+    if (l)
+        ex_listener_close(l);
+    for (int i = 0; i < EX_NODE_MEMS; i++)
+        ex_mem_release(&n->mem[i]);
+    ex_cq_close(&n->cq);
+    ex_close(n->pd);
+    ndk_rt_close_adapter(n->rt, n->adapter);
+    ndk_rt_close(n->rt);
+}
+
 #endif /* NDK_EXAMPLE_H */
