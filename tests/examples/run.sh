@@ -7,7 +7,6 @@
 set -euo pipefail
 bindir=$1 name=$2 family=$3
 bin=$bindir/$name
-[ -x "$bin" ] || { echo "FAIL: $bin is not built"; exit 1; }
 case $family in
   ipv4) host=127.0.0.1; shown=127.0.0.1 ;;
   ipv6) host='[::1]'; shown=::1
@@ -47,6 +46,7 @@ case $name in
     client_expect=("teardown: the peer disconnected; flushed 4 receives; closed") ;;
   *) echo "FAIL: no expectations for example '$name'"; exit 1 ;;
 esac
+[ -x "$bin" ] || { echo "FAIL: $bin is not built"; exit 1; }
 
 timeout 30 "$bin" -s "$host:0" "${server_args[@]}" >"$tmp/server.out" 2>"$tmp/server.err" &
 server_pid=$!
