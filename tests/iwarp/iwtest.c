@@ -34,7 +34,7 @@ SOCKADDR_INET iwt_addr(const struct iwt *t, uint16_t port)
     memset(&a, 0, sizeof a);
     if (t->family == AF_INET6) {
         a.Ipv6.sin6_family = AF_INET6;
-        a.Ipv6.sin6_addr = in6addr_loopback;
+        memcpy(&a.Ipv6.sin6_addr, &in6addr_loopback, sizeof a.Ipv6.sin6_addr);
         a.Ipv6.sin6_port = htons(port);
     } else {
         a.Ipv4.sin_family = AF_INET;
