@@ -27,6 +27,10 @@
 #   INTEROP_RPING_SIZES (all variants; default "26 65535" for default and crc,
 #                     "26 4096" for mpav1 and p2p), INTEROP_RPING_ITERS (1000),
 #   INTEROP_UCMA_SIZES ("1 65536"), INTEROP_UCMA_ITERS (100), INTEROP_VM_TIMEOUT (s per boot, 720)
+#   INTEROP_CELLS     groups of cells to run (default all): some of ndkinfo siw-siw rping ucmatose
+#                     rdmacm first-fpdu (tests/wire/captures/regenerate.sh runs rping and ucmatose)
+#   INTEROP_LO_MTU    lo's MTU in the guest (default: as booted, ~64 KiB); 1500 sizes the FPDUs of
+#                     both sides as an Ethernet link would
 #   INTEROP_REPORT_ONLY=1  no boots: decode the captures and print the table of the last run in OUT
 set -euo pipefail
 
@@ -55,6 +59,9 @@ RPING_ITERS="${INTEROP_RPING_ITERS:-1000}"
 UCMA_SIZES="${INTEROP_UCMA_SIZES:-1 65536}"
 UCMA_ITERS="${INTEROP_UCMA_ITERS:-100}"
 VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-720}"
+CELL_GROUPS="${INTEROP_CELLS:-all}"
+LO_MTU="${INTEROP_LO_MTU:-}"
+case "$LO_MTU" in ''|[0-9]*) ;; *) echo "INTEROP_LO_MTU must be a number" >&2; exit 2 ;; esac
 export INTEROP_CACHE="$CACHE"
 
 # ---------------------------------------------------------------- can qemu run here?
@@ -125,6 +132,8 @@ run_variant() {
 	tb=$(secs $t0)
 	share="$OUT/$v"
 	mkdir -p "$share"
+	# what the guest is made of (kernel, siw's build options), for the record of the run
+	cp "$img/build-info.txt" "$share/image-info.txt" 2>/dev/null || true
 	cp -r "$STAGE" "$share/ndk"
 	install -m 755 "$HERE/guest/matrix.sh" "$share/matrix.sh"
 	cat >"$share/params.env" <<EOF
@@ -134,6 +143,8 @@ RPING_SIZES="$(eval echo "\$RPING_SIZES_$v")"
 RPING_ITERS=$RPING_ITERS
 UCMA_SIZES="$UCMA_SIZES"
 UCMA_ITERS=$UCMA_ITERS
+CELL_GROUPS="$CELL_GROUPS"
+LO_MTU=$LO_MTU
 EOF
 	printf '#!/bin/sh\nexec bash /mnt/host/matrix.sh\n' >"$share/start.sh"
 	log "[$v] booting (timeout ${VM_TIMEOUT}s); guest console: $share/.vm/console.log"
@@ -180,7 +191,7 @@ done < <(grep -E '^(OK|BAD)\|' "$OUT/pcap-check.txt" || true)
 		pc=${PCAPV["$v/$c"]:-}
 		pverdict=${pc%%|*} pdetail=${pc#*|}
 		if [ "$res" = FAIL ] && [[ "$pdetail" == *"siw stall signature"* ]]; then
-			res=XFAIL-SIW; detail="siw misbehaviour (NOTES.md 8.7, intermittent stall of siw's passive side after the MPA Reply): $detail"
+			res=XFAIL-SIW; detail="siw misbehaviour (tests/interop/README.md, siw limitations: intermittent stall of siw's passive side after the MPA Reply): $detail"
 		fi
 		if [ "$res" = PASS ] && [ "$pverdict" = BAD ]; then res=FAIL; detail="capture: $pdetail; $detail"; fi
 		if [ "$res" = PASS ] && [ -z "$pc" ] && [ "$c" != ndkinfo ]; then res=FAIL; detail="no capture of this cell; $detail"; fi

@@ -4,7 +4,9 @@
 #
 # Inputs (the share, prepared by tests/interop/run.sh):
 #   params.env   VARIANT (default|crc|mpav1|p2p), OUR_ENV (NDK_IWARP_* settings of our side),
-#                RPING_SIZES, RPING_ITERS, UCMA_SIZES, UCMA_ITERS
+#                RPING_SIZES, RPING_ITERS, UCMA_SIZES, UCMA_ITERS, CELL_GROUPS (the groups to run:
+#                "all" or some of ndkinfo siw-siw rping ucmatose rdmacm first-fpdu), LO_MTU (empty:
+#                lo as booted; else lo's MTU for the whole boot)
 #   ndk/{bin,lib,providers}   our freshly built tools, libndk.so and providers
 # Outputs: results/cells.txt (one line per cell: RESULT|variant|cell|bytes|detail),
 #          results/<cell>.log (commands, outputs, exit codes), pcaps/<variant>-<cell>.pcap
@@ -35,6 +37,15 @@ record() {
 say "variant $VARIANT: setting up siw0 on siwd0 ($IP)"
 ndkvm-setup >"$RES/setup.log" 2>&1 || { cat "$RES/setup.log"; record FAIL setup "-" "ndkvm-setup failed"; exit 1; }
 cat "$RES/setup.log"
+# want GROUP: whether params.env's CELL_GROUPS selects this group of cells
+want() { [[ " ${CELL_GROUPS:-all} " == *" all "* || " ${CELL_GROUPS:-all} " == *" $1 "* ]]; }
+# Every connection runs over lo; at lo's default MTU TCP's MSS is about 64 KiB and both sides send
+# one FPDU per message. LO_MTU=1500 gives the MSS of an Ethernet link (1448 with timestamps), so
+# FPDUs are segmented as on a NIC (tests/wire/captures/regenerate.sh asks for that).
+if [ -n "${LO_MTU:-}" ]; then
+	ip link set lo mtu "$LO_MTU" || { record FAIL setup "-" "ip link set lo mtu $LO_MTU failed"; exit 1; }
+	say "lo: mtu $LO_MTU"
+fi
 { uname -r; ip -br addr; rdma link show; ibv_devices; grep -E '^(siw|iw_cm|rdma_cm) ' /proc/modules; } >"$RES/env.txt" 2>&1
 
 # our side: binaries from the host build, found through the share
@@ -157,8 +168,8 @@ rping_rcs_ok() {
 have_ndkping() { [ -x "$NDK/bin/ndkping" ]; }
 
 # ---------------------------------------------------------------- runtime in the guest
-say "ndkinfo"
-if [ -x "$NDK/bin/ndkinfo" ]; then
+if ! want ndkinfo; then :
+elif say "ndkinfo"; [ -x "$NDK/bin/ndkinfo" ]; then
 	timeout 30 ndkinfo >"$RES/ndkinfo.txt" 2>&1; r1=$?
 	timeout 30 ndkinfo --json >"$RES/ndkinfo.json" 2>&1
 	cat "$RES/ndkinfo.txt"
@@ -173,14 +184,16 @@ fi
 
 # ---------------------------------------------------------------- siw <-> siw reference
 PORT=$((PORT + 1))
+if want siw-siw; then
 cell siw-siw-rping 60 400 $PORT "rping -s -a $IP -p $PORT -S 4096" "rping -c -v -V -a $IP -p $PORT -C 100 -S 4096"
 if { rping_rcs_ok client || rping_rcs_ok server; } && [ "$(grep -ac '^ping data: rdma-ping-' /tmp/cell.client)" = 100 ] \
 	&& [ -z "$(rping_errors /tmp/cell.client)" ]; then
 	record PASS siw-siw-rping "409600 (rping -V, 100 x 4096)" "reference: both ends Linux siw$RPING_RACE"
 elif [ "$VARIANT" = mpav1 ]; then
-	record XFAIL-SIW siw-siw-rping "-" "siw limitation (NOTES.md 8.10): MPA v1 passive side accepts with rdma_accept(NULL) -> ORD 0, its RDMA Read is refused; $(why)"
+	record XFAIL-SIW siw-siw-rping "-" "siw limitation (tests/interop/README.md, siw limitations): MPA v1 passive side accepts with rdma_accept(NULL) -> ORD 0, its RDMA Read is refused; $(why)"
 else
 	record FAIL siw-siw-rping "-" "reference siw<->siw run failed: $(why)"
+fi
 fi
 
 # ---------------------------------------------------------------- rping (Send, RDMA Read, RDMA Write)
@@ -190,6 +203,7 @@ fi
 # comparing every byte) and ndkping prints one summary line with the count and the comparison.
 rping_timeout() { if [ "$1" -ge 32768 ]; then echo 180; else echo 120; fi; }
 rping_cap() { if [ "$1" -ge 32768 ]; then echo 600; elif [ "$1" -ge 2048 ]; then echo 2000; else echo ""; fi; }
+want rping || RPING_SIZES=
 for sz in $RPING_SIZES; do
 	bytes=$((sz * RPING_ITERS))
 	# our client -> siw server
@@ -204,7 +218,7 @@ for sz in $RPING_SIZES; do
 			&& grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok" <<<"$ours"; then
 			record PASS $name "$bytes (ndkping -V: $RPING_ITERS x $sz)" "our client, siw rping server ($n_siw iterations served)$RPING_RACE"
 		elif [ "$VARIANT" = mpav1 ] && grep -qaiE 'post send error' /tmp/cell.server /tmp/cell.server.err; then
-			record XFAIL-SIW $name "-" "siw limitation (NOTES.md 8.10): MPA v1, the siw rping server accepts with rdma_accept(NULL) -> ORD 0 and cannot issue its RDMA Read; $(why)"
+			record XFAIL-SIW $name "-" "siw limitation (tests/interop/README.md, siw limitations): MPA v1, the siw rping server accepts with rdma_accept(NULL) -> ORD 0 and cannot issue its RDMA Read; $(why)"
 		else
 			record FAIL $name "-" "siw server served $n_siw/$RPING_ITERS; ${errs:+siw: $errs; }$(why)"
 		fi
@@ -236,6 +250,7 @@ done
 # nothing, so the cell checks the counts on both ends; our private data (PDATA, on connect and on
 # accept) is compared byte for byte in the capture by check-pcaps.sh.
 PDATA=openndk-interop
+want ucmatose || UCMA_SIZES=
 for sz in $UCMA_SIZES; do
 	bytes=$((sz * UCMA_ITERS))
 	name=ucmatose-ours2siw-$sz; PORT=$((PORT + 1))
@@ -266,7 +281,8 @@ done
 
 # ---------------------------------------------------------------- librdmacm rdma_server / rdma_client (16-byte Send each way)
 name=rdmacm-ours2siw; PORT=$((PORT + 1))
-if have_ndkping; then
+if ! want rdmacm; then :
+elif have_ndkping; then
 	cell $name 60 "" $PORT "rdma_server -s $IP -p $PORT" "ndkping --rdma-client -s $IP -p $PORT"
 	if rcs_ok && grep -q 'rdma_server: end 0' /tmp/cell.server; then record PASS $name "32 (16-byte Send each way; on the wire)" "our client, librdmacm rdma_server"
 	else record FAIL $name "-" "$(why)"; fi
@@ -274,7 +290,8 @@ else
 	record FAIL $name "-" "ndkping is not in the build"
 fi
 name=rdmacm-siw2ours; PORT=$((PORT + 1))
-if have_ndkping; then
+if ! want rdmacm; then :
+elif have_ndkping; then
 	cell $name 60 "" $PORT "ndkping --rdma-server -s $IP -p $PORT" "rdma_client -s $IP -p $PORT"
 	if rcs_ok && grep -q 'rdma_client: end 0' /tmp/cell.client; then record PASS $name "32 (16-byte Send each way; on the wire)" "librdmacm rdma_client, our server"
 	else record FAIL $name "-" "$(why)"; fi
@@ -379,7 +396,7 @@ ff_cell() {
 }
 # in the p2p variant, whose other cells are the shortest (the cell sets our side's MPA settings
 # itself: siw's build knobs only change siw as an initiator)
-if [ "$VARIANT" = p2p ] && have_ndkping; then ff_cell; fi
+if [ "$VARIANT" = p2p ] && want first-fpdu && have_ndkping; then ff_cell; fi
 
 dmesg >"$RES/dmesg.txt"
 say "variant $VARIANT done in $(elapsed)s"
