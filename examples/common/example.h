@@ -104,7 +104,9 @@ static inline VOID ex_request_done(PVOID ctx, NTSTATUS st) { ex_signal(ctx, st, 
 static inline VOID ex_close_done(PVOID ctx) { ex_signal(ctx, STATUS_SUCCESS, NULL); }
 static inline VOID ex_close_ignored(PVOID ctx) { (void)ctx; }     /* for a close nobody waits for */
 
-/* Finishes a request issued with w as its RequestContext; `returned` is what the call returned.
+/* Finishes a request issued with w as its RequestContext. w must be initialised before the call
+ * is made (pass ex_wait_init(&w) as the call's context argument): the completion may run on
+ * another thread before the call even returns. `returned` is what the call returned.
  * Blocks. A request that never completes ends the program: w must outlive it. */
 static inline NTSTATUS ex_finish(struct ex_wait *w, NTSTATUS returned)
 {
@@ -151,7 +153,8 @@ static inline void ex_close(void *object)
     case NdkObjectTypePd: close_fn = ((NDK_PD *)h)->Dispatch->NdkClosePd; break;
     default: ex_die("ex_close: object type %d is not closed here", (int)h->ObjectType);
     }
-    ex_check(ex_finish(ex_wait_init(&w), close_fn(h, ex_close_done, &w)), "closing an object");
+    NTSTATUS st = close_fn(h, ex_close_done, ex_wait_init(&w));   /* w is ready before the call */
+    ex_check(ex_finish(&w, st), "closing an object");
 }
 
 /* ---- addresses: "127.0.0.1", "127.0.0.1:4000", "::1", "[::1]:4000" ---- */
@@ -230,9 +233,8 @@ struct ex_args {
 static inline void ex_parse_args(int argc, char **argv, USHORT port, const char *extra, struct ex_args *a)
 {
     int opt, given = 0;
-    char optstring[8] = "s:c:h";
-    if (extra)
-        strncat(optstring, extra, sizeof optstring - strlen(optstring) - 1);
+    char optstring[16];
+    snprintf(optstring, sizeof optstring, "s:c:h%s", extra ? extra : "");
     while ((opt = getopt(argc, argv, optstring)) != -1) {
         if (opt == 's' || opt == 'c') {
             a->server = opt == 's';
@@ -322,8 +324,8 @@ static inline void ex_mem_release(struct ex_mem *m)
     struct ex_wait w;
     if (!m->mr)
         return;
-    ex_check(ex_finish(ex_wait_init(&w), m->mr->Dispatch->NdkDeregisterMr(m->mr, ex_request_done, &w)),
-             "NdkDeregisterMr");
+    NTSTATUS st = m->mr->Dispatch->NdkDeregisterMr(m->mr, ex_request_done, ex_wait_init(&w));
+    ex_check(ex_finish(&w, st), "NdkDeregisterMr");
     ex_close(m->mr);
     IoFreeMdl(m->mdl);
     free(m->buf);
@@ -479,7 +481,8 @@ static inline NTSTATUS ex_accept(NDK_CONNECTOR *conn, NDK_QP *qp, const void *pd
 static inline NTSTATUS ex_disconnect(NDK_CONNECTOR *conn)
 {
     struct ex_wait w;
-    return ex_finish(ex_wait_init(&w), conn->Dispatch->NdkDisconnect(conn, ex_request_done, &w));
+    NTSTATUS st = conn->Dispatch->NdkDisconnect(conn, ex_request_done, ex_wait_init(&w));
+    return ex_finish(&w, st);
 }
 
 static inline const char *ex_peer_str(NDK_CONNECTOR *conn, int with_port, char *buf)
@@ -500,21 +503,23 @@ struct ex_listener {
     pthread_cond_t  cond;                    /* signalled on a new request; programs may signal it too */
     NDK_CONNECTOR  *queue[EX_BACKLOG];
     unsigned        head, tail;
+    int             closing;                 /* set once we stop taking requests */
 };
 
-/* NDK_FN_CONNECT_EVENT_CALLBACK: provider thread. Queue the request; accepting may block, so
- * the main thread does it. A full queue refuses the request at once. */
+/* NDK_FN_CONNECT_EVENT_CALLBACK: provider thread, must not block. Queue the request: accepting
+ * blocks, so the main thread does it. A full queue, or a listener being closed, refuses the
+ * request at once; nobody waits for that connector's close. */
 static inline VOID ex_on_connect(PVOID ctx, NDK_CONNECTOR *conn)
 {
     struct ex_listener *l = ctx;
     pthread_mutex_lock(&l->lock);
-    int full = l->tail - l->head == EX_BACKLOG;
-    if (!full) {
+    int refuse = l->closing || l->tail - l->head == EX_BACKLOG;
+    if (!refuse) {
         l->queue[l->tail++ % EX_BACKLOG] = conn;
         pthread_cond_broadcast(&l->cond);
     }
     pthread_mutex_unlock(&l->lock);
-    if (full) {
+    if (refuse) {
         conn->Dispatch->NdkReject(conn, NULL, 0);
         conn->Dispatch->NdkCloseConnector(&conn->Header, ex_close_ignored, NULL);
     }
@@ -547,11 +552,26 @@ static inline NDK_CONNECTOR *ex_next_request_locked(struct ex_listener *l, int t
     return l->queue[l->head++ % EX_BACKLOG];
 }
 
-/* Closing the listener stops new requests at once; its close completes when the connectors it
- * produced are closed too. */
+/* Closing the listener: it completes only once every connector it produced is closed
+ * (Microsoft: "NDK_FN_CLOSE_OBJECT"), so the requests still queued are refused and closed
+ * here, and any that races in is refused by ex_on_connect. Blocks. */
 static inline void ex_listener_close(struct ex_listener *l)
 {
-    ex_close(l->listener);
+    struct ex_wait w;
+    pthread_mutex_lock(&l->lock);
+    l->closing = 1;
+    pthread_mutex_unlock(&l->lock);
+    NTSTATUS st = l->listener->Dispatch->NdkCloseListener(&l->listener->Header, ex_close_done, ex_wait_init(&w));
+    pthread_mutex_lock(&l->lock);
+    while (l->head != l->tail) {
+        NDK_CONNECTOR *conn = l->queue[l->head++ % EX_BACKLOG];
+        pthread_mutex_unlock(&l->lock);
+        conn->Dispatch->NdkReject(conn, NULL, 0);
+        ex_close(conn);
+        pthread_mutex_lock(&l->lock);
+    }
+    pthread_mutex_unlock(&l->lock);
+    ex_check(ex_finish(&w, st), "closing the listener");
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->cond);
 }

@@ -31,7 +31,7 @@ case $name in
   read-server)
     clients=3 server_args=(-n 3)
     server_expect=("read-server: served 3 clients")
-    client_expect=("read-server: read 41 bytes from @A@: 'the read-server's buffer, read with RDMA'") ;;
+    client_expect=("read-server: read 40 bytes from @A@: 'the read-server's buffer, read with RDMA'") ;;
   srq-server)
     clients=3 server_args=(-n 3)
     server_expect=("srq-server: served 3 clients, 12 messages through one SRQ and one CQ")
