@@ -1,6 +1,6 @@
 /* Writes the seed corpora of the fuzz targets: the worked examples of iwarp-wire.md §10 (via
- * tests/wire/examples.c) and the TCP payloads of the siw captures in
- * ../shared/interop/pcaps (via tests/wire's pcap reader), each prefixed with the parameter
+ * tests/wire/examples.c) and the TCP payloads of the siw capture fixtures in tests/wire/captures
+ * (via tests/wire's pcap reader), each prefixed with the parameter
  * bytes its target reads first. The output is committed under tests/fuzz/corpus; rerun it with
  *   seedgen OUTDIR            (OUTDIR gets mpa/, fpdu/, term/, tx/, rx/)
  * when the examples, the captures or a target's input layout change. File names are the
@@ -372,19 +372,19 @@ static size_t fpdu_starts(const uint8_t *s, size_t n, const struct iw_fpdu_rx_cf
 static void captures(void)
 {
     const char *dir = wcap_dir();
-    if (!dir) {
-        printf("no siw captures found: examples only\n");
-        return;
-    }
     char **names;
     size_t nn = wcap_list(dir, &names);
+    if (nn == 0) {
+        fprintf(stderr, "no siw capture fixtures in %s (tests/wire/captures/README.md)\n", dir);
+        exit(1);
+    }
     for (size_t i = 0; i < nn; i++) {
         char path[1024], err[256];
         struct wpcap_file pf;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (wpcap_read(path, &pf, err, sizeof err) != 0) {
             fprintf(stderr, "%s: %s\n", path, err);
-            continue;
+            exit(1);
         }
         for (size_t c = 0; c < pf.nconns; c++) {
             const struct wpcap_conn *cn = &pf.conns[c];

@@ -2,32 +2,15 @@
 #include "capdir.h"
 
 #include <dirent.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testlib.h"
 
-static bool has_pcaps(const char *dir)
-{
-    char **names;
-    size_t n = wcap_list(dir, &names);
-    wcap_list_free(names, n);
-    return n > 0;
-}
-
 const char *wcap_dir(void)
 {
-    static char path[4096];
-    const char *src = getenv("NDK_TEST_SOURCE_DIR");
-
-    if (src && *src) {
-        snprintf(path, sizeof path, "%s/../shared/interop/pcaps", src);
-        if (has_pcaps(path))
-            return path;
-    }
-    snprintf(path, sizeof path, "/work/shared/interop/pcaps");
-    return has_pcaps(path) ? path : NULL;
+    const char *env = getenv("NDK_WIRE_CAPTURES");
+    return env && *env ? env : WIRE_CAPTURES_DIR;
 }
 
 static int cmp_names(const void *a, const void *b)

@@ -1,4 +1,4 @@
-/* Test helper: where the siw reference captures live, and how to set up decoding of one
+/* Test helper: where the siw capture fixtures live, and how to set up decoding of one
  * captured connection (the Reply decides CRC for both directions, RFC 5044 §7.1). */
 #ifndef WIRE_TEST_CAPDIR_H
 #define WIRE_TEST_CAPDIR_H
@@ -10,8 +10,9 @@
 #include "mpa.h"
 #include "pcap.h"
 
-/* $NDK_TEST_SOURCE_DIR/../shared/interop/pcaps, else /work/shared/interop/pcaps; NULL when
- * neither holds a .pcap file. The result is static storage. */
+/* The committed fixtures, tests/wire/captures of the source tree this was built from (see its
+ * README.md), or $NDK_WIRE_CAPTURES when set (the corrupted-copy test points it elsewhere).
+ * Never NULL; a folder without captures is the caller's failure, not a reason to skip. */
 const char *wcap_dir(void);
 
 /* Lists the .pcap files of dir, sorted; returns the count (names are malloc'd). */

@@ -1,8 +1,11 @@
-/* Decodes every siw reference capture (/work/shared/interop/pcaps, see its README.md and
- * tshark-check*.txt) through our MPA parser and FPDU deframer, with CRC checking as negotiated
- * and all stream checks on, and compares field by field with what the README and tshark report:
- * FPDU and opcode counts, MPA Request/Reply fields and IRD/ORD blocks, CRCs, the P2P RTR, the
- * failed attempts, Read Request / Read Response pairing and siw's FPDU sizing. */
+/* Decodes every siw capture fixture (tests/wire/captures: our provider against Linux siw in the
+ * interop guest, made by captures/regenerate.sh, described in captures/README.md) through our
+ * MPA parser and FPDU deframer, with CRC checking as negotiated and every stream check on, and
+ * compares with what each cell must put on the wire: the MPA Request/Reply fields and IRD/ORD
+ * blocks (RFC 6581), our ULP private data, CRCs (RFC 5044 §6), the P2P RTR, FPDU and opcode
+ * counts per direction, Read Request / Read Response pairing (RFC 5040 §4.4) and FPDU sizing by
+ * the MSS (RFC 5044 §4). Then a copy of one CRC stream with one payload byte flipped must be
+ * refused, so a broken CRC check cannot pass unnoticed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,88 +17,110 @@
 #include "streamdec.h"
 #include "testlib.h"
 
-#define SIW_MSS 1448            /* lo at MTU 1500 with TCP timestamps */
+/* The guest's lo runs at MTU 1500 for these cells: MSS 1448 with TCP timestamps, and both sides
+ * size their FPDUs to it. */
+#define MSS 1448
+/* regenerate.sh's cells: rping ITERS x SIZE, ucmatose ITERS messages of 100 bytes each way. */
+#define RPING_ITERS 3
+#define RPING_SIZE 3000
+#define UCMA_ITERS 3
+#define UCMA_SIZE 100
+/* What ndkping --cmatose --pdata sends in those cells (tests/interop/guest/matrix.sh), with its
+ * terminating NUL as ucmatose's peer would print it. */
+#define OUR_PDATA "openndk-interop"
 
-enum kind { K_NORMAL, K_P2P, K_STALL, K_MPAV1_FAIL, K_HOSTFWD };
+enum app { RPING, UCMA };
 
-struct exp_mpa {
-    uint8_t  rev;
-    uint8_t  flags;
-    uint16_t pd_len;
-    uint8_t  pd[4];
-};
-
-struct exp_file {
+struct fixture {
     const char *name;
-    enum kind kind;
-    size_t nconns;
-    struct exp_mpa req[2], rep[2];
-    size_t fpdus;
-    unsigned ops[8];            /* per RDMAP opcode 0..7 */
-    bool crc;
-    size_t pad_nonzero;         /* FPDUs whose PAD bytes are not zero (siw quirk) */
-    /* per-direction opcode counts for the rping family (client, server); all zero = unchecked */
-    unsigned dir_ops[2][8];
+    enum app app;
+    bool ours_client;           /* our provider sent the SYN and the MPA Request */
+    uint8_t rev;                /* MPA revision of both frames */
+    bool crc, p2p;
+    /* IRD, ORD of the Request's and the Reply's RFC 6581 block (rev 2) */
+    uint16_t req_ird, req_ord, rep_ird, rep_ord;
+    uint8_t req_rtr;            /* RTR kinds the Request offers (P2P) */
 };
 
-#define V2(a, b, c, d) { 2, 0x10, 4, { a, b, c, d } }
-#define V2C(a, b, c, d) { 2, 0x50, 4, { a, b, c, d } }
-#define V1 { 1, 0x00, 0, { 0 } }
-
-/* Numbers from tshark-check.txt, tshark-check-variants.txt and the README table. */
-static const struct exp_file expected[] = {
-    { "siw-rping.pcap", K_NORMAL, 1, { V2(0, 1, 0, 1) }, { V2(0, 1, 0, 1) }, 35, { 5, 5, 5, 20 }, false, 0,
-      { { 0, 0, 5, 10 }, { 5, 5, 0, 10 } } },
-    { "siw-crc-rping.pcap", K_NORMAL, 1, { V2C(0, 1, 0, 1) }, { V2C(0, 1, 0, 1) }, 35, { 5, 5, 5, 20 }, true, 0,
-      { { 0, 0, 5, 10 }, { 5, 5, 0, 10 } } },
-    { "siw-p2p-rping.pcap", K_P2P, 1, { V2(0x80, 1, 0xc0, 1) }, { V2(0x80, 1, 0x80, 1) }, 36, { 6, 5, 5, 20 }, false, 0,
-      { { 1, 0, 5, 10 }, { 5, 5, 0, 10 } } },
-    { "siw-ib_write_bw.pcap", K_NORMAL, 2, { V2(0, 0, 0, 0), V2(0, 0, 0, 0) }, { V2(0, 0, 0, 0), V2(0, 0, 0, 0) },
-      92, { 60, 0, 0, 32 }, false, 2, { { 0 } } },
-    { "siw-crc-ib_write_bw.pcap", K_NORMAL, 2, { V2C(0, 0, 0, 0), V2C(0, 0, 0, 0) },
-      { V2C(0, 0, 0, 0), V2C(0, 0, 0, 0) }, 92, { 60, 0, 0, 32 }, true, 2, { { 0 } } },
-    { "siw-ib_read_bw.pcap", K_NORMAL, 2, { V2(0, 0, 0, 0), V2(0, 0x80, 0, 0x80) },
-      { V2(0, 0, 0, 0), V2(0, 0x80, 0, 0x80) }, 112, { 0, 20, 60, 32 }, false, 2, { { 0 } } },
-    { "siw-ib_send_bw.pcap", K_NORMAL, 2, { V2(0, 0, 0, 0), V2(0, 0, 0, 0) }, { V2(0, 0, 0, 0), V2(0, 0, 0, 0) },
-      86, { 4, 0, 0, 82 }, false, 2, { { 0 } } },
-    { "siw-mpav1-ib_write_bw.pcap", K_NORMAL, 2, { V1, V1 }, { V1, V1 }, 92, { 60, 0, 0, 32 }, false, 2, { { 0 } } },
-    { "siw-mpav1-rping.pcap", K_MPAV1_FAIL, 1, { V1 }, { V1 }, 1, { 0, 0, 0, 1 }, false, 0,
-      { { 0, 0, 0, 1 }, { 0 } } },
-    { "siw-ib_send_bw-stall.pcap", K_STALL, 1, { V2(0, 0, 0, 0) }, { V2(0, 0, 0, 0) }, 1, { 0, 0, 0, 1 }, false, 0,
-      { { 0, 0, 0, 1 }, { 0 } } },
-    { "hostfwd-mpa.pcap", K_HOSTFWD, 1, { V1 }, { V1 }, 0, { 0 }, false, 0, { { 0 } } },
+/* The responder's IRD/ORD answer follows the initiator's ORD/IRD and its own limits; the
+ * values are those each side's stack chose in these cells. */
+static const struct fixture fixtures[] = {
+    { "default-rping-ours2siw.pcap", RPING, true, 2, false, false, 1, 1, 1, 1, 0 },
+    { "default-rping-siw2ours.pcap", RPING, false, 2, false, false, 1, 1, 1, 1, 0 },
+    { "default-ucmatose-ours2siw.pcap", UCMA, true, 2, false, false, 1, 1, 1, 1, 0 },
+    { "default-ucmatose-siw2ours.pcap", UCMA, false, 2, false, false, 1, 1, 1, 1, 0 },
+    { "crc-rping-ours2siw.pcap", RPING, true, 2, true, false, 1, 1, 1, 1, 0 },
+    { "crc-rping-siw2ours.pcap", RPING, false, 2, true, false, 1, 1, 1, 1, 0 },
+    { "crc-ucmatose-ours2siw.pcap", UCMA, true, 2, true, false, 1, 1, 1, 1, 0 },
+    { "crc-ucmatose-siw2ours.pcap", UCMA, false, 2, true, false, 1, 1, 1, 1, 0 },
+    { "mpav1-rping-siw2ours.pcap", RPING, false, 1, false, false, 0, 0, 0, 0, 0 },
+    { "mpav1-ucmatose-ours2siw.pcap", UCMA, true, 1, false, false, 0, 0, 0, 0, 0 },
+    { "mpav1-ucmatose-siw2ours.pcap", UCMA, false, 1, false, false, 0, 0, 0, 0, 0 },
+    { "p2p-rping-ours2siw.pcap", RPING, true, 2, false, true, 1, 1, 1, 1, IW_MPA_RTR_WRITE | IW_MPA_RTR_READ },
+    { "p2p-rping-siw2ours.pcap", RPING, false, 2, false, true, 1, 1, 1, 1, IW_MPA_RTR_WRITE | IW_MPA_RTR_READ },
+    { "p2p-ucmatose-ours2siw.pcap", UCMA, true, 2, false, true, 1, 1, 1, 1, IW_MPA_RTR_WRITE | IW_MPA_RTR_READ },
+    { "p2p-ucmatose-siw2ours.pcap", UCMA, false, 2, false, true, 1, 1, 1, 1, IW_MPA_RTR_WRITE | IW_MPA_RTR_READ },
 };
+#define NFIXTURES (sizeof fixtures / sizeof fixtures[0])
 
-static const struct exp_file *find_expected(const char *name)
+static const struct fixture *find_fixture(const char *name)
 {
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
-        if (strcmp(expected[i].name, name) == 0)
-            return &expected[i];
+    for (size_t i = 0; i < NFIXTURES; i++)
+        if (strcmp(fixtures[i].name, name) == 0)
+            return &fixtures[i];
     return NULL;
 }
 
-static void check_mpa(const char *file, size_t ci, const char *what, const struct iw_mpa_frame *f,
-                      const uint8_t *stream, const struct exp_mpa *e)
+/* Tagged segments of one SIZE-byte message: each FPDU fills one MSS (RFC 5044 §4: MULPDU). */
+static unsigned tagged_segments(unsigned size)
 {
-    CHECK_MSG(f->rev == e->rev, "%s conn %zu %s: rev %u, want %u", file, ci, what, f->rev, e->rev);
-    CHECK_MSG(f->flags == e->flags, "%s conn %zu %s: flags %02x, want %02x", file, ci, what, f->flags, e->flags);
-    CHECK_MSG(f->pd_len == e->pd_len, "%s conn %zu %s: PD_Length %u, want %u", file, ci, what, f->pd_len, e->pd_len);
-    CHECK(!f->markers && !f->reject);
-    CHECK_EQ(f->crc, (e->flags & IW_MPA_FLAG_C) != 0);
-    CHECK_EQ(f->has_v2, e->rev == 2);
-    if (e->pd_len)
-        CHECK_MSG(memcmp(stream + IW_MPA_HDR_LEN, e->pd, e->pd_len) == 0, "%s conn %zu %s: private data differs",
-                  file, ci, what);
-    if (f->has_v2) {
-        /* The block decoded as RFC 6581 reads it. */
-        struct iw_mpa_v2 v;
-        iw_mpa_v2_unpack(e->pd, &v);
-        CHECK_EQ(f->v2.ird, v.ird);
-        CHECK_EQ(f->v2.ord, v.ord);
-        CHECK_EQ(f->v2.p2p, v.p2p);
-        CHECK_EQ(f->v2.rtr, v.rtr);
-        CHECK_EQ(f->ulp_pd_len, 0);     /* rdma_cm apps here send no private data */
+    unsigned per = iw_fpdu_mulpdu(MSS, false) - IW_DDP_TAGGED_HDR_LEN;
+    return (size + per - 1) / per;
+}
+
+/* Expected RDMAP opcodes per direction ([0] client -> server, [1] server -> client).
+ * rping, per iteration: the client advertises its source buffer (Send), the server reads it
+ * (Read Request, Read Response segments), says go (Send), the client advertises its sink (Send),
+ * the server writes it (Write segments) and says done (Send). ucmatose: the server sends each
+ * message, the client answers it. P2P adds the initiator's RTR, a zero-length Write. */
+static void expected_ops(const struct fixture *f, unsigned ops[2][8])
+{
+    memset(ops, 0, sizeof(unsigned[2][8]));
+    if (f->app == RPING) {
+        unsigned segs = tagged_segments(RPING_SIZE);
+        ops[0][IW_OP_SEND] = 2 * RPING_ITERS;
+        ops[0][IW_OP_READ_RESP] = segs * RPING_ITERS;
+        ops[1][IW_OP_READ_REQ] = RPING_ITERS;
+        ops[1][IW_OP_SEND] = 2 * RPING_ITERS;
+        ops[1][IW_OP_WRITE] = segs * RPING_ITERS;
+    } else {
+        ops[0][IW_OP_SEND] = UCMA_ITERS;
+        ops[1][IW_OP_SEND] = UCMA_ITERS;
     }
+    if (f->p2p)
+        ops[0][IW_OP_WRITE]++;
+}
+
+static void check_mpa(const char *file, const char *what, const struct iw_mpa_frame *m, const struct fixture *f,
+                      uint16_t ird, uint16_t ord, bool ours)
+{
+    CHECK_MSG(m->rev == f->rev, "%s %s: rev %u, want %u", file, what, m->rev, f->rev);
+    CHECK_MSG(!m->markers && !m->reject, "%s %s: M or R set", file, what);
+    CHECK_MSG(m->crc == f->crc, "%s %s: C=%d, want %d", file, what, m->crc, f->crc);
+    /* RFC 6581: revision 2 with the enhanced bit carries the IRD/ORD block; revision 1 has none. */
+    CHECK_MSG(m->has_v2 == (f->rev == 2) && m->enhanced == (f->rev == 2), "%s %s: enhanced %d block %d", file, what,
+              m->enhanced, m->has_v2);
+    if (m->has_v2) {
+        CHECK_MSG(m->v2.ird == ird && m->v2.ord == ord, "%s %s: IRD %u ORD %u, want %u %u", file, what, m->v2.ird,
+                  m->v2.ord, ird, ord);
+        CHECK_MSG(m->v2.p2p == f->p2p, "%s %s: P2P %d, want %d", file, what, m->v2.p2p, f->p2p);
+    }
+    /* ucmatose: our side sends OUR_PDATA, siw's ucmatose and both rpings send none. */
+    if (f->app == UCMA && ours)
+        CHECK_MSG(m->ulp_pd_len == sizeof OUR_PDATA && memcmp(m->ulp_pd, OUR_PDATA, sizeof OUR_PDATA) == 0,
+                  "%s %s: our private data '%s' is not there (%u bytes)", file, what, OUR_PDATA, m->ulp_pd_len);
+    else
+        CHECK_MSG(m->ulp_pd_len == 0, "%s %s: %u bytes of ULP private data, want none", file, what, m->ulp_pd_len);
 }
 
 /* Pairs the Read Requests sent in one direction with the Read Response messages coming back
@@ -121,7 +146,6 @@ static size_t check_reads(const char *file, const struct wsd_log *req_dir, const
         if (!h->last)
             continue;
         open = false;
-        /* find the ri-th Read Request */
         const struct iw_fpdu_hdr *rr = NULL;
         for (size_t j = 0, k = 0; j < req_dir->n; j++)
             if (req_dir->fpdus[j].hdr.opcode == IW_OP_READ_REQ && k++ == ri) {
@@ -143,18 +167,21 @@ static size_t check_reads(const char *file, const struct wsd_log *req_dir, const
     return ri;
 }
 
-/* FPDUs whose 4-byte CRC trailer travelled in a TCP segment of its own. */
-static size_t crc_split_count(const struct wpcap_stream *s, const struct wsd_log *log, unsigned opcode)
+/* Decodes one direction of c; fails the test on any decode error. */
+static void decode_dir(const char *name, const struct wpcap_conn *c, int d, const struct iw_fpdu_rx_cfg *cfg,
+                       struct wsd_log *log)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < log->n; i++) {
-        const struct wsd_fpdu *f = &log->fpdus[i];
-        if (f->hdr.opcode != opcode)
-            continue;
-        size_t end = (size_t)f->offset + iw_mpa_fpdu_len(f->hdr.ulpdu_len);
-        n += wpcap_pkt_at(s, end - 4) != wpcap_pkt_at(s, end - 5);
-    }
-    return n;
+    wsd_log_init(log);
+    wsd_decode_all(d == 0 ? IW_MPA_REQUEST : IW_MPA_REPLY, IW_MPA_PD_MAX_INTEROP, cfg, c->dir[d].data, c->dir[d].len,
+                   log);
+    CHECK_MSG(log->mpa_status == IW_MPA_COMPLETE, "%s dir %d: MPA %s", name, d, iw_mpa_strerror(log->mpa_err));
+    CHECK_MSG(!log->error, "%s dir %d: deframer error at %llu: %s (Terminate %u/%u/%u)", name, d,
+              (unsigned long long)log->err.fpdu_offset, iw_fpdu_rx_reason_str(log->err.reason), log->err.term.layer,
+              log->err.term.etype, log->err.term.ecode);
+    /* Every byte belongs to a complete FPDU: no capture stops mid-FPDU. */
+    CHECK_MSG(log->end_state == IW_FPDU_RX_HDR_START && log->end_hgot == 0,
+              "%s dir %d: stream ends inside an FPDU (%s)", name, d, iw_fpdu_rx_state_name(log->end_state));
+    CHECK_EQ(log->consumed, c->dir[d].len);
 }
 
 static void check_file(const char *dir, const char *name)
@@ -162,174 +189,161 @@ static void check_file(const char *dir, const char *name)
     char path[4200];
     char err[256];
     struct wpcap_file pf;
-    const struct exp_file *e = find_expected(name);
-    size_t fpdus = 0, ops[16] = { 0 }, reads = 0, crc_split = 0, crc_checked = 0, pads = 0;
+    const struct fixture *f = find_fixture(name);
+    unsigned want[2][8];
 
+    CHECK_MSG(f != NULL, "%s is not in the fixture table of captures_test.c (captures/README.md lists them)", name);
+    expected_ops(f, want);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     CHECK_MSG(wpcap_read(path, &pf, err, sizeof err) == 0, "%s", err);
-    CHECK_MSG(pf.nconns > 0, "%s: no TCP connection", name);
-    if (e)
-        CHECK_MSG(pf.nconns == e->nconns, "%s: %zu connections, want %zu", name, pf.nconns, e->nconns);
+    CHECK_MSG(pf.nconns == 1, "%s: %zu TCP connections, want 1", name, pf.nconns);
 
-    for (size_t ci = 0; ci < pf.nconns; ci++) {
-        const struct wpcap_conn *c = &pf.conns[ci];
+    const struct wpcap_conn *c = &pf.conns[0];
+    struct iw_mpa_frame req, rep;
+    struct iw_fpdu_rx_cfg cfg;
+    struct wsd_log log[2];
+    size_t fpdus = 0, crc_checked = 0, reads;
+
+    for (int d = 0; d < 2; d++)
+        CHECK_MSG(c->dir[d].holes == 0, "%s dir %d: %zu bytes missing", name, d, c->dir[d].holes);
+    CHECK_MSG(c->dir[0].syn && c->dir[1].syn, "%s: handshake not captured", name);
+    CHECK_MSG(c->dir[0].fin && c->dir[1].fin, "%s: the connection does not end with a FIN each way", name);
+    CHECK_MSG(wcap_conn_setup(c, &req, &rep, &cfg), "%s: MPA Request/Reply do not decode", name);
+    /* RFC 5044 §7.1: a Responder must answer C=1 when the Request asked for CRC. */
+    CHECK(!req.crc || rep.crc);
+
+    for (int d = 0; d < 2; d++) {
+        unsigned got[8] = { 0 };
+        decode_dir(name, c, d, &cfg, &log[d]);
+        /* Both stacks send their MPA frame alone in its segment: siw refuses FPDU bytes behind it. */
+        if (c->dir[d].len > log[d].mpa_len)
+            CHECK_MSG(wpcap_pkt_at(&c->dir[d], log[d].mpa_len) != wpcap_pkt_at(&c->dir[d], log[d].mpa_len - 1),
+                      "%s dir %d: FPDU bytes share a segment with the MPA frame", name, d);
+        for (size_t i = 0; i < log[d].n; i++) {
+            const struct wsd_fpdu *fp = &log[d].fpdus[i];
+            uint32_t flen = iw_mpa_fpdu_len(fp->hdr.ulpdu_len);
+            CHECK_MSG(fp->hdr.opcode < 8, "%s dir %d: opcode %u", name, d, fp->hdr.opcode);
+            got[fp->hdr.opcode]++;
+            fpdus++;
+            if (cfg.crc) {
+                CHECK_MSG(fp->crc_checked && fp->crc_calc == fp->crc_wire, "%s dir %d FPDU %zu: CRC %08x, want %08x",
+                          name, d, i, fp->crc_wire, fp->crc_calc);
+                crc_checked++;
+            } else {
+                CHECK_MSG(fp->crc_wire == 0, "%s: CRC field %08x without CRC negotiated", name, fp->crc_wire);
+            }
+            /* RFC 5044 §4 sizing, which both sides follow: no FPDU above one MSS, and every
+             * non-final segment of a message fills it. */
+            CHECK_MSG(flen <= MSS, "%s dir %d: FPDU of %u bytes", name, d, flen);
+            if (!fp->hdr.last)
+                CHECK_MSG(flen == MSS, "%s dir %d: non-final segment of %u bytes", name, d, flen);
+        }
+        for (int op = 0; op < 8; op++)
+            CHECK_MSG(got[op] == want[d][op], "%s %s: %u x %s, want %u", name, d ? "server->client" : "client->server",
+                      got[op], iw_fpdu_opcode_name((uint8_t)op), want[d][op]);
+    }
+
+    CHECK_EQ(log[0].mpa.kind, IW_MPA_REQUEST);
+    CHECK_EQ(log[1].mpa.kind, IW_MPA_REPLY);
+    check_mpa(name, "Request", &log[0].mpa, f, f->req_ird, f->req_ord, f->ours_client);
+    check_mpa(name, "Reply", &log[1].mpa, f, f->rep_ird, f->rep_ord, !f->ours_client);
+    reads = check_reads(name, &log[0], &log[1]) + check_reads(name, &log[1], &log[0]);
+    CHECK_EQ(reads, f->app == RPING ? RPING_ITERS : 0);
+
+    if (f->p2p) {
+        /* RFC 6581 §5: the initiator offers RTR kinds, the responder picks one, and the
+         * initiator's first FPDU is that RTR (a zero-length Write here); the responder sends
+         * nothing before it has arrived. */
+        CHECK_MSG(req.v2.rtr == f->req_rtr, "%s: Request offers RTR %x, want %x", name, req.v2.rtr, f->req_rtr);
+        CHECK_MSG(rep.v2.rtr == IW_MPA_RTR_WRITE, "%s: Reply picks RTR %x, want Write", name, rep.v2.rtr);
+        CHECK(log[0].n > 1 && log[1].n > 0);
+        const struct wsd_fpdu *rtr = &log[0].fpdus[0];
+        CHECK_EQ(iw_fpdu_rtr_kind(&rtr->hdr), IW_MPA_RTR_WRITE);
+        CHECK_EQ(rtr->hdr.payload_len, 0);
+        size_t rtr_pkt = wpcap_pkt_at(&c->dir[0], (size_t)rtr->offset);
+        size_t first_resp = wpcap_pkt_at(&c->dir[1], (size_t)log[1].fpdus[0].offset);
+        CHECK_MSG(first_resp > rtr_pkt, "%s: responder's first FPDU (frame %zu) before the RTR (frame %zu)", name,
+                  first_resp, rtr_pkt);
+        CHECK_EQ(log[0].fpdus[1].hdr.opcode, IW_OP_SEND);
+    } else {
+        CHECK(!req.v2.p2p && !rep.v2.p2p);
+    }
+
+    printf("%-32s FPDUs %3zu (client %3zu, server %3zu)  reads paired %zu  CRC-checked %3zu  MPA rev %u%s\n", name,
+           fpdus, log[0].n, log[1].n, reads, crc_checked, f->rev, f->p2p ? " P2P" : "");
+    for (int d = 0; d < 2; d++)
+        wsd_log_free(&log[d]);
+    wpcap_free(&pf);
+}
+
+/* The checks above must be able to fail: one payload byte flipped in a copy of a CRC stream
+ * makes the deframer stop at that FPDU with a CRC error (RFC 5044 §6), and a flipped ULPDU
+ * length in a stream without CRC derails the framing. */
+static void check_corruption_found(const char *dir)
+{
+    static const char *const files[2] = { "crc-rping-ours2siw.pcap", "default-rping-ours2siw.pcap" };
+    for (int k = 0; k < 2; k++) {
+        char path[4200], err[256];
+        struct wpcap_file pf;
         struct iw_mpa_frame req, rep;
         struct iw_fpdu_rx_cfg cfg;
-        struct wsd_log log[2];
+        struct wsd_log good, bad;
 
-        for (int d = 0; d < 2; d++)
-            CHECK_MSG(c->dir[d].holes == 0, "%s conn %zu dir %d: %zu bytes missing", name, ci, d, c->dir[d].holes);
-        CHECK_MSG(c->dir[0].syn && c->dir[1].syn, "%s conn %zu: handshake not captured", name, ci);
-        CHECK_MSG(wcap_conn_setup(c, &req, &rep, &cfg), "%s conn %zu: MPA Request/Reply do not decode", name, ci);
-        /* RFC 5044 §7.1: a Responder must answer C=1 when the Request asked for CRC. */
-        CHECK(!req.crc || rep.crc);
-
-        for (int d = 0; d < 2; d++) {
-            wsd_log_init(&log[d]);
-            wsd_decode_all(d == 0 ? IW_MPA_REQUEST : IW_MPA_REPLY, IW_MPA_PD_MAX_INTEROP, &cfg,
-                           c->dir[d].data, c->dir[d].len, &log[d]);
-            CHECK_MSG(log[d].mpa_status == IW_MPA_COMPLETE, "%s conn %zu dir %d: MPA %s", name, ci, d,
-                      iw_mpa_strerror(log[d].mpa_err));
-            CHECK_MSG(!log[d].error, "%s conn %zu dir %d: deframer error at %llu: %s (Terminate %u/%u/%u)",
-                      name, ci, d, (unsigned long long)log[d].err.fpdu_offset,
-                      iw_fpdu_rx_reason_str(log[d].err.reason), log[d].err.term.layer, log[d].err.term.etype,
-                      log[d].err.term.ecode);
-            /* Every byte belongs to a complete FPDU: no capture stops mid-FPDU. */
-            CHECK_MSG(log[d].end_state == IW_FPDU_RX_HDR_START && log[d].end_hgot == 0,
-                      "%s conn %zu dir %d: stream ends inside an FPDU (%s)", name, ci, d,
-                      iw_fpdu_rx_state_name(log[d].end_state));
-            CHECK_EQ(log[d].consumed, c->dir[d].len);
-            /* siw's startup strictness (iwarp-wire.md §2.2): its MPA frame ends a TCP segment. */
-            if (c->dir[d].len > log[d].mpa_len)
-                CHECK_MSG(wpcap_pkt_at(&c->dir[d], log[d].mpa_len) != wpcap_pkt_at(&c->dir[d], log[d].mpa_len - 1),
-                          "%s conn %zu dir %d: FPDU bytes share a segment with the MPA frame", name, ci, d);
-
-            for (size_t i = 0; i < log[d].n; i++) {
-                const struct wsd_fpdu *f = &log[d].fpdus[i];
-                uint32_t flen = iw_mpa_fpdu_len(f->hdr.ulpdu_len);
-                ops[f->hdr.opcode]++;
-                fpdus++;
-                pads += f->pad_nonzero;
-                if (cfg.crc) {
-                    CHECK(f->crc_checked && f->crc_calc == f->crc_wire);
-                    crc_checked++;
-                } else {
-                    CHECK_MSG(f->crc_wire == 0, "%s: CRC field %08x without CRC negotiated", name, f->crc_wire);
-                }
-                /* siw sizing (§2.8): no FPDU above one MSS; a non-last segment is exactly one. */
-                CHECK_MSG(flen <= SIW_MSS, "%s: FPDU of %u bytes", name, flen);
-                if (!f->hdr.last)
-                    CHECK_MSG(flen == SIW_MSS, "%s: non-final segment of %u bytes", name, flen);
-            }
-            if (e && e->dir_ops[0][0] + e->dir_ops[0][1] + e->dir_ops[0][2] + e->dir_ops[0][3] +
-                e->dir_ops[1][0] + e->dir_ops[1][1] + e->dir_ops[1][2] + e->dir_ops[1][3]) {
-                unsigned got[8] = { 0 };
-                for (size_t i = 0; i < log[d].n; i++)
-                    got[log[d].fpdus[i].hdr.opcode]++;
-                for (int op = 0; op < 8; op++)
-                    CHECK_MSG(got[op] == e->dir_ops[d][op], "%s dir %d: %u x %s, want %u", name, d, got[op],
-                              iw_fpdu_opcode_name((uint8_t)op), e->dir_ops[d][op]);
-            }
-        }
-
-        if (e) {
-            check_mpa(name, ci, "Request", &log[0].mpa, c->dir[0].data, &e->req[ci]);
-            check_mpa(name, ci, "Reply", &log[1].mpa, c->dir[1].data, &e->rep[ci]);
-            CHECK_EQ(log[0].mpa.kind, IW_MPA_REQUEST);
-            CHECK_EQ(log[1].mpa.kind, IW_MPA_REPLY);
-        }
-        reads += check_reads(name, &log[0], &log[1]);
-        reads += check_reads(name, &log[1], &log[0]);
-        for (int d = 0; d < 2; d++)
-            crc_split += crc_split_count(&c->dir[d], &log[d], IW_OP_WRITE);
-
-        if (e && e->kind == K_P2P) {
-            /* README: Request offers both RTR kinds with P2P; the Reply echoes P2P and picks Write.
-             * Frame 8 is the RTR: a zero-length tagged Write, STag 1, TO 0; the responder sends
-             * nothing before it. */
-            CHECK(req.v2.p2p && req.v2.rtr == (IW_MPA_RTR_WRITE | IW_MPA_RTR_READ));
-            CHECK(rep.v2.p2p && rep.v2.rtr == IW_MPA_RTR_WRITE);
-            CHECK(log[0].n > 0 && log[1].n > 0);
-            const struct wsd_fpdu *rtr = &log[0].fpdus[0];
-            CHECK_EQ(iw_fpdu_rtr_kind(&rtr->hdr), IW_MPA_RTR_WRITE);
-            CHECK(rtr->hdr.ulpdu_len == 14 && rtr->hdr.stag == 1 && rtr->hdr.to == 0 && rtr->hdr.payload_len == 0);
-            size_t rtr_pkt = wpcap_pkt_at(&c->dir[0], (size_t)rtr->offset);
-            CHECK_EQ(rtr_pkt, 8);
-            size_t first_resp = wpcap_pkt_at(&c->dir[1], (size_t)log[1].fpdus[0].offset);
-            CHECK_MSG(first_resp > rtr_pkt, "responder's first FPDU (frame %zu) before the RTR (frame %zu)",
-                      first_resp, rtr_pkt);
-            /* Nothing after the RTR is an RTR-shaped Write from the initiator: rping's traffic follows. */
-            CHECK_EQ(log[0].fpdus[1].hdr.opcode, IW_OP_SEND);
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        CHECK_MSG(wpcap_read(path, &pf, err, sizeof err) == 0, "%s", err);
+        const struct wpcap_conn *c = &pf.conns[0];
+        CHECK(wcap_conn_setup(c, &req, &rep, &cfg));
+        CHECK_EQ(cfg.crc, k == 0);
+        decode_dir(files[k], c, 0, &cfg, &good);
+        /* the client's first Read Response (its error offset counts from the end of the MPA frame) */
+        const struct wsd_fpdu *target = NULL;
+        for (size_t i = 0; i < good.n && !target; i++)
+            if (good.fpdus[i].hdr.opcode == IW_OP_READ_RESP)
+                target = &good.fpdus[i];
+        CHECK_MSG(target != NULL, "%s: no Read Response", files[k]);
+        uint8_t *copy = malloc(c->dir[0].len);
+        CHECK(copy != NULL);
+        memcpy(copy, c->dir[0].data, c->dir[0].len);
+        size_t at = (size_t)target->offset + (k == 0 ? IW_MPA_LEN_SIZE + IW_DDP_TAGGED_HDR_LEN + 100 : 0);
+        copy[at] ^= k == 0 ? 0x01 : 0x40;
+        wsd_log_init(&bad);
+        wsd_decode_all(IW_MPA_REQUEST, IW_MPA_PD_MAX_INTEROP, &cfg, copy, c->dir[0].len, &bad);
+        if (k == 0) {
+            CHECK_MSG(bad.error && bad.err.reason == IW_FPDU_RXERR_CRC &&
+                          bad.err.fpdu_offset + bad.mpa_len == target->offset,
+                      "%s: a flipped payload byte at %zu went unnoticed (error %d, reason %s)", files[k], at,
+                      bad.error, iw_fpdu_rx_reason_str(bad.err.reason));
         } else {
-            CHECK(!req.v2.p2p && !rep.v2.p2p);
+            CHECK_MSG(bad.error || bad.end_state != IW_FPDU_RX_HDR_START || bad.n != good.n,
+                      "%s: a flipped ULPDU_Length at %zu went unnoticed", files[k], at);
         }
-        if (e && e->kind == K_STALL) {
-            /* README: the client's first Send is ACKed, nobody answers, then a RST from the server. */
-            CHECK(log[0].n == 1 && log[0].fpdus[0].hdr.opcode == IW_OP_SEND && log[0].fpdus[0].hdr.msn == 1);
-            CHECK_EQ(log[1].n, 0);
-            CHECK(c->dir[1].rst);
-            CHECK(!c->dir[1].fin);
-        }
-        if (e && e->kind == K_MPAV1_FAIL) {
-            /* README: Rev 1 Request and Reply, the client's first Send, then the server's FIN. */
-            CHECK(log[0].n == 1 && log[0].fpdus[0].hdr.opcode == IW_OP_SEND);
-            CHECK_EQ(log[1].n, 0);
-            CHECK(c->dir[1].fin && !c->dir[1].rst);
-            CHECK(!req.has_v2 && !rep.has_v2);
-        }
-        if (e && e->kind == K_HOSTFWD) {
-            /* A host-side Python client through qemu slirp: MPA v1 both ways, then FIN. */
-            static const uint8_t client[4] = { 10, 0, 2, 2 }, server[4] = { 10, 0, 2, 15 };
-            CHECK_EQ(c->af, 4);
-            CHECK(memcmp(c->addr[0], client, 4) == 0 && memcmp(c->addr[1], server, 4) == 0);
-            CHECK_EQ(c->port[1], 7174);
-            CHECK(log[0].n == 0 && log[1].n == 0);
-            CHECK_EQ(c->dir[0].len, 20);
-            CHECK_EQ(c->dir[1].len, 20);
-        }
-        for (int d = 0; d < 2; d++)
-            wsd_log_free(&log[d]);
+        printf("corrupted copy of %s (byte %zu): %s\n", files[k], at,
+               bad.error ? iw_fpdu_rx_reason_str(bad.err.reason) : "stream ends inside an FPDU");
+        free(copy);
+        wsd_log_free(&bad);
+        wsd_log_free(&good);
+        wpcap_free(&pf);
     }
-
-    printf("%-28s conns %zu  FPDUs %3zu  Write %2zu ReadReq %2zu ReadResp %2zu Send %2zu  reads paired %2zu  "
-           "CRC-checked %3zu  Writes with split-off CRC %2zu  non-zero PAD %zu\n",
-           name, pf.nconns, fpdus, ops[0], ops[1], ops[2], ops[3], reads, crc_checked, crc_split, pads);
-    if (e) {
-        CHECK_MSG(fpdus == e->fpdus, "%s: %zu FPDUs, want %zu", name, fpdus, e->fpdus);
-        for (int op = 0; op < 8; op++)
-            CHECK_MSG(ops[op] == e->ops[op], "%s: %zu x %s, want %u", name, ops[op],
-                      iw_fpdu_opcode_name((uint8_t)op), e->ops[op]);
-        if (e->crc)
-            CHECK_EQ(crc_checked, e->fpdus);
-        CHECK_MSG(pads == e->pad_nonzero, "%s: %zu FPDUs with non-zero PAD, want %zu", name, pads, e->pad_nonzero);
-        /* README: 57 of the 60 Write FPDUs of the CRC write_bw run went out as FPDU + 4-byte CRC. */
-        if (strcmp(name, "siw-crc-ib_write_bw.pcap") == 0)
-            CHECK_EQ(crc_split, 57);
-    } else {
-        printf("  note: %s is not in the expectation table; decoded without count checks\n", name);
-    }
-    wpcap_free(&pf);
 }
 
 int main(void)
 {
     const char *dir = wcap_dir();
     char **names;
-
-    if (!dir)
-        ndk_test_skip("siw reference captures not found ($NDK_TEST_SOURCE_DIR/../shared/interop/pcaps "
-                      "or /work/shared/interop/pcaps)");
     size_t n = wcap_list(dir, &names);
+
     printf("captures in %s: %zu\n", dir, n);
-    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+    CHECK_MSG(n > 0, "no capture fixtures in %s (tests/wire/captures/README.md)", dir);
+    for (size_t i = 0; i < NFIXTURES; i++) {
         bool found = false;
         for (size_t j = 0; j < n; j++)
-            found |= strcmp(names[j], expected[i].name) == 0;
-        CHECK_MSG(found, "expected capture %s is missing from %s", expected[i].name, dir);
+            found |= strcmp(names[j], fixtures[i].name) == 0;
+        CHECK_MSG(found, "fixture %s is missing from %s", fixtures[i].name, dir);
     }
     for (size_t i = 0; i < n; i++)
         check_file(dir, names[i]);
     wcap_list_free(names, n);
+    check_corruption_found(dir);
     printf("captures: OK\n");
     return 0;
 }

@@ -230,11 +230,8 @@ static void captures(void)
     char **names;
     size_t n;
 
-    if (!dir) {
-        printf("note: siw captures not found; only the worked examples were split\n");
-        return;
-    }
     n = wcap_list(dir, &names);
+    CHECK_MSG(n > 0, "no siw capture fixtures in %s (tests/wire/captures/README.md)", dir);
     for (size_t i = 0; i < n; i++) {
         char path[4200], err[256];
         struct wpcap_file pf;
