@@ -3,7 +3,7 @@
  *
  * The suite is provider-agnostic: it reaches a provider only through the runtime (libndk) and the
  * NDKPI dispatch tables, and checks it against the rules of the NDKPI reference
- * (../shared/spec/ndkpi-reference.md: §0.4, §2, §3, §5, §8). Every case runs in its own process;
+ * (Microsoft's NDKPI documentation; docs/ndkpi.md restates them). Every case runs in its own process;
  * two-sided cases fork a second process (the "client") and synchronise with it over a
  * socketpair that carries test coordination only (addresses, tokens, go/done tags), never the
  * data under test: payloads are generated from a seed on each side and verified in place.

@@ -3,8 +3,8 @@
  * librdmacm), so that real RNICs (mlx5, irdma, cxgb4) and Linux's rxe and siw sit under the NDK
  * tables. Nothing of the data path is done by hand: posting is ibv_post_send/recv/srq_recv,
  * completions come from ibv_poll_cq and one completion channel, connections from rdma_cm.
- * Mapping decisions: ../shared/spec/ndk-verbs-mapping.md (cited "map §x"); NDK rules: ndkpi
- * reference (cited "§x").
+ * Mapping decisions: ndk-verbs(7) and docs/providers.md (cited "map §x"); NDK rules: Microsoft's
+ * NDKPI reference, restated in docs/ndkpi.md (cited "§x").
  *
  *   struct vb_provider   driver context: services, why no device was found, bound devices
  *   struct vb_device     one bound (interface, RDMA device, port) = MiniportAdapterContext:
