@@ -16,7 +16,7 @@
 #include <wsk.h>
 #include <wskndk.h>
 
-#define HELLO_TAG  'olleH'   /* pool tag: shows as "Hell" in pool dumps */
+#define HELLO_TAG  'oleH'    /* pool tag: shows as "Helo" in pool dumps */
 #define HELLO_SIZE (16 * 1024)
 
 DRIVER_INITIALIZE DriverEntry;
@@ -77,7 +77,9 @@ static NTSTATUS HelloReadIfIndex(PUNICODE_STRING RegistryPath, PULONG IfIndex)
     ULONG length;
     NTSTATUS status;
 
-    RtlInitEmptyUnicodeString(&path, buffer, sizeof(buffer));
+    path.Buffer = buffer;
+    path.Length = 0;
+    path.MaximumLength = sizeof(buffer);
     RtlCopyUnicodeString(&path, RegistryPath);
     status = RtlAppendUnicodeToString(&path, L"\\Parameters");
     if (!NT_SUCCESS(status))
