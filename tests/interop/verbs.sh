@@ -5,7 +5,8 @@
 # verbs provider over rxe and over siw (with exclude/verbs-<dev>.txt), ndkperf --verify and
 # ndkping between two processes, 16 Reads outstanding under root's default ulimit -l (siw),
 # verbs-over-siw against our iwarp provider in both directions,
-# and rdma-core's own tools against verbs.
+# rdma-core's own tools against verbs, and the WDK kit's rdmapair drivers (tests/wdk) under ndkdrv
+# over each device (WSK's NDK extension opening the verbs adapter by interface index).
 #
 # Usage: tests/interop/verbs.sh BUILD_DIR
 # Exit status: 0 every cell passed; 1 a cell failed; 77 the harness cannot run here (one
@@ -29,7 +30,7 @@ case "$CACHE/" in "$SRC_ROOT"/*) echo "INTEROP_CACHE ($CACHE) must be outside th
 export INTEROP_CACHE="$CACHE"
 OUT="${INTEROP_OUT:-$BUILD/interop-verbs}"
 VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-1500}"
-CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw reads-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw}"
+CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw reads-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw wdk-rxe wdk-siw}"
 CONFORM_CASES="${VERBS_CONFORM_CASES:-all}"
 
 [ -e "$BUILD/providers/ndk-verbs.so" ] || skip "ndk-verbs.so was not built (libibverbs-dev/librdmacm-dev missing: scripts/deps.sh build)"
@@ -48,7 +49,18 @@ for t in ndkinfo ndkping ndkperf; do cp "$BUILD/tools/$t/$t" "$OUT/share/ndk/bin
 cp "$BUILD/tests/conformance/ndkconform" "$OUT/share/ndk/bin/"
 cp -L "$BUILD"/src/runtime/libndk.so* "$OUT/share/ndk/lib/"
 cp -L "$BUILD"/providers/*.so "$OUT/share/ndk/providers/"
-"$HERE/stage-libs.sh" "$OUT/share/ndk/lib" "$OUT"/share/ndk/bin/* "$OUT"/share/ndk/lib/libndk.so* "$OUT"/share/ndk/providers/*.so
+# The WDK kit's driver host and the rdmapair drivers (their kit library comes with stage-libs.sh);
+# without them the wdk cells report SKIP in the guest.
+mkdir -p "$OUT/share/ndk/drivers"
+if [ -x "$BUILD/tools/ndkdrv/ndkdrv" ]; then
+	cp "$BUILD/tools/ndkdrv/ndkdrv" "$OUT/share/ndk/bin/"
+	for d in rdmapair_server rdmapair_client; do
+		f=$(find "$BUILD/tests/wdk" -maxdepth 2 -name "*$d*.so" -print -quit)
+		[ -n "$f" ] && cp "$f" "$OUT/share/ndk/drivers/$d.so"
+	done
+fi
+"$HERE/stage-libs.sh" "$OUT/share/ndk/lib" "$OUT"/share/ndk/bin/* "$OUT"/share/ndk/lib/libndk.so* "$OUT"/share/ndk/providers/*.so \
+	$(find "$OUT/share/ndk/drivers" -name '*.so')
 cp "$SRC_ROOT"/tests/conformance/exclude/verbs-*.txt "$OUT/share/exclude/"
 install -m 755 "$HERE/guest/verbs.sh" "$OUT/share/verbs.sh"
 printf 'CELLS="%s"\nCONFORM_CASES="%s"\n' "$CELLS" "$CONFORM_CASES" >"$OUT/share/params.env"

@@ -178,6 +178,30 @@ cell_tools() {
 	else record FAIL "tools-$dev" "failed:$bad (results/tools-$dev.log)"; fi
 }
 
+# ---- the WDK kit (issue 36): the rdmapair drivers under ndkdrv, both on one device, the adapter
+# opened through WSK's NDK extension by the device's interface index; Send/Receive, RDMA Read and
+# RDMA Write with every byte checked, and a clean unload (ndkdrv exits 0 only without a finding)
+cell_wdk() {
+	local dev=$1 ip=$2 netdev=$3 log=$RES/wdk-$1.log ifindex port
+	local drv=$NDK/drivers
+	: >"$log"
+	if ! command -v ndkdrv >/dev/null || [ ! -f "$drv/rdmapair_server.so" ] || [ ! -f "$drv/rdmapair_client.so" ]; then
+		record SKIP "wdk-$dev" "ndkdrv or the rdmapair drivers were not built"
+		return
+	fi
+	ifindex=$(cat "/sys/class/net/$netdev/ifindex")
+	port=18801
+	[ "$dev" = siw ] && port=18802
+	pair "$log" 120 "NDK_PROVIDERS=verbs ndkdrv run $drv/rdmapair_server.so --param IfIndex=$ifindex --param Address=$ip --param Port=$port" \
+		"NDK_PROVIDERS=verbs ndkdrv run $drv/rdmapair_client.so --param IfIndex=$ifindex --param Address=$ip --param LocalAddress=$ip --param Port=$port"
+	if [ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] && grep -q "rdmapair-server: PASS" /tmp/pair.server &&
+		grep -q "rdmapair-client: PASS" /tmp/pair.client; then
+		record PASS "wdk-$dev" "rdmapair drivers (WSK NDK extension, interface $netdev index $ifindex): Send/Receive, RDMA Read and Write, every byte checked, clean unload"
+	else
+		record FAIL "wdk-$dev" "server $PAIR_SRC, client $PAIR_CRC (results/wdk-$dev.log)"
+	fi
+}
+
 # ---- cost (issue 16 item 3, bench/verbs-guest.sh): ndkperf over verbs against perftest on the same
 # device, interleaved (the order flips every repetition). Both are timed the same way, from outside:
 # each measurement runs the client twice, with N1 and N2 iterations, and takes the difference of
@@ -271,6 +295,8 @@ for g in $CELLS; do
 	tools-siw) cell_tools siw "$SIW_IP" ;;
 	bench-rxe) cell_bench rxe "$RXE_IP" ;;
 	bench-siw) cell_bench siw "$SIW_IP" ;;
+	wdk-rxe) cell_wdk rxe "$RXE_IP" rxed0 ;;
+	wdk-siw) cell_wdk siw "$SIW_IP" siwd0 ;;
 	esac
 done
 say "done"
