@@ -1,7 +1,7 @@
-/* Writes the seed corpora of the fuzz targets: the worked examples of iwarp-wire.md §10 (via
- * tests/wire/examples.c) and the TCP payloads of the siw capture fixtures in tests/wire/captures
- * (via tests/wire's pcap reader), each prefixed with the parameter
- * bytes its target reads first. The output is committed under tests/fuzz/corpus; rerun it with
+/* Writes the seed corpora of the fuzz targets: the worked examples of tests/wire/examples.c and
+ * the TCP payloads of the siw capture fixtures in tests/wire/captures (via tests/wire's pcap
+ * reader), each prefixed with the parameter bytes its target reads first. The output is
+ * committed under tests/fuzz/corpus; rerun it with
  *   seedgen OUTDIR            (OUTDIR gets mpa/, fpdu/, term/, tx/, rx/)
  * when the examples, the captures or a target's input layout change. File names are the
  * CRC-32C of the content, so a rerun rewrites identical seeds in place. */
@@ -335,7 +335,7 @@ static void rx_example_seeds(void)
     rxs_begin(&r, 0x20 | 0x08, one, 0, 2);
     rxs_fpdu(&r, IW_OP_SEND, true, 7, 0, 150);
     rx_put("Send across two SGEs, low-aligned buffers", &r);
-    /* The worked examples of iwarp-wire.md §10 as raw bytes (their STags match nothing here). */
+    /* The worked examples as raw bytes (their STags match nothing here). */
     for (size_t i = 0; i < wex_fpdu_count; i++) {
         const struct wex_fpdu *e = &wex_fpdu[i];
         rxs_begin(&r, (uint8_t)((e->crc ? 1 : 0) | 4), mixed, sizeof mixed, 2);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # wire_captures must fail on a damaged fixture: a copy of the fixtures in which one payload byte of
 # a CRC capture (inside rping's "rdma-ping-" data, an RDMA Read Response) is changed must make it
-# report that FPDU's CRC mismatch (RFC 5044 §6) and exit non-zero.
+# report that FPDU's CRC mismatch (RFC 5044 §4.4) and exit non-zero.
 # Usage: captures_corrupt.sh WIRE_CAPTURES_BINARY FIXTURE_DIR
 set -eu
 bin=$1 fixtures=$2

@@ -2,7 +2,7 @@
  * interop guest, made by captures/regenerate.sh, described in captures/README.md) through our
  * MPA parser and FPDU deframer, with CRC checking as negotiated and every stream check on, and
  * compares with what each cell must put on the wire: the MPA Request/Reply fields and IRD/ORD
- * blocks (RFC 6581), our ULP private data, CRCs (RFC 5044 §6), the P2P RTR, FPDU and opcode
+ * blocks (RFC 6581), our ULP private data, CRCs (RFC 5044 §4.4), the P2P RTR, FPDU and opcode
  * counts per direction, Read Request / Read Response pairing (RFC 5040 §4.4) and FPDU sizing by
  * the MSS (RFC 5044 §4). Then a copy of one CRC stream with one payload byte flipped must be
  * refused, so a broken CRC check cannot pass unnoticed. */
@@ -251,7 +251,7 @@ static void check_file(const char *dir, const char *name)
     CHECK_EQ(reads, f->app == RPING ? RPING_ITERS : 0);
 
     if (f->p2p) {
-        /* RFC 6581 §5: the initiator offers RTR kinds, the responder picks one, and the
+        /* RFC 6581: the initiator offers RTR kinds, the responder picks one, and the
          * initiator's first FPDU is that RTR (a zero-length Write here); the responder sends
          * nothing before it has arrived. */
         CHECK_MSG(req.v2.rtr == f->req_rtr, "%s: Request offers RTR %x, want %x", name, req.v2.rtr, f->req_rtr);
@@ -277,7 +277,7 @@ static void check_file(const char *dir, const char *name)
 }
 
 /* The checks above must be able to fail: one payload byte flipped in a copy of a CRC stream
- * makes the deframer stop at that FPDU with a CRC error (RFC 5044 §6), and a flipped ULPDU
+ * makes the deframer stop at that FPDU with a CRC error (RFC 5044 §4.4), and a flipped ULPDU
  * length in a stream without CRC derails the framing. */
 static void check_corruption_found(const char *dir)
 {

@@ -1,4 +1,4 @@
-/* CRC-32C: published vectors (RFC 3720 B.4, the CRC catalogue check value, iwarp-wire.md §10.1),
+/* CRC-32C: published vectors (RFC 3720 B.4, the CRC catalogue check value, worked-example CRCs),
  * and agreement of every implementation this CPU runs (slicing-by-8, one crc32 stream, three
  * interleaved streams joined by carry-less multiplication, folding by 256- and 512-bit
  * carry-less multiplication, the latter beside three crc32 streams), plain and copying, with a

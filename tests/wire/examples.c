@@ -1,5 +1,5 @@
-/* Bytes transcribed from iwarp-wire.md §10.2 / §10.4 (generated there by an independent Python
- * program and checked with tshark 4.0.17). */
+/* Worked examples of MPA frames (RFC 5044 §7.1, RFC 6581) and FPDUs (RFC 5040, 5041, 5044): bytes
+ * computed by a program independent of our encoders and checked with tshark 4.0.17. */
 #include "examples.h"
 
 #define KEY_REQ 0x4d, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46, 0x72, 0x61, 0x6d, 0x65

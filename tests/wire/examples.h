@@ -1,4 +1,4 @@
-/* The worked examples of iwarp-wire.md §10.2 and §10.4: the exact bytes, and the header each
+/* The worked examples (examples.c) Ex1 to Ex7: the exact bytes, and the header each
  * FPDU is built from. Shared by the vector, split, hostile and tshark tests. */
 #ifndef WIRE_TEST_EXAMPLES_H
 #define WIRE_TEST_EXAMPLES_H
@@ -33,7 +33,7 @@ extern const size_t wex_mpa_count;
 extern const struct wex_fpdu wex_fpdu[];
 extern const size_t wex_fpdu_count;
 
-/* §10.4: siw-style Terminates (x86 bitfield layout), as bytes only. */
+/* siw-style Terminates (x86 bitfield layout, tests/interop/README.md), as bytes only. */
 extern const uint8_t wex_siw_term_crc[28];
 extern const uint8_t wex_siw_term_nobuf[48];
 

@@ -3,7 +3,7 @@
  * promise, identically however the bytes are split; random and mutated streams must never crash
  * or read out of bounds (this test also runs under ASan/UBSan, and every piece is fed from an
  * exact-size heap buffer). Also: caller-reported errors, first-error-wins, and a Terminate built
- * from a deframer error reproducing iwarp-wire.md Ex7 byte for byte. */
+ * from a deframer error reproducing worked example Ex7 (examples.c) byte for byte. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,8 +404,8 @@ static void test_caller_errors(void)
     CHECK_EQ(used, 0);
     CHECK(ev.err == err);
 
-    /* The largest Terminate: ULPDU 70 (18 + 4 + 2 + 18 + 28), FPDU 76. iwarp-wire.md §4.4 lists
-     * it as 72 "incl. MPA length and CRC", but 72 is without the CRC; its 28/44/48 include it. */
+    /* The largest Terminate (RFC 5040 §4.8, every header attached): ULPDU 70 (18 + 4 + 2 + 18 +
+     * 28), FPDU 76 with the MPA length and the CRC. */
     struct iw_fpdu_hdr th = { .opcode = IW_OP_TERMINATE, .msn = 1, .term = err->term };
     uint8_t tb[128];
     CHECK_EQ(iw_fpdu_build(&th, NULL, 0, true, tb, sizeof tb), 76);
@@ -429,7 +429,7 @@ static void test_caller_errors(void)
     CHECK_EQ(iw_fpdu_rx_error(&rx)->term.hdrct, 0);
 
     /* Ex7 end to end: a Write (Ex3) arrives, its STag is invalid, the Terminate we build from the
-     * deframer's error is exactly iwarp-wire.md Ex7. Reported after END: the header still counts. */
+     * deframer's error is exactly worked example Ex7. Reported after END: the header still counts. */
     const struct wex_fpdu *e3 = ex("Ex3"), *e7 = ex("Ex7");
     iw_fpdu_rx_init(&rx, &on);
     pos = 0;

@@ -130,7 +130,7 @@ static void write_capture(struct conn *c, const char *path)
     h = (struct iw_fpdu_hdr){ .opcode = IW_OP_SEND, .last = true, .msn = 2, .mo = 1000 };
     fpdu(c, 1, &h, pay + 1000, 500, false);
     /* The server ends it: Terminate, DDP tagged invalid STag, with the Write header attached
-     * (iwarp-wire.md Ex7). */
+     * (worked example Ex7). */
     const struct wex_fpdu *e7 = NULL;
     for (size_t i = 0; i < wex_fpdu_count; i++)
         if (strncmp(wex_fpdu[i].name, "Ex7", 3) == 0)

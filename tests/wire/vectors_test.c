@@ -1,6 +1,6 @@
-/* Byte-exact worked examples (iwarp-wire.md §10.2, §10.4): our encoders must produce exactly
+/* Byte-exact worked examples (examples.c): our encoders must produce exactly
  * the published bytes and CRCs, and our decoders must read every field back. Also the FPDU
- * sizing helpers against the numbers of §2.8 / §3.4. */
+ * sizing helpers against RFC 5044 §4 (MULPDU) and RFC 5041 (a message cut into segments). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,7 +208,7 @@ static void test_fpdu_examples(void)
     }
 }
 
-/* §10.4: siw's Terminates decode under the RFC layout as tshark shows them, and under siw's
+/* siw's Terminates decode under the RFC layout as tshark shows them, and under siw's
  * layout as what siw meant. Their CRCs are valid. */
 static void test_siw_terms(void)
 {
@@ -250,7 +250,7 @@ static void test_siw_terms(void)
 
 static void test_sizing(void)
 {
-    /* §2.8: MSS 1448 -> ULPDU 1442, payload 1424 per Send segment, 1428 per Write segment. */
+    /* RFC 5044 §4: MSS 1448 -> ULPDU 1442, payload 1424 per Send segment, 1428 per Write segment. */
     CHECK_EQ(iw_fpdu_mulpdu(1448, false), 1442);
     CHECK_EQ(iw_fpdu_max_payload(IW_OP_SEND, 1442), 1424);
     CHECK_EQ(iw_fpdu_max_payload(IW_OP_SEND_SE_INV, 1442), 1424);
@@ -273,7 +273,7 @@ static void test_sizing(void)
             CHECK(iw_mpa_fpdu_len(u) <= emss);
     }
 
-    /* §3.4: a 3000-byte Send at MSS 1448 is cut (MO, payload, L) = (0,1424,0) (1424,1424,0)
+    /* RFC 5041: a 3000-byte Send at MSS 1448 is cut (MO, payload, L) = (0,1424,0) (1424,1424,0)
      * (2848,152,1), and each FPDU is at most one MSS. */
     static uint8_t msg[3000];
     uint8_t buf[1500];
