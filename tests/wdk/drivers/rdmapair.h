@@ -34,6 +34,7 @@
 #define PAIR_WAIT_MS        20000                /* every wait for the peer */
 #define PAIR_MAGIC          0x5244504Eu          /* "NPDR" */
 #define PAIR_PRIVATE_DATA   "openndk-rdmapair"
+#define PAIR_BENCH_DEPTH    16                   /* RDMA Writes in flight in the client's bench */
 
 typedef enum _PAIR_MSG_TYPE { PairMsgHello = 1, PairMsgDone = 2, PairMsgAck = 3 } PAIR_MSG_TYPE;
 
@@ -110,6 +111,15 @@ typedef struct _PAIR_CONTEXT {
     PAIR_REQUEST              Recv[2];          /* receive slots' CQ results */
     PAIR_REQUEST              SendReq;
     PAIR_REQUEST              RdmaReq;          /* Read, Write, FastRegister */
+
+    /* client bench (BenchWrites parameter): 64 KiB RDMA Writes reposted from the CQ callback */
+    PAIR_REQUEST              Bench[PAIR_BENCH_DEPTH];
+    ULONG                     BenchTotal, BenchPosted, BenchCompleted;   /* under CqLock */
+    NTSTATUS                  BenchStatus;
+    KEVENT                    BenchDone;
+    NDK_SGE                   BenchSge;
+    ULONG64                   BenchRemote;
+    UINT32                    BenchToken;
 } PAIR_CONTEXT, *PPAIR_CONTEXT;
 
 /* rdmapair_params.c: PASSIVE_LEVEL */
@@ -139,6 +149,10 @@ NTSTATUS PairWaitReceive(PPAIR_CONTEXT Ctx, ULONG Slot, ULONG Type, PPAIR_MSG Ou
 NTSTATUS PairRdma(PPAIR_CONTEXT Ctx, BOOLEAN Write, ULONG LocalOffset, ULONG64 RemoteAddress, UINT32 RemoteToken,
                   ULONG Length);                                     /* PASSIVE: posts and waits */
 VOID PairTeardown(PPAIR_CONTEXT Ctx);                                /* PASSIVE */
+/* Posts BenchTotal RDMA Writes of PAIR_DATA_SIZE to RemoteAddress, PAIR_BENCH_DEPTH at a time,
+ * reposting from the CQ callback; waits for the last. PASSIVE. */
+NTSTATUS PairBenchWrites(PPAIR_CONTEXT Ctx, ULONG64 RemoteAddress, UINT32 RemoteToken, ULONG Count,
+                         PULONG64 ElapsedUs);
 VOID PairDisconnectEvent(PVOID Context);                             /* DISPATCH */
 VOID PairFillPattern(PUCHAR Buffer, ULONG Length, ULONG Seed);
 /* Offset of the first byte that differs from pattern(Seed), or Length when all match. */

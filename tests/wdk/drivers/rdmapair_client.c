@@ -133,6 +133,17 @@ static NTSTATUS ClientRun(PPAIR_CONTEXT ctx)
     }
     PairLog(ctx, "PASS: Send/Receive 3 x %u bytes, RDMA Read and RDMA Write of %u bytes each, every byte checked",
             PAIR_MSG_SIZE, PAIR_HALF);
+    if (ctx->BenchTotal) {
+        /* The server's region stays registered until we disconnect: Write over all of it. */
+        ULONG count = ctx->BenchTotal;
+        ULONG64 us = 0;
+        status = PairBenchWrites(ctx, hello.RemoteAddress, hello.RemoteToken, count, &us);
+        if (!NT_SUCCESS(status))
+            return status;
+        ULONG64 mbps = us ? (ULONG64)count * PAIR_DATA_SIZE * 8 / us : 0;   /* bits per us = Mbit/s */
+        PairLog(ctx, "bench: %lu x %u-byte RDMA Writes, %u in flight, in %llu us: %llu Mbit/s", (unsigned long)count,
+                PAIR_DATA_SIZE, PAIR_BENCH_DEPTH, (unsigned long long)us, (unsigned long long)mbps);
+    }
     return STATUS_SUCCESS;
 }
 
@@ -158,6 +169,15 @@ NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
         return STATUS_INSUFFICIENT_RESOURCES;
 
     status = PairReadParameters(RegistryPath, ctx, TRUE);
+    if (NT_SUCCESS(status)) {
+        /* Optional: BenchWrites=N times 64 KiB RDMA Writes after the checked exchange. */
+        HANDLE key;
+        if (NT_SUCCESS(PairOpenParameters(RegistryPath, &key))) {
+            if (!NT_SUCCESS(PairQueryUlong(key, L"BenchWrites", &ctx->BenchTotal)))
+                ctx->BenchTotal = 0;
+            ZwClose(key);
+        }
+    }
     if (NT_SUCCESS(status))
         status = PairOpenAdapter(ctx);
     if (NT_SUCCESS(status))

@@ -111,6 +111,31 @@ VOID PairClose(PPAIR_CONTEXT Ctx, NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT
         PairLog(Ctx, "closing an NDK object (type %d) failed (0x%08X)", (int)Object->ObjectType, status);
 }
 
+/* Posts the bench's next Write on request Req. CqLock held, or the bench not yet started. */
+static NTSTATUS PairBenchPost(PPAIR_CONTEXT Ctx, PPAIR_REQUEST Req)
+{
+    Ctx->BenchPosted++;
+    return Ctx->Qp->Dispatch->NdkWrite(Ctx->Qp, Req, &Ctx->BenchSge, 1, Ctx->BenchRemote, Ctx->BenchToken, 0);
+}
+
+/* A bench Write completed: repost while Writes remain, wake the waiter after the last.
+ * CqLock held (DISPATCH_LEVEL). */
+static VOID PairBenchCompleted(PPAIR_CONTEXT Ctx, PPAIR_REQUEST Req, NTSTATUS Status)
+{
+    Ctx->BenchCompleted++;
+    if (!NT_SUCCESS(Status) && NT_SUCCESS(Ctx->BenchStatus))
+        Ctx->BenchStatus = Status;
+    if (NT_SUCCESS(Ctx->BenchStatus) && Ctx->BenchPosted < Ctx->BenchTotal) {
+        Status = PairBenchPost(Ctx, Req);
+        if (!NT_SUCCESS(Status)) {
+            Ctx->BenchStatus = Status;
+            Ctx->BenchPosted--;
+        }
+    }
+    if (Ctx->BenchCompleted == Ctx->BenchPosted)
+        KeSetEvent(&Ctx->BenchDone, IO_NO_INCREMENT, FALSE);
+}
+
 /* Hands every result to the PAIR_REQUEST it names. CqLock held (DISPATCH_LEVEL). */
 static VOID PairDrainCq(PPAIR_CONTEXT Ctx)
 {
@@ -119,11 +144,61 @@ static VOID PairDrainCq(PPAIR_CONTEXT Ctx)
     while ((count = Ctx->Cq->Dispatch->NdkGetCqResults(Ctx->Cq, results, RTL_NUMBER_OF(results))) > 0) {
         for (i = 0; i < count; i++) {
             PPAIR_REQUEST req = (PPAIR_REQUEST)results[i].RequestContext;
+            if (req >= &Ctx->Bench[0] && req < &Ctx->Bench[PAIR_BENCH_DEPTH]) {
+                PairBenchCompleted(Ctx, req, results[i].Status);
+                continue;
+            }
             req->Status = results[i].Status;
             req->Bytes = results[i].BytesTransferred;
             KeSetEvent(&req->Event, IO_NO_INCREMENT, FALSE);
         }
     }
+}
+
+NTSTATUS PairBenchWrites(PPAIR_CONTEXT Ctx, ULONG64 RemoteAddress, UINT32 RemoteToken, ULONG Count,
+                         PULONG64 ElapsedUs)
+{
+    LARGE_INTEGER frequency, start, end, timeout;
+    KLOCK_QUEUE_HANDLE lockHandle;
+    NTSTATUS status = STATUS_SUCCESS;
+    ULONG i;
+
+    PAGED_CODE();
+    KeInitializeEvent(&Ctx->BenchDone, NotificationEvent, FALSE);
+    Ctx->BenchSge.VirtualAddress = Ctx->Buffer;
+    Ctx->BenchSge.Length = PAIR_DATA_SIZE;
+    Ctx->BenchSge.MemoryRegionToken = Ctx->DataToken;
+    Ctx->BenchRemote = RemoteAddress;
+    Ctx->BenchToken = RemoteToken;
+    Ctx->BenchStatus = STATUS_SUCCESS;
+    Ctx->BenchCompleted = Ctx->BenchPosted = 0;
+    Ctx->BenchTotal = Count;
+    start = KeQueryPerformanceCounter(&frequency);
+    /* Under the CQ lock so that completions of the first Writes wait for the rest to be posted. */
+    KeAcquireInStackQueuedSpinLock(&Ctx->CqLock, &lockHandle);
+    for (i = 0; i < PAIR_BENCH_DEPTH && Ctx->BenchPosted < Count && NT_SUCCESS(status); i++)
+        status = PairBenchPost(Ctx, &Ctx->Bench[i]);
+    if (!NT_SUCCESS(status)) {
+        Ctx->BenchPosted--;
+        Ctx->BenchStatus = status;
+    }
+    if (Ctx->BenchPosted == 0)
+        KeSetEvent(&Ctx->BenchDone, IO_NO_INCREMENT, FALSE);
+    KeReleaseInStackQueuedSpinLock(&lockHandle);
+    timeout.QuadPart = -10000LL * 6 * PAIR_WAIT_MS;
+    status = KeWaitForSingleObject(&Ctx->BenchDone, Executive, KernelMode, FALSE, &timeout);
+    end = KeQueryPerformanceCounter(NULL);
+    if (status == STATUS_TIMEOUT) {
+        PairLog(Ctx, "bench: %lu of %lu Writes completed in time", (unsigned long)Ctx->BenchCompleted,
+                (unsigned long)Count);
+        return STATUS_IO_TIMEOUT;
+    }
+    if (!NT_SUCCESS(Ctx->BenchStatus)) {
+        PairLog(Ctx, "bench: a Write failed (0x%08X)", Ctx->BenchStatus);
+        return Ctx->BenchStatus;
+    }
+    *ElapsedUs = (ULONG64)(end.QuadPart - start.QuadPart) * 1000000ull / (ULONG64)frequency.QuadPart;
+    return STATUS_SUCCESS;
 }
 
 /* NDK_FN_CQ_NOTIFICATION_CALLBACK: DISPATCH_LEVEL. Drain, re-arm, drain again so that a result
@@ -204,7 +279,7 @@ NTSTATUS PairCreateResources(PPAIR_CONTEXT Ctx)
     MmBuildMdlForNonPagedPool(Ctx->MsgMdl);
 
     PairRequestInit(&Ctx->Req);
-    status = adapter->Dispatch->NdkCreateCq(adapter, 16, PairCqNotify, Ctx, NULL, PairCreateDone, &Ctx->Req, &Ctx->Cq);
+    status = adapter->Dispatch->NdkCreateCq(adapter, 64, PairCqNotify, Ctx, NULL, PairCreateDone, &Ctx->Req, &Ctx->Cq);
     status = PairCreated(Ctx, status, &late, "NdkCreateCq");
     if (!NT_SUCCESS(status))
         return status;
@@ -223,7 +298,7 @@ NTSTATUS PairCreateResources(PPAIR_CONTEXT Ctx)
         Ctx->Pd = (NDK_PD *)late;
 
     PairRequestInit(&Ctx->Req);
-    status = Ctx->Pd->Dispatch->NdkCreateQp(Ctx->Pd, Ctx->Cq, Ctx->Cq, Ctx, 4, 8, 1, 1, 0, PairCreateDone, &Ctx->Req,
+    status = Ctx->Pd->Dispatch->NdkCreateQp(Ctx->Pd, Ctx->Cq, Ctx->Cq, Ctx, 4, PAIR_BENCH_DEPTH + 8, 1, 1, 0, PairCreateDone, &Ctx->Req,
                                             &Ctx->Qp);
     status = PairCreated(Ctx, status, &late, "NdkCreateQp");
     if (!NT_SUCCESS(status))
