@@ -130,7 +130,7 @@ NTSTATUS ndk_sync_close(NDK_OBJECT_HEADER *obj, int timeout_ms)
     if (op)
         return ndk_sync_op_finish(op, fn(obj, ndk_sync_op_close_done, op), timeout_ms, NULL);
     /* No memory for an op, but an object must still close: wait on the stack with no timeout,
-     * which is safe because every close completes (ndkpi-reference.md, close contract), so no
+     * which is safe because every close completes (docs/ndkpi.md, Teardown), so no
      * completion can come after this frame is gone. */
     ndk_sync_op local = { .refs = 3 };             /* waiter's, completion's, and the frame's: never freed */
     pthread_mutex_init(&local.lock, NULL);

@@ -248,7 +248,7 @@ int main(int argc, char **argv)
         dpt_disconnect(&env);
     }
 
-    /* 11. The peer's Terminate, siw's swapped layout (iwarp-wire.md §4.5): our outstanding
+    /* 11. The peer's Terminate, siw's swapped layout (fpdu.h): our outstanding
      * Read completes with the decoded reason (RDMAP remote protection / invalid STag). */
     for (int layout = 0; layout < 2; layout++) {
         fd = setup();

@@ -1,5 +1,5 @@
 /* test_dp_mss: segments follow the socket's MSS as it is now (tx.c tx_mss_refresh,
- * iwarp-wire.md §2.8). Over loopback TCP, QPs set up with an MSS of 1460 must find the real one
+ * RFC 5044 §4). Over loopback TCP, QPs set up with an MSS of 1460 must find the real one
  * at their first multi-segment message and send Writes, Sends and Read Responses in segments of
  * that size: far fewer FPDUs, the data intact, every segment of a Read Response the same size
  * (the requester's look-ahead never misses), and the MSS read less and less often once it

@@ -1,6 +1,6 @@
 /* test_dp_ops: every work request between two QPs of the isolated data path, byte for byte,
  * with CRC on and off, over a direct socket pair and through a relay that splits the stream
- * at random points or into single bytes (iwarp-wire.md §3: any TCP split).
+ * at random points or into single bytes (RFC 5044: any TCP split).
  * Usage: test_dp_ops [direct|random|onebyte] [crc|nocrc] */
 #include "dptest.h"
 

@@ -70,7 +70,7 @@ static void frames_equal(const struct iw_mpa_frame *a, const struct iw_mpa_frame
     FZ_CHECK(a->ulp_pd_len == 0 || memcmp(a->ulp_pd, b->ulp_pd, a->ulp_pd_len) == 0, "private data differs");
 }
 
-/* The receiver rules of RFC 5044 §7.1 / RFC 6581 as iwarp-wire.md §2.1 states them, written
+/* The receiver rules of RFC 5044 §7.1 / RFC 6581, written
  * independently of mpa.c: the status a decoder must report for s[0..n), and the error. */
 static enum iw_mpa_status model(const uint8_t *s, size_t n, enum iw_mpa_kind expect, uint16_t limit,
                                 enum iw_mpa_error *err)

@@ -1,4 +1,4 @@
-/* Terminate decoder (RFC 5040 §4.8; siw's bitfield variant, iwarp-wire.md §4.5).
+/* Terminate decoder (RFC 5040 §4.8; siw's bitfield variant, fpdu.h).
  *
  * Input: the Terminate body (control word onward). Checks that iw_fpdu_term_decode() stays inside
  * the body and reports truncation instead of failing; that both control-word readings give

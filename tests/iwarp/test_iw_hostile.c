@@ -87,7 +87,7 @@ static void passive_cases(struct iwt *t, uint16_t port)
     fd = raw_connect(t, port);
     raw_read_until_closed(fd, NULL, 0);
     close(fd);
-    /* bytes behind the Request (iwarp-wire §2.2) */
+    /* bytes behind the Request (RFC 5044 §7.1.2) */
     memset(&f, 0, sizeof f);
     f.kind = IW_MPA_REQUEST;
     f.rev = 2;

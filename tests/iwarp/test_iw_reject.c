@@ -1,6 +1,6 @@
 /* Two processes over 127.0.0.1 and ::1: refusals of every kind.
  *  1. passive NdkReject with private data -> the connect completes STATUS_CONNECTION_REFUSED and
- *     the reject's private data is readable with NdkGetConnectionData (§2.11, iwarp-wire §2.4);
+ *     the reject's private data is readable with NdkGetConnectionData (§2.11, RFC 5044 §7.1);
  *  2. active NdkReject after the peer accepted -> the peer's NdkAccept fails with
  *     STATUS_CONNECTION_ABORTED (§5.11.1);
  *  3. a port with no listener -> STATUS_CONNECTION_REFUSED;

@@ -1,7 +1,7 @@
 /* A passive side that speaks first, without MPA peer-to-peer mode (NDK_IWARP_P2P=0), the way
  * ucmatose's server does over siw: RFC 5044 §7.1.2 holds the responder's first FPDU until the
  * initiator's arrives, so after first_fpdu_grace_ms the provider transmits anyway (as siw does,
- * iwarp-wire.md §2.2); with the grace set to 0 it waits strictly for the initiator's first FPDU.
+ * RFC 5044 §7.1.2); with the grace set to 0 it waits strictly for the initiator's first FPDU.
  * Two processes over 127.0.0.1 and ::1; payloads compared byte for byte. */
 #include "iwtest.h"
 

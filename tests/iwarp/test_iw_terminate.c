@@ -1,5 +1,5 @@
 /* Protocol errors after the MPA exchange, over 127.0.0.1 and ::1, with a raw TCP peer in the
- * test: the provider must send exactly one Terminate (iwarp-wire.md §2.3, §4.4) and then close,
+ * test: the provider must send exactly one Terminate (RFC 6581, RFC 5040 §4.8) and then close,
  * and the consumer's pending request must complete with STATUS_DATA_ERROR.
  *   responder (our NdkAccept pending, P2P with a Write RTR chosen):
  *     - a data Send instead of the RTR        -> Terminate RDMAP / remote operation / opcode

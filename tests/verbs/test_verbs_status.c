@@ -1,4 +1,4 @@
-/* test_verbs_status: the verbs provider's one status table (ndk-verbs-mapping.md §3), row by row
+/* test_verbs_status: the verbs provider's one status table (ndk-verbs(7), STATUS codes), row by row
  * for the entries the conformance suite and consumers depend on. */
 #include <errno.h>
 #include <stdio.h>

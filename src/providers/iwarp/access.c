@@ -1,6 +1,6 @@
 /*
  * access.c - memory protection for the data path: the data-sink / data-source STag checks of
- * RFC 5040 §7 / RFC 5041 §7 (iwarp-wire.md §5.2), local SGE resolution (§4.4, §5.10), address
+ * RFC 5040 §7 / RFC 5041 §7, local SGE resolution (§4.4, §5.10), address
  * translation from a registration's address labels to host memory, and the local memory
  * operations (Bind, Fast Register, Invalidate) executed by the TX engine in SQ order.
  *
@@ -98,7 +98,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
 {
     struct iw_device *dev = qp->obj.dev;
     struct iw_obj *o = NULL;
-    /* Codes per check (iwarp-wire.md §5.2 table): DDP tagged for Write / Read Response sinks,
+    /* Codes per check (RFC 5041 §7.2, RFC 5040 §7.2): DDP tagged for Write / Read Response sinks,
      * RDMAP remote protection for a Read Request's source. DDP has no access-rights code, so
      * a Write into a region without remote write gets RDMAP 0/1/0x02 (RFC 5040 §7.2). */
     const uint8_t L = rdmap ? IW_TERM_LAYER_RDMAP : IW_TERM_LAYER_DDP;
@@ -292,7 +292,7 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
     struct iw_obj *o;
     int err = 0;
 
-    /* RFC 5040 §7.2 / iwarp-wire.md §5.3: unknown or already invalid -> 0/2/0x09; not in our PD
+    /* RFC 5040 §7.2: unknown or already invalid -> 0/2/0x09; not in our PD
      * or not invalidatable (a regular registration: §2.9 NdkInvalidate, revoke it with
      * NdkDeregisterMr) -> 0/1/0x09. */
     if (stag == IW_PRIVILEGED_STAG || iw_mem_get(dev, stag, &o, NULL) < 0) {

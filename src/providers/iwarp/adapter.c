@@ -37,7 +37,7 @@ static void iw_fill_info(struct iw_device *dev)
     i->MaxSrqDepth = IW_MAX_SRQ_DEPTH;
     i->MaxCqDepth = IW_MAX_CQ_DEPTH;
     i->LargeRequestThreshold = IW_LARGE_REQUEST;
-    /* 252 + the 4-byte MPA v2 block = 256, the most siw and cxgb4 accept (iwarp-wire.md §2.1). */
+    /* 252 + the 4-byte MPA v2 block = 256, the most siw and cxgb4 accept (RFC 5044 §7.1 allows 512). */
     i->MaxCallerData = IW_MAX_PRIVATE_DATA;
     i->MaxCalleeData = IW_MAX_PRIVATE_DATA;
     /* LOOPBACK: connections over the same address work (kernel TCP does it).

@@ -369,7 +369,7 @@ static NTSTATUS iw_complete_connect_common(struct iw_connector *c, NDK_FN_DISCON
             memset(&h, 0, sizeof h);
             h.last = true;
             if (c->rtr == IW_MPA_RTR_WRITE) {
-                /* zero-length Write, STag 1 (Chelsio drops STag 0; iwarp-wire.md §2.3) */
+                /* zero-length Write, STag 1 (Chelsio drops STag 0; RFC 6581 RTR) */
                 h.opcode = IW_OP_WRITE;
                 h.stag = 1;
                 c->establish_after_tx = true;
@@ -444,7 +444,7 @@ static NTSTATUS iw_accept_common(struct iw_connector *c, NDK_QP *q, ULONG ird, U
         c->eff_ird = c->my_ird;
     }
     if (c->p2p) {
-        /* iwarp-wire.md §8: pick Write if offered, else Read, else Write (as siw). */
+        /* RFC 6581: pick Write if offered, else Read, else Write (as siw). */
         if (c->rtr_offer & IW_MPA_RTR_WRITE)
             c->rtr = IW_MPA_RTR_WRITE;
         else if (c->rtr_offer & IW_MPA_RTR_READ)

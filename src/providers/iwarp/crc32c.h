@@ -27,7 +27,7 @@
 
 #define IW_CRC32C_INIT      0xFFFFFFFFu
 /* CRC-32C over a frame followed by its own correct trailer (LSB first) is this constant, so a
- * receiver may run the trailer through the CRC instead of comparing (iwarp-wire.md §2.6). */
+ * receiver may run the trailer through the CRC instead of comparing (RFC 5044 §4.4). */
 #define IW_CRC32C_RESIDUE   0x48674BC7u
 
 static inline uint32_t iw_crc32c_init(void)

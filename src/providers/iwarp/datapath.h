@@ -36,7 +36,7 @@
 #include "iwarp.h"
 #include "fpdu.h"
 
-/* ---- completion status mapping (ndkpi-reference §8 item 21), fixed and documented ----
+/* ---- completion status mapping (the NDKPI status rules, docs/ndkpi.md), fixed and documented ----
  *   remote access error (Terminate: invalid STag, not associated, access rights, TO wrap,
  *     "cannot invalidate")                               -> STATUS_ACCESS_VIOLATION
  *   remote base/bounds violation (§8 item 19)            -> STATUS_REMOTE_RESOURCES
@@ -83,7 +83,7 @@ struct dp_sgl {
 /* ---- access.c ---- */
 
 /* Data sink / data source check of an inbound tagged access or Read Request source, in the
- * order of iwarp-wire.md §5.2 (valid STag + key, same PD, rights, TO wrap, bounds). need is
+ * order of RFC 5040 §7 / RFC 5041 §7 (valid STag + key, same PD, rights, TO wrap, bounds). need is
  * DP_ACC_REMOTE_WRITE or DP_ACC_REMOTE_READ. rdmap: report with RDMAP layer codes (Read
  * Request source, RFC 5040 §7.2) instead of DDP tagged codes (RFC 5041 §7.2). On success *mem
  * holds a reference (release with iw_mem_put). Returns 0 or -EACCES with *tc filled.
@@ -217,7 +217,7 @@ struct dp_tx {
     struct dp_tx_batch *kept; /* malloc'ed while a short write left part of the batch */
     uint32_t msn_send;        /* next MSN on QN 0 / QN 1 (RFC 5041 §5.1: starts at 1) */
     uint32_t msn_rreq;
-    /* Largest ULPDU we build, from the socket's current MSS (iwarp-wire.md §2.8), read again
+    /* Largest ULPDU we build, from the socket's current MSS (RFC 5044 §4: MULPDU), read again
      * now and then between multi-segment messages (tx_mss_refresh): Linux's value starts at
      * half the peer's first window (32 KiB on loopback) and grows with it, as siw's does. */
     uint32_t mulpdu;

@@ -354,7 +354,7 @@ int iw_ep_socket(int family, enum iw_sock_use use)
 
     if (fd < 0)
         return -errno;
-    /* iwarp-wire.md §2.8: TCP_NODELAY as siw does. */
+    /* TCP_NODELAY as siw does: each FPDU leaves as soon as it is built. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (use == IW_SOCK_LISTEN)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

@@ -75,7 +75,7 @@ const char *iw_fpdu_opcode_name(uint8_t opcode)
 
 uint32_t iw_fpdu_mulpdu(uint32_t emss, bool markers)
 {
-    /* RFC 5044 §4 (iwarp-wire.md §2.8): MULPDU = EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4),
+    /* RFC 5044 §4: MULPDU = EMSS - (6 + 4 * ceil(EMSS / 512) + EMSS mod 4),
      * the marker term only with markers. With ULPDU = MULPDU the FPDU is exactly the largest
      * multiple of 4 not above EMSS, so any shorter ULPDU fits too once padded. */
     uint64_t overhead = IW_MPA_LEN_SIZE + IW_MPA_CRC_SIZE + emss % 4;
@@ -256,7 +256,7 @@ void iw_fpdu_term_ctrl_rfc(const uint8_t ctrl[IW_TERM_CTRL_LEN], struct iw_term_
 void iw_fpdu_term_ctrl_siw(const uint8_t ctrl[IW_TERM_CTRL_LEN], struct iw_term_ctrl *c)
 {
     /* siw's bitfield on a little-endian host: layer:4 then etype:4 fill byte 0 from its low
-     * bit, and flag_m/d/r are bits 0/1/2 of byte 2 (iwarp-wire.md §4.5). */
+     * bit, and flag_m/d/r are bits 0/1/2 of byte 2 (RFC 5040 §4.8 has them the other way). */
     uint8_t b2 = ctrl[IW_TERM_OFF_HDRCT];
     c->layer = ctrl[IW_TERM_OFF_LAYER_ETYPE] & 0x0F;
     c->etype = ctrl[IW_TERM_OFF_LAYER_ETYPE] >> 4;
@@ -439,7 +439,7 @@ static void rx_fail(struct iw_fpdu_rx *rx, int err, enum iw_fpdu_rx_reason reaso
         uint8_t hl = (uint8_t)ddp_hdr_len(rx->hdr.tagged);
         e->term.hdrct = IW_TERM_HDRCT_M | IW_TERM_HDRCT_D;
         /* RFC 5041 calls the ULPDU the DDP segment, hence ULPDU_Length (siw sends the payload
-         * length here instead; iwarp-wire.md §4.4 — both decode, the field is informational). */
+         * length here instead; both decode, the field is informational). */
         e->term.ddp_seg_len = rx->hdr.ulpdu_len;
         e->term.ddp_hdr_len = hl;
         memcpy(e->term.ddp_hdr, rx->hbuf + IW_MPA_LEN_SIZE, hl);
@@ -528,7 +528,7 @@ static bool rx_hdr_start(struct iw_fpdu_rx *rx)
 }
 
 /* RFC 5041 §5 stream rules, per queue for untagged, and for the one tagged message in flight
- * (siw refuses interleaved tagged messages too, iwarp-wire.md §3.5). */
+ * (siw refuses interleaved tagged messages too). */
 static bool rx_check_seq(struct iw_fpdu_rx *rx)
 {
     const struct iw_fpdu_hdr *h = &rx->hdr;

@@ -3,7 +3,7 @@
  * TX: iw_fpdu_build() writes a whole FPDU into caller storage; iw_fpdu_put_hdr() and
  * iw_fpdu_put_trailer() write the two ends separately, for a sender that hands the payload to
  * the socket straight from registered memory. iw_fpdu_mulpdu() / iw_fpdu_max_payload() size
- * segments so that one FPDU fits one TCP segment (iwarp-wire.md §2.8).
+ * segments so that one FPDU fits one TCP segment (RFC 5044 §4).
  *
  * RX: struct iw_fpdu_rx is a resumable deframer. Feed it the byte stream in whatever pieces TCP
  * delivers (down to single bytes); each iw_fpdu_rx_step() call consumes input up to the next
@@ -74,7 +74,7 @@ struct iw_fpdu_term {
 
 /* Terminate control word read two ways: the RFC layout, and the layout siw's C bitfield puts on
  * the wire on little-endian hosts (nibbles of byte 0 swapped, M/D/R in bits 0/1/2 of byte 2;
- * iwarp-wire.md §4.5). Log both for a Terminate that may come from siw. */
+ * RFC 5040 §4.8 has the other layout). Log both for a Terminate that may come from siw. */
 struct iw_term_ctrl {
     uint8_t layer, etype, ecode, hdrct;
 };

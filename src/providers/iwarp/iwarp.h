@@ -83,7 +83,7 @@
 #define IW_MAX_SGE               16u          /* initiator, receive and read SGEs per request */
 #define IW_MAX_INLINE            256u         /* inline bytes per send / write */
 #define IW_MAX_TRANSFER          (1u << 30)   /* bytes per request (DDP message: 32-bit length) */
-#define IW_MAX_IRD               128u         /* same as siw (iwarp-wire.md §2.3) */
+#define IW_MAX_IRD               128u         /* same as siw */
 #define IW_MAX_ORD               128u
 #define IW_MAX_QP_DEPTH          32768u       /* receive and initiator queue depth */
 #define IW_MAX_SRQ_DEPTH         32768u
@@ -772,7 +772,7 @@ struct iw_conn_params {
     bool p2p;                         /* RFC 6581 peer-to-peer: RTR exchanged by the CM */
     uint8_t rtr;                      /* IW_MPA_RTR_* used (0: none) */
     uint32_t ird, ord;                /* effective inbound / outbound read limits (§5.11.3) */
-    uint32_t mss;                     /* TCP_MAXSEG at establishment (EMSS, iwarp-wire.md §2.8) */
+    uint32_t mss;                     /* TCP_MAXSEG at establishment (EMSS, RFC 5044 §4) */
     uint32_t mulpdu;                  /* largest ULPDU we send */
     /* The CM consumed a zero-length Read Request RTR (MSN 1 on QN 1) and answered it: the data
      * path's next inbound Read Request MSN is 2 and one IRD slot is already free again. */
@@ -914,7 +914,7 @@ void iw_ep_put(struct iw_device *dev, struct iw_endpoint *ep);   /* dev->lock he
 bool iw_ep_is_local(struct iw_device *dev, const struct sockaddr *addr);
 
 /* What a socket is for decides its sharing flags (§5.11.5: a port is shared only on purpose):
- *   LISTEN     SO_REUSEADDR, as siw (iwarp-wire.md §7.8): a listener can come back while its
+ *   LISTEN     SO_REUSEADDR, as siw: a listener can come back while its
  *              old connections sit in TIME_WAIT; two listeners never share a port on Linux.
  *   CONNECT    nothing: its bind (explicit or ephemeral port) is exclusive against every socket.
  *   SEP_ANCHOR a shared endpoint's placeholder: bound exclusively, then SO_REUSEPORT so that

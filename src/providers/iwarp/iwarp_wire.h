@@ -55,7 +55,7 @@ static inline void iw_put_be64(uint8_t *p, uint64_t v)
     iw_put_be32(p + 4, (uint32_t)v);
 }
 
-/* RFC 5044 §4 / iwarp-wire.md §2.6: the CRC-32C value goes on the wire least-significant
+/* RFC 5044 §4.4: the CRC-32C value goes on the wire least-significant
  * byte first (the same four bytes iSCSI sends). */
 static inline uint32_t iw_get_le32(const uint8_t *p)
 {
@@ -101,7 +101,7 @@ static inline void iw_put_le32(uint8_t *p, uint32_t v)
 #define IW_MPA_REV2             2       /* RFC 6581 */
 
 /* RFC 5044 §7.1: at most 512 private-data bytes. siw and cxgb4 take at most 256, counted with the
- * 4-byte v2 block (iwarp-wire.md §2.1), so that is the interoperable limit. */
+ * 4-byte v2 block (RFC 6581), so that is the interoperable limit. */
 #define IW_MPA_PD_MAX_RFC       512
 #define IW_MPA_PD_MAX_INTEROP   256
 

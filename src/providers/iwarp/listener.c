@@ -63,7 +63,7 @@ static void iw_listener_poll(struct iw_pollable *p, uint32_t events)
     struct iw_listener *l = ndk_container_of(p, struct iw_listener, poll);
 
     (void)events;
-    /* Bounded burst so one listener cannot starve the other sockets (style-anchors A5). */
+    /* Bounded burst so one listener cannot starve the other sockets. */
     for (int i = 0; i < 64; i++) {
         SOCKADDR_INET peer;
         socklen_t plen = sizeof peer;

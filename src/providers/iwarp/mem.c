@@ -1,6 +1,6 @@
 /* mem.c - memory regions and windows (§2.6, §2.7, §5.10) and the STag table.
  *
- * STag = 24-bit index << 8 | 8-bit key (the verbs layout; iwarp-wire.md §5.1). Index 0 is the
+ * STag = 24-bit index << 8 | 8-bit key (the verbs layout; RFC 5040 leaves it to the RNIC). Index 0 is the
  * privileged token and is never allocated. A region's local token equals its remote token
  * (siw does the same); whether a peer may use it is decided by the access checks of the data
  * path. The core never dereferences a registered address: MDL virtual addresses are labels.

@@ -117,7 +117,7 @@ static uint16_t mpa_limit(uint16_t max_pd)
 }
 
 /* Decodes and validates the 20-byte header (key already checked) into *f; returns the first
- * rule it breaks. Receiver rules from RFC 5044 §7.1 and iwarp-wire.md §2.1. */
+ * rule it breaks. Receiver rules from RFC 5044 §7.1 and RFC 6581. */
 static enum iw_mpa_error mpa_parse_header(const uint8_t *h, uint16_t max_pd, struct iw_mpa_frame *f)
 {
     memset(f, 0, sizeof *f);

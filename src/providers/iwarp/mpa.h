@@ -3,7 +3,7 @@
  *
  * Private data is handled as the two parts the wire carries: the optional 4-byte IRD/ORD block
  * (present when Rev = 2 and the enhanced flag is set) and the ULP's own bytes behind it. The
- * ULP never sees the block, just as with siw (iwarp-wire.md §2.3).
+ * ULP never sees the block, just as with siw (RFC 6581).
  *
  * Every decode failure here is "invalid MPA Request or Reply frame": the Terminate to report it
  * is LLP / MPA / IW_TERM_LLP_BAD_MPA_FRAME (RFC 5044 §8), although during startup the usual

@@ -2,7 +2,7 @@
  * listeners, connectors and connected QPs), a work queue (deferred callbacks, close
  * completions, PnP events) and a heap of timers (CM deadlines, the listener's accept back-off,
  * the polled-QP expiry). No thread per connection, no blocking socket call
- * (architecture.md; style-anchors A3 "progress engine"). Where io_uring is there, the thread
+ * (docs/architecture.md). Where io_uring is there, the thread
  * sleeps in a ring that waits for the epoll set and receives the next bytes of one lent socket
  * (the ring wait below).
  *

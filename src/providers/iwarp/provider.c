@@ -46,22 +46,22 @@ static void iw_load_config(struct iw_provider *prov)
 {
     struct iw_config *c = &prov->cfg;
 
-    /* iwarp-wire.md §8: request CRC by default (hardware does; siw follows), P2P with Write and
+    /* Request CRC by default (RFC 5044 §4.4; hardware does, siw follows), P2P with Write and
      * Read RTR as initiator (works with siw, cxgb4 and irdma), MPA revision 2. */
     c->crc = iw_cfg_u32(prov, "crc", 1, 0, 1) != 0;
     c->p2p = iw_cfg_u32(prov, "p2p", 1, 0, 1) != 0;
     c->mpa_rev = (uint8_t)iw_cfg_u32(prov, "mpa_rev", 2, 1, 2);
-    /* iwarp-wire.md §2.5: siw waits 10 s for the Reply and 5 s for the Request. */
+    /* siw waits 10 s for the Reply and 5 s for the Request. */
     c->connect_timeout_ms = iw_cfg_u32(prov, "connect_timeout_ms", 10000, 10, 600000);
     c->mpa_request_timeout_ms = iw_cfg_u32(prov, "mpa_request_timeout_ms", 5000, 10, 600000);
     c->accept_timeout_ms = iw_cfg_u32(prov, "accept_timeout_ms", 10000, 10, 600000);
     c->disconnect_timeout_ms = iw_cfg_u32(prov, "disconnect_timeout_ms", 5000, 10, 600000);
-    /* iwarp-wire.md §2.2: siw as responder transmits right after its Reply; siw as initiator
+    /* RFC 5044 §7.1.2: siw as responder transmits right after its Reply; siw as initiator
      * drops the connection only if bytes are already queued behind the Reply when it reads it,
      * which a short grace period avoids. */
     c->first_fpdu_grace_ms = iw_cfg_u32(prov, "first_fpdu_grace_ms", 100, 0, 600000);
-    /* iwarp-wire.md §2.2 and README: a siw responder may lose an FPDU that follows its Reply
-     * too closely; 20 ms is far beyond that window and is paid once per connection. */
+    /* docs/providers.md, Interoperating with siw: a siw responder may lose an FPDU that
+     * follows its Reply too closely; 20 ms is far beyond that window and is paid once per connection. */
     c->first_fpdu_hold_ms = iw_cfg_u32(prov, "first_fpdu_hold_ms", 20, 0, 600000);
     /* A consumer polling less often than this is better served by the progress thread. */
     c->poll_progress = iw_cfg_u32(prov, "poll_progress", 1, 0, 1) != 0;

@@ -7,7 +7,7 @@
  * Two state machines nest: the deframer's (MPA/DDP framing, CRC, MSN/MO/TO continuity, any TCP
  * split down to one byte) and the engine's (enum dp_rx_state, rx_goto): RUN until an error of
  * ours (FAILED: Terminate queued) or the peer's Terminate (TERMINATED). Per segment the engine
- * decides a placement target at the HEADER event, after the checks of iwarp-wire.md §5.2 /
+ * decides a placement target at the HEADER event, after the checks of RFC 5040 §7 /
  * §3.5; payload then goes there either by recvmsg() straight into the target (the deframer is
  * fed the target bytes in place, so it only runs the CRC over them) or, for bytes that arrived
  * in the staging buffer together with headers, by one copy that also runs the CRC
@@ -84,7 +84,7 @@ static void rx_hdr_write(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     struct dp_term_code tc;
     struct iw_obj *mem;
 
-    /* iwarp-wire.md §5.4: a zero-length tagged segment places nothing and is not validated. */
+    /* RFC 5040: a zero-length tagged segment places nothing and is not validated. */
     if (h->payload_len == 0)
         return;
     if (iw_access_check_remote(qp, h->stag, h->to, h->payload_len, DP_ACC_REMOTE_WRITE, false, &mem, &tc) < 0) {
@@ -108,7 +108,7 @@ static void rx_hdr_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         return;
     }
     o = &dp->orq[dp->orq_head];
-    /* iwarp-wire.md §3.5: aimed at the oldest Read's sink STag and TO, adding up to its size. */
+    /* RFC 5040 §4.4: aimed at the oldest Read's sink STag and TO, adding up to its size. */
     if (h->stag != o->sink_stag) {
         pthread_mutex_unlock(&qp->lock);
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_INV_STAG);
@@ -138,13 +138,13 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     full = dp->irq_count >= dp->ird + (dp->rresp_last_out ? 1u : 0u);
     pthread_mutex_unlock(&qp->lock);
     if (full) {
-        /* More Read Requests in flight than our IRD: what siw answers (iwarp-wire.md §4.3). */
+        /* More Read Requests in flight than our IRD: what siw answers (RFC 5040 §4.8). */
         rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CATA_STREAM);
         return;
     }
     /* A sink range that wraps 2^64 cannot be answered: every Read Response segment would carry
      * a TO + length the requester must reject (RFC 5041 §7.2, DDP TO wrap). Refused like a
-     * source that wraps (iwarp-wire.md §5.2 check 4), before anything is sent. */
+     * source that wraps (RFC 5040 §7), before anything is sent. */
     if (h->rr.size && UINT64_MAX - h->rr.sink_to < (uint64_t)h->rr.size - 1) {
         rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_TO_WRAP);
         return;
@@ -153,7 +153,7 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     dp->rx.rr.sink_stag = h->rr.sink_stag;
     dp->rx.rr.sink_to = h->rr.sink_to;
     dp->rx.rr.size = h->rr.size;
-    /* iwarp-wire.md §5.4: a zero-length Read is answered without validating the source. */
+    /* RFC 5040: a zero-length Read is answered without validating the source. */
     if (h->rr.size) {
         if (iw_access_check_remote(qp, h->rr.src_stag, h->rr.src_to, h->rr.size, DP_ACC_REMOTE_READ, true, &mem, &tc) < 0) {
             rx_fail(dp, tc.layer, tc.etype, tc.ecode);
@@ -353,7 +353,7 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
 
     if (!h->last || !rx->have_recv)
         return;
-    /* RFC 5040 §5.3 / iwarp-wire.md §5.3: invalidate after the whole message arrived and
+    /* RFC 5040 §5.3: invalidate after the whole message arrived and
      * before the receive completes (§5.6). An invalid token aborts the connection (§2.9). */
     if (inv && iw_access_invalidate(qp, h->inv_stag, true, &tc) < 0) {
         rx->recv_status = STATUS_ACCESS_VIOLATION;
@@ -383,7 +383,7 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     struct iw_term_ctrl rfc, siw;
     struct dp_term_code tc;
 
-    /* iwarp-wire.md §4.5: siw sends the control word bit-swapped; log both readings and pick
+    /* siw sends the control word bit-swapped (fpdu.h); log both readings and pick
      * siw's only when the M/D/R bits sit where siw puts them (or the RFC layer is invalid). */
     iw_fpdu_term_ctrl_rfc(h->term.ctrl, &rfc);
     iw_fpdu_term_ctrl_siw(h->term.ctrl, &siw);
@@ -788,9 +788,10 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * Writes and Sends are not speculated on: a Write carries no total length (RFC 5040 §4.3), so
  * payload read ahead for a next segment that turns out shorter or absent would overwrite bytes
  * of the remote peer's MR outside the Write's extent, which the Write has no right to touch
- * (RFC 5040 §5.1.1, iwarp-wire.md §5.4). A Send's receive buffer beyond the received length is
- * the consumer's: NDKPI defines the received length as BytesTransferred (ndkpi-reference.md
- * §4.1) and nowhere licenses writing past it, so bytes of other FPDUs must not pass through it. */
+ * (RFC 5040 §5.1.1). A Send's receive buffer beyond the received length is the consumer's:
+ * NDKPI defines the received length as BytesTransferred (docs/ndkpi.md, Completions and
+ * notifications) and nowhere licenses writing past it, so bytes of other FPDUs must not pass
+ * through it. */
 static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, struct rx_layout *l)
 {
     struct dp_rx *rx = &dp->rx;

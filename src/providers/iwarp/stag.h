@@ -1,6 +1,6 @@
 /* stag.h - the STag table: index allocation and keys for MR / MW tokens (stag.c).
  *
- * An STag is a 24-bit index << 8 | an 8-bit key (the verbs layout; iwarp-wire.md §5.1); index 0
+ * An STag is a 24-bit index << 8 | an 8-bit key (the verbs layout; RFC 5040 leaves it to the RNIC); index 0
  * is the privileged token and never allocated. RFC 5040 §8 and RFC 5042 §5 ask for STags a peer
  * cannot guess, so both parts are random: the key is drawn from the kernel's CSPRNG on every new
  * token, and a new index is drawn at random from the free slots, of which the table keeps at

@@ -19,7 +19,7 @@
  *
  * Message choice (tx_pick, qp->lock held): our Terminate first (after the FPDU in flight: an
  * FPDU is never cut), then queued Read Responses (RFC 5040 §5.3: in request order), then the SQ
- * in posting order. Messages are never interleaved (iwarp-wire.md §3.5 recommendation).
+ * in posting order. Messages are never interleaved (RFC 5041 lets a sender interleave; siw refuses it).
  * SQ rules: READ_FENCE waits until every earlier Read has completed (§5.5.3); a Read waits for
  * an ORD slot (§5.11.3: excess reads queue); Bind / Fast Register / Invalidate execute when the
  * engine reaches them, so they are ordered with the transfers around them.
@@ -212,7 +212,7 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
             tx->h.msn = tx->msn_rreq++;
             /* RFC 5040 §4.4: the sink STag / TO label our sink; we place the Response by the SGL
              * we keep in the ORQ (adapter.c: RDMA_READ_SINK_NOT_REQUIRED), so the first SGE's
-             * token and address serve. Never STag 0 on the wire (iwarp-wire.md §5.4). */
+             * token and address serve. Never STag 0 on the wire (Chelsio drops it). */
             tx->h.rr.sink_stag = w->nsge && w->sge[0].MemoryRegionToken ? w->sge[0].MemoryRegionToken : 0x100u;
             tx->h.rr.sink_to = w->nsge ? (uint64_t)(uintptr_t)w->sge[0].VirtualAddress : 0;
             tx->h.rr.size = (uint32_t)w->length;
@@ -379,7 +379,7 @@ static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *
 #define DP_TX_MSS_EVERY 8u         /* first interval, and again after the MSS changed */
 #define DP_TX_MSS_EVERY_MAX 1024u  /* a connection whose MSS settled reads it this seldom */
 
-/* Sizes segments by the socket's MSS as it is now (iwarp-wire.md §2.8: EMSS is the TCP send
+/* Sizes segments by the socket's MSS as it is now (RFC 5044 §4: EMSS is the TCP send
  * MSS, which siw reads before every message). Linux caps it at half the largest window the peer
  * has offered so far, so the value read at establishment is often far below what the path
  * carries (32 KiB of 64 KiB on loopback): a 1 MiB message then costs the receiver twice the
