@@ -15,6 +15,7 @@
 
 #include <ndk/runtime.h>
 
+#include "ndk_status.h"
 #include "ndk_tool_json.h"
 
 static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_verbose;
@@ -193,7 +194,8 @@ static void *query_var(ndk_rt *rt, ndk_rt_adapter_id id, NDIS_OID oid, NTSTATUS 
             return buf;
         }
         free(buf);
-        if (st != NDIS_STATUS_BUFFER_TOO_SHORT || needed <= len) {
+        /* A provider may answer with ndis.h's code or its STATUS_NDIS_ twin (docs/status.md). */
+        if (!ndk_status_same(st, NDIS_STATUS_BUFFER_TOO_SHORT) || needed <= len) {
             *pst = st;
             return NULL;
         }
