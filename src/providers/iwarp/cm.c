@@ -1021,7 +1021,9 @@ void iw_cm_work(struct iw_work *w)
 
 /* ---- data path entry points into the CM ---- */
 
-static struct iw_connector *iw_qp_conn_get(struct iw_qp *qp)
+/* The QP's connector with a reference taken, or NULL once it is being destroyed. Takes and drops
+ * qp->lock, which the caller must not hold. */
+static struct iw_connector *iw_cm_conn_of_qp(struct iw_qp *qp)
 {
     struct iw_connector *c;
 
@@ -1035,7 +1037,7 @@ static struct iw_connector *iw_qp_conn_get(struct iw_qp *qp)
 
 void iw_cm_connection_failed(struct iw_qp *qp, int err)
 {
-    struct iw_connector *c = iw_qp_conn_get(qp);
+    struct iw_connector *c = iw_cm_conn_of_qp(qp);
 
     if (!c)
         return;
