@@ -552,6 +552,13 @@ static inline NDK_CONNECTOR *ex_next_request_locked(struct ex_listener *l, int t
     return l->queue[l->head++ % EX_BACKLOG];
 }
 
+/* Refuses a connection request and closes its connector (it is ours to close). Blocks. */
+static inline void ex_refuse(NDK_CONNECTOR *request)
+{
+    request->Dispatch->NdkReject(request, NULL, 0);
+    ex_close(request);
+}
+
 /* Closing the listener: it completes only once every connector it produced is closed
  * (Microsoft: "NDK_FN_CLOSE_OBJECT"), so the requests still queued are refused and closed
  * here, and any that races in is refused by ex_on_connect. Blocks. */
@@ -566,8 +573,7 @@ static inline void ex_listener_close(struct ex_listener *l)
     while (l->head != l->tail) {
         NDK_CONNECTOR *conn = l->queue[l->head++ % EX_BACKLOG];
         pthread_mutex_unlock(&l->lock);
-        conn->Dispatch->NdkReject(conn, NULL, 0);
-        ex_close(conn);
+        ex_refuse(conn);
         pthread_mutex_lock(&l->lock);
     }
     pthread_mutex_unlock(&l->lock);
@@ -634,6 +640,14 @@ static inline void ex_node_wait_peer_gone(struct ex_node *n)
     if (ex_cq_next(&n->cq, &r, EX_TIMEOUT_S) != EX_PEER_GONE)
         ex_die("the peer did not disconnect");
     ex_disconnect(n->conn);
+}
+
+/* A client's node: on the adapter that our route to the server goes out of. */
+static inline void ex_node_open_client(struct ex_node *n, const SOCKADDR_INET *server, ULONG rq, ULONG iq)
+{
+    SOCKADDR_INET local;
+    ex_route_source(server, &local);
+    ex_node_open(n, &local, rq, iq);
 }
 
 /* Teardown, children before parents. The QP goes before the memory it used: once it is closed

@@ -83,13 +83,11 @@ static int write_server(SOCKADDR_INET *addr)
 static int write_client(const SOCKADDR_INET *server)
 {
     struct ex_node n;
-    SOCKADDR_INET local;
     struct lend lend;
     ULONG lend_len = sizeof lend;
     char a[64];
 
-    ex_route_source(server, &local);
-    ex_node_open(&n, &local, 1, 2);          /* a Write and a Send in flight together */
+    ex_node_open_client(&n, server, 1, 2);          /* a Write and a Send in flight together */
     struct ex_mem *m = &n.mem[0];
     ex_mem_register(n.pd, MSG_SIZE * 2, NDK_MR_FLAG_ALLOW_LOCAL_READ, m);   /* we only send from it */
     memset(&lend, 0, sizeof lend);

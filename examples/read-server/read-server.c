@@ -54,16 +54,15 @@ static int serve(struct client *c, NDK_CONNECTOR *request, NDK_PD *pd, struct ex
     NDK_QP *qp = NULL;
     /* The client only reads: no receives, no initiator requests of ours. The QP still needs
      * queues of depth 1 and CQs; all clients share one CQ, which stays empty. */
-    NTSTATUS st = pd->Dispatch->NdkCreateQp(pd, cq->cq, cq->cq, c, 1, 1, 1, 1, 0, ex_create_done, ex_wait_init(&w), &qp);
-    st = ex_finish(&w, st);
+    NTSTATUS st = ex_finish(&w, pd->Dispatch->NdkCreateQp(pd, cq->cq, cq->cq, c, 1, 1, 1, 1, 0, ex_create_done,
+                                                          ex_wait_init(&w), &qp));
     c->conn = request;
     if (st == STATUS_SUCCESS) {
         c->qp = qp ? qp : (NDK_QP *)w.obj;   /* inline success, or handed to the completion */
         /* InboundReadLimit 1: one Read from this client at a time is enough (the client asks
          * for an OutboundReadLimit of 1); the provider caps it by the adapter's maximum. */
-        st = request->Dispatch->NdkAccept(request, c->qp, 1, 0, (PVOID)lend, sizeof *lend, client_disconnected, c,
-                                          ex_request_done, ex_wait_init(&w));
-        st = ex_finish(&w, st);
+        st = ex_finish(&w, request->Dispatch->NdkAccept(request, c->qp, 1, 0, (PVOID)lend, sizeof *lend,
+                                                        client_disconnected, c, ex_request_done, ex_wait_init(&w)));
     } else {
         request->Dispatch->NdkReject(request, NULL, 0);
     }
@@ -138,8 +137,7 @@ static int read_server(SOCKADDR_INET *addr, int count)
             slot++;
         pthread_mutex_unlock(&l.lock);
         if (slot == MAX_CLIENTS) {
-            request->Dispatch->NdkReject(request, NULL, 0);   /* full: say so at once */
-            ex_close(request);
+            ex_refuse(request);              /* full: say so at once */
         } else {
             clients[slot].listener = &l;
             if (serve(&clients[slot], request, pd, &cq, &lend) == 0)
@@ -162,13 +160,11 @@ static int read_server(SOCKADDR_INET *addr, int count)
 static int read_client(const SOCKADDR_INET *server)
 {
     struct ex_node n;
-    SOCKADDR_INET local;
     struct lend lend;
     ULONG lend_len = sizeof lend;
     char a[64];
 
-    ex_route_source(server, &local);
-    ex_node_open(&n, &local, 1, 1);
+    ex_node_open_client(&n, server, 1, 1);
     /* An RDMA Read sink: on iWARP the server's adapter writes into it, so it must be registered
      * as a read sink unless the adapter says it is not needed (Microsoft: "NDK_ADAPTER_INFO",
      * NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED). Setting it always is harmless. */

@@ -38,23 +38,19 @@ struct server {
     unsigned           messages;
 };
 
-static NTSTATUS post_srq_slot(struct server *s, ULONG slot)
+static NTSTATUS post_srq_slot(struct server *s, ULONG slot)   /* RequestContext: slot + 1 */
 {
     NDK_SGE sge = ex_sge(&s->recv_mem, slot * SLOT, SLOT);
     return s->srq->Dispatch->NdkSrqReceive(s->srq, (PVOID)(uintptr_t)(slot + 1), &sge, 1);
 }
 
-/* One completion. Receives carry their SRQ slot + 1 as RequestContext; our Sends carry NULL. */
+/* One completion: a receive (RequestContext: its SRQ slot + 1) or one of our replies (NULL). */
 static void handle(struct server *s, const NDK_RESULT *r)
 {
-    if (r->Status != STATUS_SUCCESS) {
-        /* Flushes of a leaving client's Send are normal; anything else is worth a line. */
-        if (r->Status != STATUS_CANCELLED)
-            fprintf(stderr, "srq-server: a request completed with %s\n", ndk_rt_status_name(r->Status));
+    if (r->Status != STATUS_SUCCESS && r->Status != STATUS_CANCELLED)   /* flushes are normal */
+        fprintf(stderr, "srq-server: a request completed with %s\n", ndk_rt_status_name(r->Status));
+    if (r->Status != STATUS_SUCCESS || !r->RequestContext)
         return;
-    }
-    if (!r->RequestContext)
-        return;                              /* a reply Send finished */
     ULONG slot = (ULONG)(uintptr_t)r->RequestContext - 1;
     struct client *c = r->QPContext;         /* the QP the message came in on */
     c->received++;
@@ -81,7 +77,7 @@ static VOID cq_notify(PVOID ctx, NTSTATUS cq_status)
 {
     struct server *s = ctx;
     NDK_RESULT r[BATCH];
-    if (cq_status != STATUS_SUCCESS)
+    if (cq_status != STATUS_SUCCESS)          /* the CQ's health, not a request's status */
         fprintf(stderr, "srq-server: the CQ failed: %s\n", ndk_rt_status_name(cq_status));
     for (;;) {
         ULONG n = s->cq->Dispatch->NdkGetCqResults(s->cq, r, BATCH);
@@ -114,14 +110,12 @@ static int serve(struct server *s, struct client *c, NDK_CONNECTOR *request, NDK
     NDK_QP *qp = NULL;
     c->conn = request;
     /* No receive queue of its own: receives come from the SRQ. Initiator depth 1: the reply. */
-    NTSTATUS st = pd->Dispatch->NdkCreateQpWithSrq(pd, s->cq, s->cq, s->srq, c, 1, 1, 0, ex_create_done,
-                                                   ex_wait_init(&w), &qp);
-    st = ex_finish(&w, st);
+    NTSTATUS st = ex_finish(&w, pd->Dispatch->NdkCreateQpWithSrq(pd, s->cq, s->cq, s->srq, c, 1, 1, 0, ex_create_done,
+                                                                 ex_wait_init(&w), &qp));
     if (st == STATUS_SUCCESS) {
-        c->qp = qp ? qp : (NDK_QP *)w.obj;
-        st = request->Dispatch->NdkAccept(request, c->qp, 0, 0, NULL, 0, client_disconnected, c, ex_request_done,
-                                          ex_wait_init(&w));
-        st = ex_finish(&w, st);
+        c->qp = qp ? qp : (NDK_QP *)w.obj;   /* inline success, or handed to the completion */
+        st = ex_finish(&w, request->Dispatch->NdkAccept(request, c->qp, 0, 0, NULL, 0, client_disconnected, c,
+                                                        ex_request_done, ex_wait_init(&w)));
     } else {
         request->Dispatch->NdkReject(request, NULL, 0);
     }
@@ -144,7 +138,6 @@ static int srq_server(SOCKADDR_INET *addr, int count)
     NDK_SRQ *srq = NULL;
     struct ex_wait w;
     char a[64];
-
     the_server = &s;
     NDK_ADAPTER *ad = ex_open_adapter(&rt, addr, &info);
     NTSTATUS st = ad->Dispatch->NdkCreatePd(ad, ex_create_done, ex_wait_init(&w), &pd);
@@ -164,7 +157,7 @@ static int srq_server(SOCKADDR_INET *addr, int count)
 
     ex_listen(ad, addr, &s.l);
     printf("srq-server: listening on %s\n", ex_addr_str(addr, 1, a));
-    fflush(stdout);
+    fflush(stdout);                          /* a script waits for that line */
 
     int served = 0, active = 0;
     pthread_mutex_lock(&s.l.lock);
@@ -193,12 +186,10 @@ static int srq_server(SOCKADDR_INET *addr, int count)
         while (slot < MAX_CLIENTS && s.clients[slot].conn)
             slot++;
         pthread_mutex_unlock(&s.l.lock);
-        if (slot == MAX_CLIENTS) {
-            request->Dispatch->NdkReject(request, NULL, 0);
-            ex_close(request);
-        } else if (serve(&s, &s.clients[slot], request, pd) == 0) {
+        if (slot == MAX_CLIENTS)
+            ex_refuse(request);              /* full: say so at once */
+        else if (serve(&s, &s.clients[slot], request, pd) == 0)
             active++;
-        }
         pthread_mutex_lock(&s.l.lock);
     }
     unsigned messages = s.messages;
@@ -219,11 +210,9 @@ static int srq_server(SOCKADDR_INET *addr, int count)
 static int srq_client(const SOCKADDR_INET *server)
 {
     struct ex_node n;
-    SOCKADDR_INET local;
     char a[64], reply[SLOT] = "";
 
-    ex_route_source(server, &local);
-    ex_node_open(&n, &local, 1, MESSAGES);
+    ex_node_open_client(&n, server, 1, MESSAGES);
     struct ex_mem *m = &n.mem[0];             /* slot 0: the reply; slots 1..MESSAGES: ours */
     ex_mem_register(n.pd, (MESSAGES + 1) * SLOT, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, m);
     NDK_SGE sge = ex_sge(m, 0, SLOT);

@@ -22,7 +22,7 @@ if [ -z "$debs" ]; then
   JOBS=${JOBS:-2} NDK_DEB_LINTIAN=0 "$src/scripts/deb.sh" "$debs" >"$tmp/deb.log" 2>&1 ||
     { cat "$tmp/deb.log"; echo "FAIL: building the packages failed"; exit 1; }
 fi
-for p in libndk0 ndk-providers openndk-tools libndk-dev; do
+for p in libndk1 ndk-providers openndk-tools libndk-dev; do
   ls "$debs/${p}_"*.deb >/dev/null 2>&1 || { echo "FAIL: package $p was not built"; exit 1; }
 done
 for deb in "$debs"/*.deb; do
