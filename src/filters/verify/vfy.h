@@ -161,7 +161,7 @@ void flt_verify_mem_post(struct vfy_obj *qp, ndk_filter_call *call);
 
 /* vfy_cm.c: connectors, listeners, addresses. */
 void flt_verify_cm_call(struct vfy_inst *inst, struct vfy_obj *o, ndk_filter_call *call);
-void flt_verify_cm_done(struct vfy_inst *inst, struct vfy_obj *o, ndk_filter_call *call);
+void flt_verify_cm_done(struct vfy_inst *inst, struct vfy_obj *o, ndk_filter_call *call, int before);
 void flt_verify_cm_callback(struct vfy_inst *inst, ndk_filter_cb *cb);
 
 #endif

@@ -191,13 +191,25 @@ static void outcome(struct vfy_obj *c, ndk_filter_fn fn, NTSTATUS st)
         unbind_qp(c);
 }
 
-/* After a connector call returned. */
-void flt_verify_cm_done(struct vfy_inst *inst, struct vfy_obj *o, ndk_filter_call *call)
+/* After a connector call returned. An Accept or Reject that failed inline did nothing: the
+ * incoming request (or the accepted connect) can still be accepted or rejected. */
+void flt_verify_cm_done(struct vfy_inst *inst, struct vfy_obj *o, ndk_filter_call *call, int before)
 {
     (void)inst;
+    bool inline_failure = !NT_SUCCESS(call->status) && call->status != STATUS_PENDING;
+    if (inline_failure && (call->fn == NDK_FILTER_FN_ACCEPT || call->fn == NDK_FILTER_FN_ACCEPT_EX) &&
+        transition(o, S(ACCEPTING), VFY_CONN_INCOMING)) {
+        unbind_qp(o);
+        return;
+    }
+    if (inline_failure && call->fn == NDK_FILTER_FN_REJECT && call->status != STATUS_CONNECTION_ABORTED &&
+        (before == VFY_CONN_INCOMING || before == VFY_CONN_ACCEPTED)) {
+        transition(o, S(REJECTED), before);
+        return;
+    }
     if (call->status != STATUS_PENDING)
         outcome(o, call->fn, call->status);
-    if (call->fn == NDK_FILTER_FN_REJECT && !NT_SUCCESS(call->status))
+    if (call->fn == NDK_FILTER_FN_REJECT && inline_failure)
         atomic_store(&o->u.conn.state, VFY_CONN_FAILED);
 }
 

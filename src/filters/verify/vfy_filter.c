@@ -144,6 +144,7 @@ static NTSTATUS vfy_call(void *inst_ctx, ndk_filter_call *call)
         return refused(call);
     struct vfy_req *req = NULL;
     NDK_OBJECT_TYPE type = o->type;
+    int conn_before = type == NdkObjectTypeConnector ? atomic_load(&o->u.conn.state) : 0;
 
     if (call->fn == NDK_FILTER_FN_CLOSE_ADAPTER)
         flt_verify_adapter_close(inst, o);
@@ -199,7 +200,7 @@ static NTSTATUS vfy_call(void *inst_ctx, ndk_filter_call *call)
     else if (type == NdkObjectTypeMr || type == NdkObjectTypePd)
         flt_verify_mem_done(inst, o, call);
     else if (type == NdkObjectTypeConnector)
-        flt_verify_cm_done(inst, o, call);
+        flt_verify_cm_done(inst, o, call, conn_before);
     return st;
 }
 

@@ -90,19 +90,18 @@ static bool mr_in_use(struct vfy_inst *inst, struct vfy_obj *mr, char *where, si
         if (!conn || atomic_load(&conn->closing) || cs == VFY_CONN_DISCONNECTED || cs == VFY_CONN_FAILED ||
             cs == VFY_CONN_REJECTED || cs == VFY_CONN_IDLE)
             continue;
+        /* Initiator requests only: they move the region's bytes now. Receives left posted when
+         * a consumer tears down are in every consumer and are not reported. */
         pthread_mutex_lock(&q->u.qp.mu);
-        struct vfy_queue *qs[2] = { &q->u.qp.init, &q->u.qp.recv };
-        for (int k = 0; k < 2 && !used; k++) {
-            struct ndk_list *r;
-            ndk_list_for_each(r, &qs[k]->outstanding) {
-                struct vfy_req *req = ndk_list_entry(r, struct vfy_req, link);
-                for (unsigned i = 0; i < req->ntokens && !used; i++)
-                    for (unsigned j = 0; j < ntoks; j++)
-                        if (req->tokens[i] == toks[j])
-                            used = true;
-                if (used)
-                    break;
-            }
+        struct ndk_list *r;
+        ndk_list_for_each(r, &q->u.qp.init.outstanding) {
+            struct vfy_req *req = ndk_list_entry(r, struct vfy_req, link);
+            for (unsigned i = 0; i < req->ntokens && !used; i++)
+                for (unsigned j = 0; j < ntoks; j++)
+                    if (req->tokens[i] == toks[j])
+                        used = true;
+            if (used)
+                break;
         }
         pthread_mutex_unlock(&q->u.qp.mu);
         if (used) {

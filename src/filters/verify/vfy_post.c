@@ -167,6 +167,12 @@ bool flt_verify_post_before(struct vfy_inst *inst, struct vfy_obj *qp, ndk_filte
         if (total > qp->u.qp.inline_size)
             flt_verify_report(VFY_INLINE_SIZE, qp->name, fn, "%llu inline bytes, the QP's InlineDataSize is %lu",
                               total, (unsigned long)qp->u.qp.inline_size);
+    } else if (call->fn == NDK_FILTER_FN_READ) {
+        /* A Read's SGE count is bounded by the adapter's MaxReadRequestSge, not by the QP's
+         * initiator SGE limit (Work Request Posting Requirements). */
+        if (inst->info_known && nsge > inst->info.MaxReadRequestSge)
+            flt_verify_report(VFY_SGE_COUNT, qp->name, fn, "%lu SGEs, the adapter's MaxReadRequestSge is %lu",
+                              (unsigned long)nsge, (unsigned long)inst->info.MaxReadRequestSge);
     } else if (sgl || nsge) {
         if (nsge > q->max_sge)
             flt_verify_report(VFY_SGE_COUNT, qp->name, fn, "%lu SGEs, the queue was created with at most %lu",

@@ -1,23 +1,49 @@
 #!/usr/bin/env bash
-# Runs a test command under NDK_FILTERS=verify and fails when the verify filter reported any
-# error or warning: the check that a correct consumer (the conformance suite, ndkping, ndkperf,
-# ndksmb and its transport) draws no false positive. The command's own result is kept (77 stays
-# a skip). Usage: clean_run.sh COMMAND [ARGS...]
+# Runs a test command under NDK_FILTERS=verify and checks what the verify filter reported.
+#   clean_run.sh COMMAND [ARGS...]                  nothing may be reported: a correct consumer
+#                                                   (conformance, ndkping, ndkperf, ndksmb) draws
+#                                                   no false positive
+#   clean_run.sh --expect "RULE..." COMMAND [ARGS...]  a case that misuses the API on purpose (to
+#                                                   test the provider's answer): exactly these
+#                                                   rules, each at least once, and no other
+# The command's own result is kept (77 stays a skip).
 set -u
+expect=
+if [ "${1:-}" = --expect ]; then
+  expect=$2
+  shift 2
+fi
 dir=$(mktemp -d /tmp/ndk-verify-clean.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export NDK_FILTERS=verify NDK_VERIFY_PATH="$dir/verify.%p"
 "$@"
 rc=$?
 [ "$rc" -eq 77 ] && exit 77
-if cat "$dir"/verify.* 2>/dev/null | grep -q '^ndk-verify: \(error\|warning\) '; then
-  echo "FAIL: the verify filter reported violations:"
-  cat "$dir"/verify.*
-  exit 1
-fi
+reports=$(cat "$dir"/verify.* 2>/dev/null | grep '^ndk-verify: \(error\|warning\) ' || true)
 if ! cat "$dir"/verify.* 2>/dev/null | grep -q '^ndk-verify: summary'; then
   echo "FAIL: no verify summary: the filter did not run"
   exit 1
 fi
-echo "verify: no violations ($(cat "$dir"/verify.* | grep -c '^ndk-verify: summary') adapter close(s))"
+fail=0
+seen=$(sed -n 's/^ndk-verify: [a-z]* \([a-z-]*\) .*/\1/p' <<<"$reports" | sort -u)
+for r in $seen; do
+  case " $expect " in
+    *" $r "*) ;;
+    *) echo "FAIL: verify reported $r"; fail=1 ;;
+  esac
+done
+for r in $expect; do
+  grep -qx "$r" <<<"$seen" || { echo "FAIL: verify did not report $r"; fail=1; }
+done
+if [ "$fail" -ne 0 ]; then
+  echo "the reports:"
+  cat "$dir"/verify.*
+  exit 1
+fi
+if [ -n "$expect" ]; then
+  echo "verify reported exactly: $expect"
+  grep '^ndk-verify: \(error\|warning\) ' <<<"$reports" | head -n 20
+else
+  echo "verify: no violations ($(cat "$dir"/verify.* | grep -c '^ndk-verify: summary') adapter close(s))"
+fi
 exit "$rc"

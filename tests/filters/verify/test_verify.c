@@ -388,26 +388,30 @@ static void case_sge_range(void)
     expect("error", "sge-range", "qp#", "NdkReceive");
 }
 
-/* Deregistering a region a receive on a connected QP still uses. */
+/* Deregistering a region that a Send on a connected QP still uses (its completion not polled). */
 static void case_mr_in_use(void)
 {
     start();
     struct iwt_qp a, b;
     iwt_qp_create(&T, &a, 4);
     iwt_qp_create(&T, &b, 4);
+    PMDL mdl, mdlb;
+    UINT32 tok, tokb;
+    NDK_MR *mrb = mr_register(b.pd, 4096, 4096, &mdlb, &tokb);
+    NDK_SGE rb = sge(4096, 64, tokb);
+    CHECK_STATUS(b.qp->Dispatch->NdkReceive(b.qp, NULL, &rb, 1), STATUS_SUCCESS);
     struct iwt_link k;
     iwt_link_open(&T, &k, a.qp, b.qp, 5000);
-    PMDL mdl;
-    UINT32 tok;
-    NDK_MR *mr = mr_register(b.pd, 0, 4096, &mdl, &tok);
+    NDK_MR *mr = mr_register(a.pd, 0, 4096, &mdl, &tok);
     NDK_SGE s = sge(0, 64, tok);
-    CHECK_STATUS(b.qp->Dispatch->NdkReceive(b.qp, NULL, &s, 1), STATUS_SUCCESS);
+    CHECK_STATUS(a.qp->Dispatch->NdkSend(a.qp, NULL, &s, 1, 0), STATUS_SUCCESS);
     struct iwt_req rq;
     iwt_req_init(&rq);
     CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
     iwt_link_close(&k, 5000);
     iwt_close_obj(mr, 5000);
     IoFreeMdl(mdl);
+    iwt_mr_release(mrb, mdlb, 5000);
     iwt_qp_destroy(&a);
     iwt_qp_destroy(&b);
     finish();
