@@ -5,7 +5,7 @@
  * Only the public API is used: <ndkpi.h> (the NDKPI, as on Windows) and <ndk/runtime.h> (libndk,
  * which plays NDIS: it finds adapters and opens NDK_ADAPTER instances).
  *
- * The one rule behind most of this file (docs/ndkpi.md, "the asynchronous contract"; Microsoft's
+ * The one rule behind most of this file (docs/ndkpi.md, "The asynchronous contract"; Microsoft's
  * "NDKPI Object Lifetime Requirements"): a call that takes a completion callback either finishes
  * inline - any status but STATUS_PENDING, and then the callback is NOT called - or returns
  * STATUS_PENDING and calls the callback exactly once later, possibly on another thread, possibly
@@ -135,7 +135,7 @@ static inline void *ex_created(struct ex_wait *w, NTSTATUS returned, void *inlin
 
 /* Closes any NDK object and waits for its close completion; NULL is fine. Close children before
  * parents (connector, QP, SRQ, CQ, MR, PD): a parent's close otherwise stays pending until its
- * last child is closed (docs/ndkpi.md, "teardown"). */
+ * last child is closed (docs/ndkpi.md, "Teardown"). */
 static inline void ex_close(void *object)
 {
     NDK_OBJECT_HEADER *h = object;
@@ -273,7 +273,7 @@ static inline void ex_route_source(const SOCKADDR_INET *dst, SOCKADDR_INET *src)
 }
 
 /* Opens the runtime and an NDK_ADAPTER instance on the adapter that owns `local` (docs/ndkpi.md,
- * "finding and opening an adapter"). We ask for NDKPI 2.0 or any later minor. */
+ * "The object model"; man libndk(3)). We ask for NDKPI 2.0 or any later minor. */
 static inline NDK_ADAPTER *ex_open_adapter(ndk_rt **rt, const SOCKADDR_INET *local, NDK_ADAPTER_INFO *info)
 {
     ndk_rt_adapter_id id;
@@ -288,7 +288,7 @@ static inline NDK_ADAPTER *ex_open_adapter(ndk_rt **rt, const SOCKADDR_INET *loc
     return ad;
 }
 
-/* ---- registered memory (docs/ndkpi.md, "memory registration") ---- */
+/* ---- registered memory (docs/ndkpi.md, "Memory registration") ---- */
 struct ex_mem {
     unsigned char *buf;
     ULONG          len;
@@ -384,7 +384,7 @@ enum { EX_GOT = 1, EX_TIMEOUT = 0, EX_PEER_GONE = -1 };
 
 /* The next completion into *r. EX_PEER_GONE when the CQ is empty and the peer has disconnected.
  * Arming and then looking once more closes the race with a completion that arrived just before
- * the arm (docs/ndkpi.md, "CQ notifications"; Microsoft: "NdkArmCq"). Blocks. */
+ * the arm (docs/ndkpi.md, "CQ notifications"; Microsoft: "NDK_FN_ARM_CQ"). Blocks. */
 static inline int ex_cq_next(struct ex_cq *c, NDK_RESULT *r, int timeout_s)
 {
     struct timespec until = ex_deadline(timeout_s);
@@ -431,7 +431,7 @@ static inline void ex_cq_close(struct ex_cq *c)
     pthread_cond_destroy(&c->cond);
 }
 
-/* ---- connections (docs/ndkpi.md, "connection set-up"; Microsoft: "NDK_FN_CONNECT") ---- */
+/* ---- connections (docs/ndkpi.md, "Connection set-up"; Microsoft: "NDK_FN_CONNECT") ---- */
 
 /* Active side: NdkConnect, read the server's private data (peer_data, *peer_len: in the buffer
  * size, out the length), then NdkCompleteConnect, after which the connection is established.
@@ -583,7 +583,7 @@ static inline void ex_listener_close(struct ex_listener *l)
 }
 
 /* ---- one connection's objects, opened and closed in the right order ----
- * (docs/ndkpi.md, "object model"; Microsoft: "NDKPI Overview"): an adapter instance gives a
+ * (docs/ndkpi.md, "The object model"; Microsoft: "NDKPI Overview"): an adapter instance gives a
  * protection domain (PD) and a completion queue (CQ); a queue pair (QP) lives in the PD and
  * reports to the CQ; memory is registered in the PD (MR); a connector joins the QP to the peer's. */
 #define EX_NODE_MEMS 2
@@ -653,7 +653,7 @@ static inline void ex_node_open_client(struct ex_node *n, const SOCKADDR_INET *s
 /* Teardown, children before parents. The QP goes before the memory it used: once it is closed
  * nothing can touch the buffers. A listener closes after its connectors (its close completes
  * only then) and before the adapter. The adapter close blocks until every callback has
- * returned, so it is never called from a callback (docs/ndkpi.md, "teardown"). */
+ * returned, so it is never called from a callback (docs/ndkpi.md, "Teardown"). */
 static inline void ex_node_close(struct ex_node *n, struct ex_listener *l)
 {
     ex_close(n->conn);

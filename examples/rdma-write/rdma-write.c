@@ -8,7 +8,7 @@
  *
  * Why the extra Send: an RDMA Write completes only at the writer; the target's CPU learns
  * nothing. A Send posted after the Write on the same QP is delivered only after the Write's data
- * has been placed (RDMAP ordering, RFC 5040 section 5.5; docs/ndkpi.md, "work requests"), so
+ * has been placed (RDMAP ordering, RFC 5040 section 5.5; docs/ndkpi.md, "Work requests"), so
  * its receive completion is the "data is there" signal.
  */
 #include <endian.h>

@@ -7,7 +7,7 @@
  *   srq-server -s ADDR[:PORT] [-n COUNT]   server: serve COUNT clients (0: forever), then exit
  *   srq-server -c ADDR[:PORT]              client: send MESSAGES messages, get the count back
  *
- * Why an SRQ (Microsoft: "NDK_FN_CREATE_SRQ"; docs/ndkpi.md, "shared receive queues"): with a
+ * Why an SRQ (Microsoft: "NDK_FN_CREATE_SRQ"; docs/ndkpi.md, "Shared receive queues"): with a
  * receive queue per QP, every idle client pins its own buffers; with an SRQ, buffers go to
  * whichever client sends next. Each completion still names its QP (NDK_RESULT.QPContext), so
  * the server knows whose message it got.

@@ -9,7 +9,7 @@
  * side with -f and the other without, in either combination. Each side posts RECEIVES receives
  * that never get a message, so the teardown has something to flush.
  *
- * The rules (docs/ndkpi.md, "teardown"; Microsoft: "NDK_FN_DISCONNECT", "NDK_FN_FLUSH",
+ * The rules (docs/ndkpi.md, "Teardown"; Microsoft: "NDK_FN_DISCONNECT", "NDK_FN_FLUSH",
  * "NDKPI Object Lifetime Requirements"):
  *   - Disconnect only when your initiator requests (Send, Read, Write) have completed; otherwise
  *     the disconnect need not be graceful.
