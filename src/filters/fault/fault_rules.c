@@ -7,36 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "ndk_status.h"
 
-/* The status table lives in src/common (ndk_status_lookup_name); it has no reverse lookup, so a
- * name is found by asking it about the NTSTATUS ranges its names come from. */
+/* Names and hex values, through the one status table (src/common/ndk_status). */
 int flt_fault_parse_status(const char *s, NTSTATUS *out)
 {
-    if (!strncasecmp(s, "0x", 2)) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 16);
-        if (errno || *end || v > 0xffffffffUL)
-            return -EINVAL;
-        *out = (NTSTATUS)(uint32_t)v;
-        return 0;
-    }
-    static const struct { uint32_t first, last; } ranges[] = {
-        { 0x00000000u, 0x00000400u }, { 0x80000000u, 0x80000100u },
-        { 0xC0000000u, 0xC0000800u }, { 0xC0010000u, 0xC0010100u },
-    };
-    for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
-        for (uint32_t v = ranges[r].first; v <= ranges[r].last; v++) {
-            const char *name = ndk_status_lookup_name((NTSTATUS)v);
-            if (name && !strcmp(name, s)) {
-                *out = (NTSTATUS)v;
-                return 0;
-            }
-        }
-    return -EINVAL;
+    return ndk_status_parse_name(s, out) ? -EINVAL : 0;
 }
 
 static const char *const groups[] = { "create", "post", "connect", "any" };
