@@ -1,5 +1,5 @@
 /* cm.c - the connection manager's engine (§2.10-§2.12, §3.5-§3.7, §5.11): the connector state
- * machine, the MPA start-up exchange (iwarp-wire.md §2, §9), the CM deadlines, establishment
+ * machine, the MPA start-up exchange (RFC 5044 §7.1, RFC 6581), the CM deadlines, establishment
  * (the QP takes the socket over) and teardown. Until ESTABLISHED the connector owns its socket;
  * from then on the QP (qp.c) owns it: reads, writes, watches for the hang-up and closes it.
  *
@@ -15,7 +15,7 @@
  * then calls them (with a reference held on each object named). Sockets are closed only on the
  * progress thread (progress.c's pollable rule).
  *
- * Handshake (iwarp-wire.md §9), our initiator -> our responder with P2P:
+ * Handshake (RFC 5044 §7.1, RFC 6581), our initiator -> our responder with P2P:
  *   NdkConnect        -> TCP connect, MPA Request (Rev 2, enhanced, A + Write|Read RTR offered)
  *   Reply arrives     -> NdkConnect completes (peer accepted) or fails (R = 1: REFUSED)
  *   NdkCompleteConnect-> RTR (zero-length Write, STag 1) -> completes; ESTABLISHED
@@ -456,7 +456,7 @@ int iw_cm_build_request(struct iw_connector *c)
         f.v2.ird = (uint16_t)c->my_ird;
         f.v2.ord = (uint16_t)c->my_ord;
         f.v2.p2p = cfg->p2p;
-        /* Offer Write and Read RTR (iwarp-wire.md §8); Read needs one ORD slot of ours. */
+        /* Offer Write and Read RTR (RFC 6581); Read needs one ORD slot of ours. */
         f.v2.rtr = cfg->p2p ? (uint8_t)(IW_MPA_RTR_WRITE | (c->my_ord ? IW_MPA_RTR_READ : 0)) : 0;
         c->rtr_offer = f.v2.rtr;
     }
@@ -496,7 +496,7 @@ int iw_cm_build_reply(struct iw_connector *c, bool reject, const void *pd, uint1
     return iw_conn_tx_add(c, buf, (size_t)n);
 }
 
-/* Zero-length RTR / Read Response FPDUs (iwarp-wire.md §2.3, §7.5). */
+/* Zero-length RTR / Read Response FPDUs (RFC 6581). */
 int iw_cm_build_fpdu(struct iw_connector *c, const struct iw_fpdu_hdr *h)
 {
     uint8_t buf[IW_FPDU_MAX_HDR_LEN + 8];
@@ -534,7 +534,7 @@ static int iw_conn_rx_mpa(struct iw_connector *c)
     }
     if (st == IW_MPA_NEED_MORE)
         return 0;
-    /* iwarp-wire.md §2.2: the initiator may not send behind its Request (siw closes too). */
+    /* RFC 5044 §7.1.2: the initiator may not send behind its Request (siw closes too). */
     if (!c->active && (size_t)n > used) {
         iw_dwarn(c->obj.dev, "CONN[%u] bytes behind the MPA Request", c->obj.id);
         return -EPROTO;
@@ -567,7 +567,7 @@ static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size
         enum iw_fpdu_ev_type t = iw_fpdu_rx_step(&rx, buf + off, (size_t)n - off, &used, &ev);
         off += used;
         if (t == IW_FPDU_EV_ERROR) {
-            *term = ev.err->term;        /* what the Terminate must say (iwarp-wire.md §4.4) */
+            *term = ev.err->term;        /* what the Terminate must say (RFC 5040 §4.8) */
             return -EBADMSG;
         }
         if (t == IW_FPDU_EV_HEADER) {
@@ -588,7 +588,7 @@ static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size
 }
 
 /* A protocol error after the MPA exchange, when both sides know the FPDU framing (CRC or not):
- * iwarp-wire.md §2.3 / §4.4 want one Terminate describing it before the stream ends. Queues it
+ * RFC 6581 and RFC 5040 §4.8 want one Terminate describing it before the stream ends. Queues it
  * behind anything still pending in txbuf, sends what the socket takes now (a Terminate is small
  * and best effort), drops unread input so that close() sends a FIN rather than a reset (which
  * would discard the Terminate), and closes: pending requests fail with err. dev->lock held. */
@@ -646,7 +646,7 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
     if (c->peer_pd_len)
         memcpy(c->peer_pd, f->ulp_pd, c->peer_pd_len);
     if (f->reject) {
-        /* iwarp-wire.md §2.4: R = 1 -> refused; its private data stays readable. */
+        /* RFC 5044 §7.1: R = 1 -> refused; its private data stays readable. */
         c->peer_rejected = true;
         iw_conn_fail_locked(c, out, -ECONNREFUSED);
         return;
@@ -657,7 +657,7 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
         return;
     }
     if (c->mpa_rev == 2 && (f->rev != 2 || !f->has_v2)) {
-        /* As siw: a Rev 2 initiator needs a Rev 2 enhanced Reply (iwarp-wire.md §2.3). */
+        /* As siw: a Rev 2 initiator needs a Rev 2 enhanced Reply (RFC 6581). */
         iw_dwarn(c->obj.dev, "CONN[%u] MPA Reply rev %u without the enhanced block", c->obj.id, f->rev);
         iw_conn_fail_locked(c, out, -EPROTO);
         return;
@@ -673,7 +673,7 @@ static void iw_conn_on_reply(struct iw_connector *c, struct iw_cm_out *out)
             if (!(f->v2.rtr & c->rtr_offer) || (f->v2.rtr & (f->v2.rtr - 1))) {
                 iw_dwarn(c->obj.dev, "CONN[%u] no matching RTR (offered 0x%x, chosen 0x%x)", c->obj.id, c->rtr_offer,
                          f->v2.rtr);
-                /* RFC 6581 / iwarp-wire.md §2.3: Terminate "no matching RTR option" instead of
+                /* RFC 6581: Terminate "no matching RTR option" instead of
                  * the RTR, then close. */
                 iw_conn_terminate_locked(c, out, IW_TERM_LAYER_LLP, IW_TERM_ETYPE_LLP_MPA, IW_TERM_LLP_NO_RTR_MATCH,
                                          NULL, -EPROTO);
@@ -713,7 +713,7 @@ static void iw_conn_on_request(struct iw_connector *c, struct iw_cm_out *out)
     }
     iw_cm_timer_clear_locked(c);
     if (f->markers || !l->listening || l->paused || iw_obj_closing(&l->obj)) {
-        /* Markers are refused with an MPA reject (iwarp-wire.md §2.7). A paused or closing
+        /* Markers are refused with an MPA reject (RFC 5044 §7.1). A paused or closing
          * listener behaves as if absent (§2.12): the peer sees a refusal. */
         c->crc = f->crc;
         c->p2p = false;
@@ -786,7 +786,7 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
         iw_conn_establish_locked(c, out);
         return;
     }
-    /* Responder (iwarp-wire.md §2.3, §7.5). In P2P mode the first FPDU must be the RTR: the
+    /* Responder (RFC 6581). In P2P mode the first FPDU must be the RTR: the
      * kind we chose, or a Write / Read kind the initiator offered; anything else (a data FPDU,
      * a Send we did not choose) is a protocol error answered with a Terminate. */
     unsigned kind = whole ? iw_fpdu_rtr_kind(&h) : 0;
@@ -874,7 +874,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             iw_conn_fail_locked(c, out, -ETIMEDOUT);
             return;
         case IW_CM_AWAIT_REQUEST:
-            /* siw: the responder just closes (iwarp-wire.md §2.5) */
+            /* siw: the responder just closes when its MPA timer runs out */
             iw_conn_close_locked(c, out, -ETIMEDOUT, true);
             return;
         case IW_CM_ESTABLISHED:
@@ -888,7 +888,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
     }
     if (act & IW_CM_ACT_DISCONNECT && c->state == IW_CM_ESTABLISHED) {
         iw_cm_set_state(c, IW_CM_DISCONNECTING);
-        /* iwarp-wire.md §6: no MPA goodbye; FIN, then wait for the peer's FIN. */
+        /* RFC 5044 has no MPA goodbye: FIN, then wait for the peer's FIN. */
         if (shutdown(c->poll.fd, SHUT_WR) < 0) {
             iw_conn_fail_locked(c, out, -errno);
             return;
