@@ -1,7 +1,7 @@
 /* config.c - the runtime's configuration file: `key = value` lines, `#` comments.
- * Keys: provider_path, providers, interfaces, and `<provider>.<key>` for provider settings, which
- * the environment overrides as NDK_<PROVIDER>_<KEY> (so a test or a user can flip one setting
- * without writing a file). */
+ * Keys: provider_path, providers, interfaces, filters, and `<provider>.<key>` / `<filter>.<key>`
+ * for provider and filter settings, which the environment overrides as NDK_<PROVIDER>_<KEY> /
+ * NDK_<FILTER>_<KEY> (so a test or a user can flip one setting without writing a file). */
 #define _GNU_SOURCE
 #include "rt_internal.h"
 
@@ -79,39 +79,46 @@ void rt_config_free(struct rt_kv *kv)
     }
 }
 
-/* Never blocks; takes p->config_lock to remember the string it returns (valid until unload). */
-const char *rt_config_provider_get(struct rt_provider *p, const char *key)
+/* Never blocks; takes *lock to remember the string it returns in *cache (valid until the cache
+ * is freed, at unload). scope is a provider's or a filter's name. */
+const char *rt_config_scoped_get(const struct ndk_rt *rt, const char *scope, const char *key, struct rt_kv **cache,
+                                 pthread_mutex_t *lock)
 {
     char env[160], file_key[160];
-    snprintf(env, sizeof env, "NDK_%s_%s", p->info.name, key);
+    snprintf(env, sizeof env, "NDK_%s_%s", scope, key);
     for (char *c = env; *c; c++)
         *c = (*c == '.' || *c == '-') ? '_' : (char)toupper((unsigned char)*c);
-    snprintf(file_key, sizeof file_key, "%s.%s", p->info.name, key);
+    snprintf(file_key, sizeof file_key, "%s.%s", scope, key);
     const char *value = getenv(env);
     if (!value)
-        value = rt_config_get(p->rt, file_key);
+        value = rt_config_get(rt, file_key);
     if (!value)
         return NULL;
 
-    pthread_mutex_lock(&p->config_lock);
-    for (struct rt_kv *kv = p->config_cache; kv; kv = kv->next) {
+    pthread_mutex_lock(lock);
+    for (struct rt_kv *kv = *cache; kv; kv = kv->next) {
         if (strcmp(kv->key, key) == 0 && strcmp(kv->value, value) == 0) {
-            pthread_mutex_unlock(&p->config_lock);
+            pthread_mutex_unlock(lock);
             return kv->value;
         }
     }
     struct rt_kv *kv = calloc(1, sizeof *kv);
     const char *result = NULL;
     if (kv && (kv->key = strdup(key)) && (kv->value = strdup(value))) {
-        kv->next = p->config_cache;
-        p->config_cache = kv;
+        kv->next = *cache;
+        *cache = kv;
         result = kv->value;
     } else if (kv) {
         free(kv->key);
         free(kv);
     }
-    pthread_mutex_unlock(&p->config_lock);
+    pthread_mutex_unlock(lock);
     return result;
+}
+
+const char *rt_config_provider_get(struct rt_provider *p, const char *key)
+{
+    return rt_config_scoped_get(p->rt, p->info.name, key, &p->config_cache, &p->config_lock);
 }
 
 int rt_list_contains(const char *list, const char *name)

@@ -14,10 +14,13 @@
 
 #include "ndk_status.h"
 
+/* ndk-<name>.so, except the filter modules that share the directory (ndk-filter-<name>.so,
+ * filter_module.c). */
 static int is_provider_file(const char *name)
 {
     size_t n = strlen(name);
-    return n > 7 && strncmp(name, "ndk-", 4) == 0 && strcmp(name + n - 3, ".so") == 0;
+    return n > 7 && strncmp(name, "ndk-", 4) == 0 && strcmp(name + n - 3, ".so") == 0 &&
+           strncmp(name, "ndk-filter-", 11) != 0;
 }
 
 static int cmp_names(const void *a, const void *b)

@@ -1,12 +1,14 @@
 /* rt.c - the consumer API of the runtime (include/ndk/runtime.h): open/close, adapter lookup,
- * opening NDK_ADAPTER instances through the provider's open handler, OID routing and PnP
- * registration. */
+ * opening NDK_ADAPTER instances through the provider's open handler (and under the configured
+ * filter stack, filter_stack.c), OID routing and PnP registration. */
 #define _GNU_SOURCE
 /* The library is built with hidden visibility; only the documented API is exported. */
 #pragma GCC visibility push(default)
 #include <ndk/runtime.h>
+#include <ndk/filter.h>
 #pragma GCC visibility pop
 #include "rt_internal.h"
+#include "filter_internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -121,6 +123,7 @@ NTSTATUS ndk_rt_open(const ndk_rt_config *config, ndk_rt **out)
     ndk_list_init(&rt->instances);
     ndk_list_init(&rt->registrations);
     ndk_list_init(&rt->events);
+    ndk_list_init(&rt->filter_modules);
     rt->wake_fd = -1;
     rt->log_fn = config->log;
     rt->log_ctx = config->log_ctx;
@@ -142,8 +145,10 @@ NTSTATUS ndk_rt_open(const ndk_rt_config *config, ndk_rt **out)
         rt->provider_path = default_provider_path();
     rt->providers_filter = pick(config->providers, "NDK_PROVIDERS", rt, "providers", NULL);
     rt->interfaces_filter = pick(config->interfaces, "NDK_INTERFACES", rt, "interfaces", NULL);
+    rt->filters = pick(NULL, "NDK_FILTERS", rt, "filters", NULL);
 
     rt_loader_load_all(rt);
+    rt_filters_load_all(rt);
 
     /* Monitor first, snapshot second: a change between the two is then seen, not lost. */
     if (!config->no_monitor) {
@@ -170,12 +175,14 @@ void ndk_rt_close(ndk_rt *rt)
         return;
     rt_pnp_stop(rt);
     rt_registry_halt_all(rt);
+    rt_filters_unload_all(rt);
     rt_loader_unload_all(rt);
     ndk_netif_monitor_close(rt->monitor);
     rt_config_free(rt->config);
     free(rt->provider_path);
     free(rt->providers_filter);
     free(rt->interfaces_filter);
+    free(rt->filters);
     pthread_cond_destroy(&rt->cond);
     pthread_mutex_destroy(&rt->lock);
     free(rt);
@@ -322,20 +329,84 @@ static NTSTATUS grab_adapter(ndk_rt *rt, ndk_rt_adapter_id id, struct rt_adapter
     return a ? STATUS_SUCCESS : STATUS_NO_SUCH_DEVICE;
 }
 
-/* May block (the open handler runs at PASSIVE_LEVEL). */
-NTSTATUS ndk_rt_open_adapter(ndk_rt *rt, ndk_rt_adapter_id id, NDK_VERSION version, NDK_ADAPTER **out)
+/* The bottom of a filter stack: the provider's CLOSE_NDK_ADAPTER_HANDLER. May block. */
+static void close_provider_adapter(void *ctx, NDK_ADAPTER *adapter)
 {
-    if (!rt || !out)
+    struct rt_adapter *a = ctx;
+    a->prov->chars.NdkCharacteristics.CloseNDKAdapterHandler(a->miniport_context, adapter);
+}
+
+/* The filters of one open, outermost first: the caller's in-process ones, then the configured
+ * ones. Returns how many (0: the consumer gets the provider's adapter), or a failure status in
+ * *st. May block (nothing yet); no lock held. */
+static int gather_filters(ndk_rt *rt, const ndk_rt_open_options *opts, struct ndk_filter_module ***out, NTSTATUS *st)
+{
+    *out = NULL;
+    *st = STATUS_SUCCESS;
+    ULONG inproc = opts ? opts->filter_count : 0;
+    int configured = opts && opts->no_configured_filters ? 0 : rt->filter_count;
+    if (!inproc && !configured)
+        return 0;
+    struct ndk_filter_module **mods = calloc(inproc + (size_t)configured, sizeof *mods);
+    if (!mods) {
+        *st = STATUS_INSUFFICIENT_RESOURCES;
+        return -1;
+    }
+    int n = 0;
+    for (ULONG i = 0; i < inproc; i++) {
+        if (!(mods[n] = nf_module_inproc(rt, &opts->filters[i]))) {
+            *st = STATUS_INVALID_PARAMETER;
+            break;
+        }
+        n++;
+    }
+    struct ndk_list *it;
+    if (NT_SUCCESS(*st) && configured) {
+        ndk_list_for_each(it, &rt->filter_modules) {
+            struct ndk_filter_module *m = ndk_list_entry(it, struct ndk_filter_module, link);
+            if (!NT_SUCCESS(m->status)) {
+                *st = m->status;   /* a named filter that is not there: refuse, never run without it */
+                break;
+            }
+            mods[n++] = m;
+        }
+    }
+    if (!NT_SUCCESS(*st)) {
+        for (int i = 0; i < n; i++)
+            if (mods[i]->inproc)
+                nf_module_free(mods[i]);
+        free(mods);
+        return -1;
+    }
+    *out = mods;
+    return n;
+}
+
+/* May block (the open handler runs at PASSIVE_LEVEL). */
+NTSTATUS ndk_rt_open_adapter_ex(ndk_rt *rt, ndk_rt_adapter_id id, NDK_VERSION version,
+                                const ndk_rt_open_options *opts, NDK_ADAPTER **out)
+{
+    if (!rt || !out || (opts && (opts->size < sizeof *opts || (opts->filter_count && !opts->filters))))
         return STATUS_INVALID_PARAMETER;
     *out = NULL;
-    struct rt_adapter *a;
-    NTSTATUS st = grab_adapter(rt, id, &a);
-    if (!NT_SUCCESS(st))
+    struct ndk_filter_module **mods;
+    NTSTATUS st;
+    int nmods = gather_filters(rt, opts, &mods, &st);
+    if (nmods < 0)
         return st;
-    struct rt_instance *inst = calloc(1, sizeof *inst);
-    if (!inst) {
+    struct rt_adapter *a;
+    st = grab_adapter(rt, id, &a);
+    struct rt_instance *inst = NT_SUCCESS(st) ? calloc(1, sizeof *inst) : NULL;
+    if (NT_SUCCESS(st) && !inst) {
         rt_registry_release(a);
-        return STATUS_INSUFFICIENT_RESOURCES;
+        st = STATUS_INSUFFICIENT_RESOURCES;
+    }
+    if (!NT_SUCCESS(st)) {
+        for (int i = 0; i < nmods; i++)
+            if (mods[i]->inproc)
+                nf_module_free(mods[i]);
+        free(mods);
+        return st;
     }
     NDIS_OPEN_NDK_ADAPTER_PARAMETERS params;
     memset(&params, 0, sizeof params);
@@ -350,20 +421,43 @@ NTSTATUS ndk_rt_open_adapter(ndk_rt *rt, ndk_rt_adapter_id id, NDK_VERSION versi
             a->prov->chars.NdkCharacteristics.CloseNDKAdapterHandler(a->miniport_context, ndk);
         st = STATUS_INTERNAL_ERROR;
     }
+    NDK_ADAPTER *top = ndk;
+    if (st == NDIS_STATUS_SUCCESS && nmods > 0) {
+        char name[NDK_PROVIDER_NAME_MAX + NDK_PROVIDER_IFNAME_MAX + 2];
+        pthread_mutex_lock(&rt->lock);
+        snprintf(name, sizeof name, "%s:%s", a->prov->info.name, a->netif.name);
+        pthread_mutex_unlock(&rt->lock);
+        st = nf_stack_open(rt, mods, nmods, ndk, close_provider_adapter, a, name, &inst->stack);
+        if (NT_SUCCESS(st))
+            top = nf_stack_top(inst->stack);
+        else
+            a->prov->chars.NdkCharacteristics.CloseNDKAdapterHandler(a->miniport_context, ndk);
+    } else {
+        for (int i = 0; i < nmods; i++)
+            if (mods[i]->inproc)
+                nf_module_free(mods[i]);
+    }
+    free(mods);
     if (st != NDIS_STATUS_SUCCESS) {
         free(inst);
         rt_registry_release(a);
         return st;
     }
     inst->ndk = ndk;
+    inst->top = top;
     inst->adapter = a;
     pthread_mutex_lock(&rt->lock);
     a->open_instances++;
     ndk_list_add_tail(&rt->instances, &inst->link);
     pthread_mutex_unlock(&rt->lock);
     rt_registry_release(a);
-    *out = ndk;
+    *out = top;
     return STATUS_SUCCESS;
+}
+
+NTSTATUS ndk_rt_open_adapter(ndk_rt *rt, ndk_rt_adapter_id id, NDK_VERSION version, NDK_ADAPTER **out)
+{
+    return ndk_rt_open_adapter_ex(rt, id, version, NULL, out);
 }
 
 /* May block until every callback of the instance has returned; never from an NDK callback. */
@@ -376,7 +470,7 @@ void ndk_rt_close_adapter(ndk_rt *rt, NDK_ADAPTER *adapter)
     pthread_mutex_lock(&rt->lock);
     ndk_list_for_each(it, &rt->instances) {
         struct rt_instance *c = ndk_list_entry(it, struct rt_instance, link);
-        if (c->ndk == adapter) {
+        if (c->top == adapter) {
             inst = c;
             break;
         }
@@ -391,7 +485,10 @@ void ndk_rt_close_adapter(ndk_rt *rt, NDK_ADAPTER *adapter)
         return;
     }
     struct rt_adapter *a = inst->adapter;
-    a->prov->chars.NdkCharacteristics.CloseNDKAdapterHandler(a->miniport_context, adapter);
+    if (inst->stack)
+        nf_stack_close(inst->stack);   /* through every filter, down to the provider's close */
+    else
+        a->prov->chars.NdkCharacteristics.CloseNDKAdapterHandler(a->miniport_context, adapter);
     free(inst);
     pthread_mutex_lock(&rt->lock);
     a->open_instances--;

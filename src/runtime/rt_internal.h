@@ -51,9 +51,13 @@ struct rt_adapter {
     pthread_mutex_t       call_lock;            /* serialises miniport handlers for this adapter */
 };
 
+struct nf_stack;
+
 struct rt_instance {
     struct ndk_list    link;                    /* rt->instances; rt->lock */
-    NDK_ADAPTER       *ndk;
+    NDK_ADAPTER       *ndk;                     /* the provider's */
+    NDK_ADAPTER       *top;                     /* what the consumer holds: ndk, or the filter stack's top */
+    struct nf_stack   *stack;                   /* NULL without filters */
     struct rt_adapter *adapter;
 };
 
@@ -88,6 +92,9 @@ struct ndk_rt {
     char            *provider_path;
     char            *providers_filter;
     char            *interfaces_filter;
+    char            *filters;                   /* configured filter names, outermost first */
+    struct ndk_list  filter_modules;            /* struct ndk_filter_module; loaded at open */
+    int              filter_count;
     struct rt_kv    *config;                    /* the config file's key/value pairs */
     void           (*log_fn)(void *ctx, int level, const char *line);
     void            *log_ctx;
@@ -109,7 +116,11 @@ void rt_vlog(struct ndk_rt *rt, int level, const char *prefix, const char *fmt, 
 int rt_config_load(struct ndk_rt *rt, const char *path);
 const char *rt_config_get(const struct ndk_rt *rt, const char *key);
 void rt_config_free(struct rt_kv *kv);
-/* Provider-scoped lookup: env NDK_<PROVIDER>_<KEY>, then "<provider>.<key>" in the file. */
+/* Scoped lookup: env NDK_<SCOPE>_<KEY>, then "<scope>.<key>" in the file; the returned string is
+ * kept in *cache (guarded by *lock) until the cache is freed. */
+const char *rt_config_scoped_get(const struct ndk_rt *rt, const char *scope, const char *key, struct rt_kv **cache,
+                                 pthread_mutex_t *lock);
+/* Provider-scoped lookup (the provider's name is the scope). */
 const char *rt_config_provider_get(struct rt_provider *p, const char *key);
 /* TRUE when name is in the comma-separated list (NULL or empty list = everything). */
 int rt_list_contains(const char *list, const char *name);
@@ -133,6 +144,10 @@ void rt_pnp_stop(struct ndk_rt *rt);
 /* Queues an event for delivery on the event thread; rt->lock held by the caller. */
 void rt_pnp_queue_locked(struct ndk_rt *rt, ndk_rt_event_type type, const struct rt_adapter *a, ULONG target);
 void rt_pnp_wake(struct ndk_rt *rt);
+
+/* filter_module.c: the configured filters' modules; may block; rt->lock not held */
+void rt_filters_load_all(struct ndk_rt *rt);
+void rt_filters_unload_all(struct ndk_rt *rt);
 
 /* services.c: what providers may call */
 void rt_services_init(NDK_RUNTIME_SERVICES *s);
