@@ -5,7 +5,7 @@
 # in the reverse); it is dropped when any pass was dropped (other work above the threshold) and
 # failed when any pass failed. Writes DIR/results.csv (one line per measurement and size: the
 # median of the kept repetitions, their spread and counts), DIR/results.json (the same, with the
-# machine, the comparisons and the targets) and DIR/table.md (what the README shows).
+# machine, the comparisons and the targets) and DIR/table.md (the table docs/performance.md shows).
 
 function fmt_size(s) {
 	if (s >= 1048576 && s % 1048576 == 0) return (s / 1048576) " MiB"
@@ -360,7 +360,7 @@ function write_md(    f, r, z, s, o, cpu, k, withcpu, hc, id, line, pn, ns, nu) 
 		M["load_start"], M["other_cpu_pct"], dropped_runs, runs, M["max_other_pct"],
 		cc_text(), M["crc_impl"], M["iperf3"], M["sockperf"], M["ucx"], M["libfabric"] > f
 	if (M["page_reporting"] != "" && M["page_reporting"] != "off")
-		printf "This VM's balloon reports free memory to the host (free page reporting, %s): loopback TCP may alternate between two speeds during the run (README, Performance).\n\n", M["page_reporting"] > f
+		printf "This VM's balloon reports free memory to the host (free page reporting, %s): loopback TCP may alternate between two speeds during the run (docs/performance.md).\n\n", M["page_reporting"] > f
 	if (noisy)
 		printf "**Warning: other work took %s%% of the CPU time during this run, so these numbers (busy-poll latencies above all) do not describe this machine; rerun it on a quiet one.**\n\n", M["other_cpu_pct"] > f
 	printf "| Test | CRC | Size | ndkperf (iwarp) | raw TCP | ours/TCP | UCX (tcp) | ours/UCX | libfabric (tcp) | ours/libfabric |%s\n",

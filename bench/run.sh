@@ -75,7 +75,7 @@ case "$depth" in '' | *[!0-9]* | 0) echo "bench: BENCH_DEPTH must be a number >=
 case "$max_other" in '' | *[!0-9]*) echo "bench: BENCH_MAX_OTHER must be a whole percentage" >&2; exit 2 ;; esac
 case "$order" in abba | once) ;; *) echo "bench: BENCH_ORDER must be abba or once" >&2; exit 2 ;; esac
 # BENCH_CC: loopback TCP's speed depends on the congestion control (bbr paces a message's
-# segments, and held iperf3 to half of cubic's rate on the development VM: README, Performance).
+# segments, and held iperf3 to half of cubic's rate on the development VM: docs/performance.md).
 # The bench then re-runs itself in a private network namespace with that default, so that every
 # tool, ours and the peers, uses it and the machine's own setting is left alone.
 cc=${BENCH_CC:-}
@@ -517,7 +517,7 @@ m_crc() { # OP SIZE TAG   (OP: crc | copy): CRC-32C GB/s on one core, the client
 # measurement, then (BENCH_ORDER=abba) every measurement again in the reverse order. What a
 # target or a ratio column compares stands side by side (ours with CRC off and on, then its
 # peers for the same test), so that the two runs of a comparison are seconds apart: the host's
-# speed changes within tens of seconds (README, Performance), and a pair that far apart would
+# speed changes within tens of seconds (docs/performance.md), and a pair that far apart would
 # meet two different hosts.
 plan=(
   "ndk.write.bw|bw|m_ndk write bw"
@@ -577,7 +577,7 @@ fi
 # ---------- machine ----------
 # Whether a virtio balloon reports free memory to the host (VIRTIO_BALLOON_F_REPORTING, feature
 # bit 5): "order N" (the smallest block it reports), or "off". A candidate cause of the two
-# speeds loopback TCP alternates between on some VMs (README, Performance).
+# speeds loopback TCP alternates between on some VMs (docs/performance.md).
 page_reporting() {
   local d bits order=/sys/module/page_reporting/parameters/page_reporting_order
   for d in /sys/bus/virtio/drivers/virtio_balloon/virtio*; do

@@ -10,7 +10,7 @@
  *          eventfd (a wait that also reads, still able to wake for other work: the iwarp
  *          provider's progress thread with progress_ring=1, its default).
  * Every answer goes out with send(). The median round trip, halved, is the floor a blocking
- * provider's latency sits on for that wait: README, Performance, "Blocking latency".
+ * provider's latency sits on for that wait: docs/performance.md.
  *
  *   wait_floor --wait recv|epoll|uring [-z SIZE] [-t SECONDS] [--cpus SERVER,CLIENT] [--json]
  *

@@ -20,7 +20,7 @@ static _Atomic(NDK_CONNECTOR *) g_incoming;
 static atomic_int g_events;
 static atomic_int g_disc;
 static atomic_int g_disc_ex_reason;
-/* "v1": the initiator offers MPA v1, which carries no IRD/ORD (README, "IRD/ORD under MPA v1"):
+/* "v1": the initiator offers MPA v1, which carries no IRD/ORD (docs/providers.md, "Connections"):
  * each side's effective limits are its own, capped; before Accept the adapter maxima. */
 static bool g_v1;
 

@@ -1,4 +1,4 @@
-/* The non-P2P initiator's first-FPDU hold (issue 13 item 5; README "siw's lost first FPDU"):
+/* The non-P2P initiator's first-FPDU hold (issue 13 item 5; docs/providers.md, "Interoperating with siw"):
  * against a raw MPA responder on 127.0.0.1, our initiator (NDK_IWARP_P2P=0) sends nothing for
  * first_fpdu_hold_ms after the connection is up, then its first Send; with the hold at 0 the
  * Send goes out at once (RFC 5044 allows it). What is checked is the hold's existence, with a

@@ -259,7 +259,7 @@ struct iw_config {
     uint32_t first_fpdu_grace_ms;
     /* Initiator without P2P: hold our first FPDU this long after the Reply, or until the
      * responder's first FPDU shows it is reading. Linux siw 6.1 as a responder can leave an FPDU
-     * that arrives right behind its Reply unread (README, "siw's lost first FPDU")
+     * that arrives right behind its Reply unread (docs/providers.md, "Interoperating with siw")
      * ("first_fpdu_hold_ms"; 0 = send at once, strictly as RFC 5044 allows). */
     uint32_t first_fpdu_hold_ms;
     /* Consumer-driven progress (poll.c): a busy-polling consumer runs its QPs' engines itself

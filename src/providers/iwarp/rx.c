@@ -782,8 +782,8 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * Response's (rx_bulk_wanted): one read then brings several segments, whose payload the
  * deframer copies to its targets with the CRC in the same pass. A receiver that keeps up reads a segment per call straight into place; one that has fallen
  * behind (a sender nothing paces, as under cubic) spent a third of its time entering and
- * leaving those calls, and a copy from a buffer still in cache costs less (README, Performance,
- * "What got us here").
+ * leaving those calls, and a copy from a buffer still in cache costs less (bench/history/,
+ * the changes and what was tried).
  *
  * Writes and Sends are not speculated on: a Write carries no total length (RFC 5040 §4.3), so
  * payload read ahead for a next segment that turns out shorter or absent would overwrite bytes
