@@ -6,7 +6,7 @@
 #   - no malformed frames (the RPC-over-RDMA heuristic is switched off: it misreads Sends);
 #   - when the Reply has C=1 every FPDU CRC is "Good CRC32"; the crc variant must negotiate it;
 #   - ucmatose cells: our side's MPA frame ends with our private data, byte for byte;
-#   - our-client cells: siw answering none of our FPDUs, without a FIN, is flagged (README.md, siw limitations).
+#   - our-client cells: siw answering none of our FPDUs, without a FIN, is flagged (tests/interop/README.md, siw limitations).
 set -uo pipefail
 OUT=$1
 TS=(timeout 300 tshark -n --disable-protocol rpcordma)
@@ -55,13 +55,13 @@ for p in "$OUT"/*/pcaps/*.pcap; do
 	mal=$("${TS[@]}" -r "$p" -Y _ws.malformed 2>/dev/null | wc -l)
 	terms=$(grep -o '[0-9]*x0x07' <<<"$ops" | cut -dx -f1); terms=${terms:-0}
 	line="MPA: ${desc:-none}; DDP/RDMAP frames $ddp (client $from_cli, server $from_srv) [opcodes $ops]; malformed $mal"
-	# README.md, siw limitations: siw as the passive side intermittently never answers the first FPDU after the
+	# tests/interop/README.md, siw limitations: siw as the passive side intermittently never answers the first FPDU after the
 	# MPA Reply (TCP ACKs it; no Terminate, no FIN). Flag that pattern for our-client cells.
 	case "$c" in *ours2siw*)
 		if [ "$from_cli" -gt 0 ] && [ "$from_srv" = 0 ] && [ "$nrep" -ge 1 ]; then
 			fins=$("${TS[@]}" -r "$p" -Y "tcp.flags.fin == 1 and tcp.srcport == $srvport" 2>/dev/null | wc -l)
 			if [ "$fins" = 0 ]; then
-				line+="; siw answered none of our $from_cli FPDUs and never closed (the siw stall signature, README.md siw limitations)"
+				line+="; siw answered none of our $from_cli FPDUs and never closed (the siw stall signature, tests/interop/README.md: siw limitations)"
 			else
 				line+="; siw answered none of our $from_cli FPDUs and closed the connection"
 			fi
@@ -70,7 +70,7 @@ for p in "$OUT"/*/pcaps/*.pcap; do
 	[ "$nreq" -ge 1 ] && [ "$nrep" -ge 1 ] || bad+=("no MPA Request/Reply decoded")
 	[ "$ddp" -gt 0 ] || bad+=("no DDP/RDMAP frames decoded")
 	[ "$mal" = 0 ] || bad+=("$mal malformed frames")
-	[ "$terms" = 0 ] || line+="; Terminate frames $terms (siw lays out the Terminate control word differently from RFC 5040 §4.8: README.md)"
+	[ "$terms" = 0 ] || line+="; Terminate frames $terms (siw lays out the Terminate control word differently from RFC 5040 §4.8: tests/interop/README.md)"
 	if [ "$crc_on" = 1 ]; then
 		crcs=$("${TS[@]}" -r "$p" -Y iwarp_mpa.crc_check -V -O iwarp_mpa 2>/dev/null | grep -oE '(Good|Bad) CRC32' | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s=", "}')
 		good=$(echo "$crcs" | grep -oE '[0-9]+ Good' | cut -d' ' -f1); bad_n=$(echo "$crcs" | grep -oE '[0-9]+ Bad' | cut -d' ' -f1)

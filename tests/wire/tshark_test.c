@@ -208,8 +208,8 @@ int main(void)
     wpcap_free(&pf);
 
     /* 1. Full dissection: every FPDU's CRC good, nothing malformed. tshark's RPC-over-RDMA
-     * heuristic tries to parse short Send payloads as RPC and trips over them (the pcaps README
-     * documents the same for perftest); it is switched off here, and checked below to be the
+     * heuristic tries to parse short Send payloads as RPC and trips over them (perftest's Sends
+     * trip it the same way); it is switched off here, and checked below to be the
      * only complaint when it is on. */
     snprintf(cmd, sizeof cmd, "tshark -n -r '%s' -V --disable-protocol rpcordma 2>/dev/null", path);
     char *v = run(cmd);

@@ -300,7 +300,7 @@ else
 fi
 
 # ---------------------------------------------------------------- siw's lost first FPDU over a real NIC MSS
-# Issue 13 item 5 (README, "siw's lost first FPDU"): Linux siw as a non-P2P responder sometimes
+# Issue 13 item 5 (docs/providers.md, "Interoperating with siw"): Linux siw as a non-P2P responder sometimes
 # leaves an FPDU that arrives right behind its MPA Reply unread, and rping then waits forever for
 # the client's first Send. The rest of the matrix runs over lo (MSS 65483); this cell puts the two
 # ends in two network namespaces joined by a veth pair with MTU 1500 (MSS 1460), siw on the
