@@ -24,6 +24,11 @@ mkdir -p "$src"
 tar -C "$root" --exclude=./build --exclude=./.git --exclude='./obj-*' --exclude=./debian/.debhelper \
     --exclude=./debian/tmp -cf - . | tar -C "$src" -xf -
 
+# The WDK kit's packages (debian/control.wdk) join once the kit has install rules.
+if grep -qs '^install(' "$src/src/wdk/CMakeLists.txt"; then
+  cat "$root/debian/control.wdk" >>"$src/debian/control"
+fi
+
 start=$(date +%s)
 echo "deb: building openndk $version in $src (log: $out/build.log)"
 if ! (cd "$src" && DEB_BUILD_OPTIONS="parallel=${JOBS:-$(nproc)} nocheck noddebs" \

@@ -24,6 +24,13 @@ for e in hello rdma-write read-server srq-server teardown; do
     echo "FAIL: the Makefile did not build $e"; exit 1
   fi
 done
+# The kit's driver example builds through its own Makefile line where the kit is installed.
+if [ -f "$work/driver/Makefile" ] && pkg-config --exists openndk-wdk; then
+  if ! make -C "$work" driver >"$work/make-driver.log" 2>&1; then
+    cat "$work/make-driver.log"; echo "FAIL: the installed driver example does not build with 'make driver'"; exit 1
+  fi
+  echo "the driver example builds against the installed kit"
+fi
 libdir=$(pkg-config --variable=libdir openndk)
 providerdir=$(pkg-config --variable=providerdir openndk)
 [ -e "$providerdir/ndk-iwarp.so" ] || { echo "FAIL: no iwarp provider in $providerdir"; exit 1; }
