@@ -1,0 +1,2 @@
+/* driverspecs.h: the WDK name under which drivers include the annotations; see sal.h. */
+#include "sal.h"

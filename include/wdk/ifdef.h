@@ -1,0 +1,40 @@
+/* ifdef.h - interface identifiers: NET_LUID and the IANA interface types ("NET_LUID_LH union
+ * (ifdef.h)"). On Linux the kit builds a LUID from the interface index and type (netio.c). */
+#ifndef OPENNDK_WDK_IFDEF_H
+#define OPENNDK_WDK_IFDEF_H
+
+#include "ntdef.h"
+
+typedef union _NET_LUID_LH {
+    ULONG64 Value;
+    struct {
+        ULONG64 Reserved : 24;
+        ULONG64 NetLuidIndex : 24;
+        ULONG64 IfType : 16;
+    } Info;
+} NET_LUID_LH, *PNET_LUID_LH, NET_LUID, *PNET_LUID, IF_LUID, *PIF_LUID;
+typedef NET_IFINDEX *PNET_IFINDEX, IF_INDEX, *PIF_INDEX;
+typedef USHORT NET_IFTYPE, *PNET_IFTYPE, IFTYPE;
+typedef ULONG NET_IF_COMPARTMENT_ID, *PNET_IF_COMPARTMENT_ID;
+#define NET_IFINDEX_UNSPECIFIED ((NET_IFINDEX)0)
+#define IFI_UNSPECIFIED NET_IFINDEX_UNSPECIFIED
+#define NET_IFLUID_UNSPECIFIED (0)
+#define NET_IF_COMPARTMENT_ID_UNSPECIFIED 0
+#define NET_IF_COMPARTMENT_ID_PRIMARY 1
+#define IF_MAX_STRING_SIZE 256
+#define IF_MAX_PHYS_ADDRESS_LENGTH 32
+#define NDIS_IF_MAX_STRING_SIZE IF_MAX_STRING_SIZE
+
+#define IF_TYPE_OTHER 1
+#define IF_TYPE_ETHERNET_CSMACD 6
+#define IF_TYPE_ISO88025_TOKENRING 9
+#define IF_TYPE_PPP 23
+#define IF_TYPE_SOFTWARE_LOOPBACK 24
+#define IF_TYPE_ATM 37
+#define IF_TYPE_PROP_VIRTUAL 53
+#define IF_TYPE_IEEE80211 71
+#define IF_TYPE_TUNNEL 131
+#define IF_TYPE_IEEE1394 144
+#define IF_TYPE_INFINIBAND 199
+
+#endif
