@@ -235,6 +235,10 @@ void flt_verify_post_after(struct vfy_obj *qp, ndk_filter_call *call, struct vfy
         default: break;
         }
         q->defer_open = (flags & NDK_OP_FLAG_DEFER) != 0;
+    } else if (init && !NT_SUCCESS(call->status)) {
+        /* An inline failure ends a chain: the provider hands over what it deferred
+         * (Deferred Processing Scheme). */
+        q->defer_open = false;
     }
     pthread_mutex_unlock(&qp->u.qp.mu);
     busy_leave(&q->busy);
