@@ -46,6 +46,8 @@ struct flt_fault_obj {
     pthread_mutex_t          mu;            /* connector: closing, broken, override */
     bool                     closing;
     bool                     broken;
+    bool                     breaking;      /* a break's lower NdkDisconnect is being issued */
+    pthread_t                breaking_thread;
     ndk_filter_obj          *peer;          /* QP: its connector; connector: its QP (inst->mu) */
     struct flt_fault_override override;
 };
@@ -68,6 +70,8 @@ void flt_fault_timer_stop(void);
 /* fault_break.c: aborts the connection under a QP or connector through the provider. */
 void flt_fault_break(struct flt_fault_inst *inst, struct flt_fault_obj *o, uint64_t seed, unsigned rule_index,
                      const struct flt_fault_rule *rule, uint64_t call_index, const char *slot);
+/* The consumer closes a connector: waits out a break being issued by another thread. */
+void flt_fault_break_close(struct flt_fault_obj *c);
 /* Bookkeeping of the QP <-> connector links the break needs. */
 void flt_fault_link(struct flt_fault_inst *inst, struct flt_fault_obj *connector, ndk_filter_obj *qp);
 void flt_fault_unlink(struct flt_fault_inst *inst, struct flt_fault_obj *o);

@@ -133,11 +133,8 @@ static NTSTATUS fault_call(void *inst_ctx, ndk_filter_call *call)
         flt_fault_link(inst, o, ndk_filter_obj_of(call->obj, call->args.connect.qp ? &call->args.connect.qp->Header : NULL));
     else if (call->fn == NDK_FILTER_FN_ACCEPT || call->fn == NDK_FILTER_FN_ACCEPT_EX)
         flt_fault_link(inst, o, ndk_filter_obj_of(call->obj, call->args.accept.qp ? &call->args.accept.qp->Header : NULL));
-    else if (call->fn == NDK_FILTER_FN_CLOSE_CONNECTOR) {
-        pthread_mutex_lock(&o->mu);
-        o->closing = true;
-        pthread_mutex_unlock(&o->mu);
-    }
+    else if (call->fn == NDK_FILTER_FN_CLOSE_CONNECTOR)
+        flt_fault_break_close(o);
 
     for (unsigned i = 0; i < m->rules.n; i++) {
         struct flt_fault_rule *r = &m->rules.rule[i];

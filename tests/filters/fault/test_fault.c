@@ -398,7 +398,7 @@ static void case_notify_delay(void)
     expect_log("'CqNotification:delay=300'", "CqNotification", "delivered 300 ms late");
 }
 
-/* break=connection on the first Send: the peer gets its disconnect event, our outstanding
+/* break=connection on the first Send: both sides get their disconnect event, our outstanding
  * receive is flushed, and later posts fail: what a real loss gives. */
 static void case_break(void)
 {
@@ -422,6 +422,7 @@ static void case_break(void)
     CHECK_STATUS(connect_to(&acc, c, a.qp, NULL), STATUS_SUCCESS);
     CHECK_STATUS(a.qp->Dispatch->NdkSend(a.qp, (PVOID)3, &sa, 1, 0), STATUS_SUCCESS);
     CHECK_MSG(iwt_wait_atomic(&acc.disconnects, 1, 5000), "the peer saw no disconnect event");
+    CHECK_MSG(iwt_wait_atomic(&active_disconnects, 1, 5000), "our side saw no disconnect event");
     /* Our side: the receive is flushed; the send completes (done or flushed); posts then fail. */
     bool recv_flushed = false, send_done = false;
     NDK_RESULT_EX r;
@@ -444,6 +445,7 @@ static void case_break(void)
     iwt_qp_destroy(&b);
     iwt_close(&T);
     expect_log("'NdkSend:nth=1:break=connection' call 1:", "NdkSend", "break=connection");
+    expect_log("'NdkSend:nth=1:break=connection' call 1:", "DisconnectEvent", "delivered to the consumer");
 }
 
 /* A malformed rule fails the adapter open with a reason, instead of running without faults. */
