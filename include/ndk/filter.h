@@ -306,6 +306,10 @@ typedef struct ndk_filter_cb {
     void              *layer_private_[3];   /* the layer's; do not touch */
 } ndk_filter_cb;
 
+/* A callback hook may change cb->status before it delivers or holds the callback; the consumer
+ * gets the changed status (a create completion changed to a failure gets no object: the layer
+ * closes the object below). Nothing else in cb may change. */
+
 /* Runs the consumer's callback (the layer above's). Call exactly once per callback: from the
  * callback hook, or later, from any thread, for a callback taken with ndk_filter_cb_hold().
  * Never call it with a lock held that the consumer's callback or close path may need. When it
@@ -316,6 +320,19 @@ void ndk_filter_deliver(ndk_filter_cb *cb);
  * ndk_filter_deliver() once, or NULL (out of memory: deliver cb now instead). Until it is
  * delivered, the object's close completion and the adapter's close wait for it. */
 ndk_filter_cb *ndk_filter_cb_hold(ndk_filter_cb *cb);
+
+/* A callback that the filter itself originates, delivered to the consumer of this layer (not
+ * through this filter's callback hook), on the calling thread:
+ *   NDK_FILTER_CB_DISCONNECT_EVENT or _EX on a connector whose consumer registered a disconnect
+ *     callback (the form it registered is used; reason goes to the _EX form): at most once per
+ *     connection, counting the provider's own;
+ *   NDK_FILTER_CB_CQ_NOTIFICATION on a CQ armed at this layer and not notified since (status is
+ *     CqStatus): it spends the arm, serialised with the provider's notifications.
+ * Returns STATUS_SUCCESS when delivered, STATUS_INVALID_DEVICE_REQUEST when it may not be raised
+ * now, STATUS_INVALID_PARAMETER for another type or object, or once the object's close was
+ * issued. obj must be alive (obj_destroy not run). Must not be called with a lock held that the
+ * consumer's callback may need; never from inside this object's own callback hook. */
+NTSTATUS ndk_filter_raise(ndk_filter_obj *obj, ndk_filter_cb_type type, NTSTATUS status, ULONG reason);
 
 /* ---- wrappers ---- */
 NDK_OBJECT_TYPE ndk_filter_obj_type(const ndk_filter_obj *obj);

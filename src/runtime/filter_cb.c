@@ -97,7 +97,11 @@ static void event(struct ndk_filter_obj *obj, ndk_filter_cb_type type, NTSTATUS 
 
 VOID nf_cb_cq_notify(PVOID ctx, NTSTATUS status)
 {
-    event(ctx, NDK_FILTER_CB_CQ_NOTIFICATION, status, 0);
+    struct ndk_filter_obj *o = ctx;
+    /* Once per arm (§3.4): an arm a filter's raised notification consumed is spent. */
+    if (!atomic_exchange(&o->armed, 0) && atomic_load(&o->raised))
+        return;
+    event(o, NDK_FILTER_CB_CQ_NOTIFICATION, status, 0);
 }
 
 VOID nf_cb_srq_notify(PVOID ctx, NTSTATUS status)
@@ -105,14 +109,42 @@ VOID nf_cb_srq_notify(PVOID ctx, NTSTATUS status)
     event(ctx, NDK_FILTER_CB_SRQ_NOTIFICATION, status, 0);
 }
 
+/* At most once per connection (§3.6): a filter may have raised it already. */
 VOID nf_cb_disconnect(PVOID ctx)
 {
-    event(ctx, NDK_FILTER_CB_DISCONNECT_EVENT, STATUS_SUCCESS, 0);
+    struct ndk_filter_obj *o = ctx;
+    if (!atomic_exchange(&o->disconnected, 1))
+        event(o, NDK_FILTER_CB_DISCONNECT_EVENT, STATUS_SUCCESS, 0);
 }
 
 VOID nf_cb_disconnect_ex(PVOID ctx, ULONG reason)
 {
-    event(ctx, NDK_FILTER_CB_DISCONNECT_EVENT_EX, STATUS_SUCCESS, reason);
+    struct ndk_filter_obj *o = ctx;
+    if (!atomic_exchange(&o->disconnected, 1))
+        event(o, NDK_FILTER_CB_DISCONNECT_EVENT_EX, STATUS_SUCCESS, reason);
+}
+
+/* CQ notifications are serialised (§3.4, §5.7): one that becomes due while another runs is
+ * delivered by the running thread after it returns (the provider's own and a filter's raised
+ * ones can otherwise overlap). */
+static void cq_notify_up(struct ndk_filter_obj *o, NTSTATUS status)
+{
+    atomic_store(&o->notify_status, (int)status);
+    if (atomic_fetch_add(&o->notify_busy, 1) != 0)
+        return;
+    do
+        o->ev.cq(o->ev_ctx, (NTSTATUS)atomic_load(&o->notify_status));
+    while (atomic_fetch_sub(&o->notify_busy, 1) != 1);
+}
+
+/* A create the hook turned into a failure: the object exists below, so close it there. */
+static void undo_create(struct ndk_filter_obj *n)
+{
+    n->closing = 1;
+    n->close_silent = 1;
+    n->close_cb = NULL;
+    if (nf_lower_close(n)(n->lower, nf_cb_close_done, n) != STATUS_PENDING)
+        nf_obj_release(n);
 }
 
 static VOID discard_close_done(PVOID ctx)
@@ -166,7 +198,9 @@ void ndk_filter_deliver(ndk_filter_cb *cb)
         int made = cb->status == STATUS_SUCCESS && n->active;
         if (n->create_cb)
             n->create_cb(n->create_ctx, cb->status, made ? &n->pub.hdr : NULL);
-        if (!made)
+        if (!made && n->active)
+            undo_create(n);
+        else if (!made)
             nf_obj_discard(n);
         break;
     }
@@ -180,11 +214,9 @@ void ndk_filter_deliver(ndk_filter_cb *cb)
         nf_obj_release(o);
         break;
     }
-    case NDK_FILTER_CB_CQ_NOTIFICATION: {
-        struct ndk_filter_obj *o = cb->layer_private_[0];
-        o->ev.cq(o->ev_ctx, cb->status);
+    case NDK_FILTER_CB_CQ_NOTIFICATION:
+        cq_notify_up(cb->layer_private_[0], cb->status);
         break;
-    }
     case NDK_FILTER_CB_SRQ_NOTIFICATION: {
         struct ndk_filter_obj *o = cb->layer_private_[0];
         o->ev.srq(o->ev_ctx, cb->status);
@@ -230,4 +262,38 @@ ndk_filter_cb *ndk_filter_cb_hold(ndk_filter_cb *cb)
         nf_obj_ref(cb->obj);
     nf_layer_live_add(cb->layer_private_[2], 1);
     return copy;
+}
+
+NTSTATUS ndk_filter_raise(ndk_filter_obj *obj, ndk_filter_cb_type type, NTSTATUS status, ULONG reason)
+{
+    if (!obj || obj->magic != NF_OBJ_MAGIC || obj->closing)
+        return STATUS_INVALID_PARAMETER;
+    ndk_filter_cb cb = { .type = type, .obj = obj, .status = status, .reason = reason, .context = obj->ev_ctx };
+    cb.layer_private_[0] = obj;
+    cb.layer_private_[2] = obj->layer;
+    switch (type) {
+    case NDK_FILTER_CB_CQ_NOTIFICATION:
+        if (obj->type != NdkObjectTypeCq || !obj->ev.cq)
+            return STATUS_INVALID_PARAMETER;
+        atomic_store(&obj->raised, 1);
+        if (!atomic_exchange(&obj->armed, 0))
+            return STATUS_INVALID_DEVICE_REQUEST;   /* not armed, or notified since */
+        break;
+    case NDK_FILTER_CB_DISCONNECT_EVENT:
+    case NDK_FILTER_CB_DISCONNECT_EVENT_EX:
+        if (obj->type != NdkObjectTypeConnector)
+            return STATUS_INVALID_PARAMETER;
+        if (!obj->ev.disconnect || atomic_exchange(&obj->disconnected, 1))
+            return STATUS_INVALID_DEVICE_REQUEST;   /* nobody registered, or it went up already */
+        cb.type = obj->ev_ex ? NDK_FILTER_CB_DISCONNECT_EVENT_EX : NDK_FILTER_CB_DISCONNECT_EVENT;
+        break;
+    default:
+        return STATUS_INVALID_PARAMETER;
+    }
+    /* Keeps the close completion behind this callback; refuses once the object is finalising. */
+    if (!nf_obj_tryref(obj))
+        return STATUS_INVALID_DEVICE_REQUEST;
+    ndk_filter_deliver(&cb);
+    nf_obj_release(obj);
+    return STATUS_SUCCESS;
 }

@@ -115,6 +115,12 @@ struct ndk_filter_obj {
         NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disconnect_ex;
     } ev;
     PVOID                   ev_ctx;
+    int                     ev_ex;          /* connector: the disconnect callback is the _EX form */
+    atomic_int              disconnected;   /* connector: its disconnect event went up (once only) */
+    atomic_int              armed;          /* CQ: armed at this layer, not notified since */
+    atomic_int              raised;         /* CQ: a filter raised a notification on it once */
+    atomic_int              notify_busy;    /* CQ: notifications delivering + queued (serialised) */
+    atomic_int              notify_status;  /* CQ: the status of the last queued notification */
     /* a create in flight (the object does not exist below yet) */
     ndk_filter_fn           create_fn;
     NDK_FN_CREATE_COMPLETION create_cb;
@@ -138,6 +144,7 @@ struct ndk_filter_obj *nf_obj_new(struct nf_layer *layer, NDK_OBJECT_TYPE type, 
 void nf_obj_activate(struct ndk_filter_obj *obj, NDK_OBJECT_HEADER *lower);
 void nf_obj_discard(struct ndk_filter_obj *obj);   /* never activated: free without hooks */
 void nf_obj_ref(struct ndk_filter_obj *obj);
+int nf_obj_tryref(struct ndk_filter_obj *obj);     /* 0 when it is already finalising */
 void nf_obj_release(struct ndk_filter_obj *obj);   /* may finalise: runs callbacks, no lock held */
 void nf_obj_destroy(struct ndk_filter_obj *obj);   /* obj_destroy hook, drop references, free */
 void nf_obj_add_dep(struct ndk_filter_obj *obj, struct ndk_filter_obj *dep);
@@ -154,6 +161,7 @@ NTSTATUS nf_dispatch(ndk_filter_call *call);
 /* filter_next.c: forwarding to the layer below (ndk_filter_next is its public face). */
 int nf_fn_guarded(ndk_filter_fn fn);
 int nf_call_forwarded(const ndk_filter_call *call);   /* ndk_filter_next ran for it */
+NDK_FN_CLOSE_OBJECT nf_lower_close(struct ndk_filter_obj *obj);
 
 /* filter_cb.c: the layer's callbacks given to the layer below, and delivery up. */
 VOID nf_cb_close_done(PVOID ctx);

@@ -120,7 +120,7 @@ static NTSTATUS create_end(ndk_filter_call *c, struct ndk_filter_obj *n, NTSTATU
     return st;
 }
 
-static NDK_FN_CLOSE_OBJECT lower_close(struct ndk_filter_obj *o)
+NDK_FN_CLOSE_OBJECT nf_lower_close(struct ndk_filter_obj *o)
 {
     switch (o->type) {
     case NdkObjectTypeCq: return LOWER(o, NDK_CQ)->Dispatch->NdkCloseCq;
@@ -165,7 +165,7 @@ static NTSTATUS next_close(ndk_filter_call *c)
     o->close_cb = c->args.close.completion;
     o->close_ctx = c->args.close.context;
     o->closing = 1;
-    NTSTATUS st = lower_close(o)(o->lower, nf_cb_close_done, o);
+    NTSTATUS st = nf_lower_close(o)(o->lower, nf_cb_close_done, o);
     if (st == STATUS_PENDING)
         return st;                            /* nf_cb_close_done drops the open reference */
     if (!NT_SUCCESS(st)) {
@@ -284,6 +284,7 @@ static NTSTATUS next_cq(ndk_filter_call *c)
         return req_settle(r, low->Dispatch->NdkResizeCq(low, c->args.resize_cq.depth, nf_cb_request_done, r));
     }
     case NDK_FILTER_FN_ARM_CQ:
+        atomic_store(&c->obj->armed, 1);   /* before the lower arm: its notification may be immediate */
         low->Dispatch->NdkArmCq(low, c->args.arm_cq.type);
         return STATUS_SUCCESS;
     case NDK_FILTER_FN_GET_CQ_RESULTS:
@@ -543,6 +544,7 @@ static NTSTATUS next_connector(ndk_filter_call *c)
         if (!(r = req_new(o, c->fn, a->completion, a->context)))
             return STATUS_INSUFFICIENT_RESOURCES;
         o->ev_ctx = a->disconnect_context;
+        o->ev_ex = c->fn == NDK_FILTER_FN_COMPLETE_CONNECT_EX;
         NTSTATUS st;
         if (c->fn == NDK_FILTER_FN_COMPLETE_CONNECT) {
             o->ev.disconnect = a->disconnect_event;
@@ -563,6 +565,7 @@ static NTSTATUS next_connector(ndk_filter_call *c)
         if (!(r = req_new(o, c->fn, a->completion, a->context)))
             return STATUS_INSUFFICIENT_RESOURCES;
         o->ev_ctx = a->disconnect_context;
+        o->ev_ex = c->fn == NDK_FILTER_FN_ACCEPT_EX;
         NTSTATUS st;
         if (c->fn == NDK_FILTER_FN_ACCEPT) {
             o->ev.disconnect = a->disconnect_event;

@@ -94,6 +94,15 @@ void nf_obj_ref(struct ndk_filter_obj *obj)
     atomic_fetch_add_explicit(&obj->refs, 1, memory_order_relaxed);
 }
 
+int nf_obj_tryref(struct ndk_filter_obj *obj)
+{
+    long n = atomic_load(&obj->refs);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(&obj->refs, &n, n + 1))
+            return 1;
+    return 0;
+}
+
 void nf_obj_release(struct ndk_filter_obj *obj)
 {
     if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) != 1)
