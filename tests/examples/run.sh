@@ -18,8 +18,8 @@ server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-# What each example is run with and must print. Lines are matched whole (grep -x, extended
-# regex); @S@ is the server's address without the port, @A@ the one the client was given.
+# What each example is run with and must print, line for line (grep -xF); @S@ is the server's
+# address without the port, @A@ the one the client was given.
 clients=1 server_args=() client_args=()
 case $name in
   hello)
@@ -83,8 +83,7 @@ expect() {
   local want=("$@") line n
   for line in "${want[@]}"; do
     line=${line//@S@/$shown}; line=${line//@A@/$addr}
-    line=$(printf '%s' "$line" | sed 's/[][().*^$?+|{}\\]/\\&/g')
-    grep -qx -- "$line" "$file" || { echo "FAIL: $file lacks the line: $line"; echo "--- it has:"; cat "$file"; fail=1; }
+    grep -qxF -- "$line" "$file" || { echo "FAIL: $file lacks the line: $line"; echo "--- it has:"; cat "$file"; fail=1; }
   done
   n=$(grep -vc "^$name: listening on " "$file" || true)
   [ "$n" -eq "${#want[@]}" ] || { echo "FAIL: $file has $n lines, expected ${#want[@]}"; cat "$file"; fail=1; }
