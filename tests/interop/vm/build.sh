@@ -144,7 +144,7 @@ fi
 
 # ---------------------------------------------------------------- ksmbd with SMB Direct (shared)
 # Debian builds ksmbd without CONFIG_SMB_SERVER_SMBDIRECT. Rebuild fs/smb/server out of tree with
-# it, named ksmbd_smbdirect.ko so the stock ksmbd.ko stays (shared/interop/vm/NOTES.md §9):
+# it, named ksmbd_smbdirect.ko so the stock ksmbd.ko stays loadable beside it (docs/smbdirect.md):
 # linux-kbuild ships no asn1_compiler, so it is built from the source package and the two SPNEGO
 # parsers are generated beforehand. Independent of the siw variant, so built once per kernel.
 KSMBD_DIR="$BASE/ksmbd"
