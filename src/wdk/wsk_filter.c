@@ -21,6 +21,7 @@
 struct wsk_flt_obj {
     struct ndk_list link;
     ndk_filter_obj *obj;
+    BOOLEAN         live;    /* in the list (under the instance lock) */
 };
 
 void wdk_wsk_flt_inst_init(struct wdk_wsk_flt_inst *inst, ULONG ifindex)
@@ -58,6 +59,19 @@ ULONG wdk_wsk_flt_open_objects(struct wdk_wsk_flt_inst *inst, char *buf, size_t 
     return n;
 }
 
+/* Takes an object off the live list once. Context: any; instance lock only. */
+static void wsk_flt_forget(struct wdk_wsk_flt_inst *inst, ndk_filter_obj *obj)
+{
+    struct wsk_flt_obj *o = ndk_filter_obj_ctx(obj);
+    pthread_mutex_lock(&inst->lock);
+    if (o->live) {
+        o->live = FALSE;
+        ndk_list_del(&o->link);
+        inst->count--;
+    }
+    pthread_mutex_unlock(&inst->lock);
+}
+
 /* Context: never blocks (instance lock only). */
 static void wsk_flt_obj_create(void *inst_ctx, ndk_filter_obj *obj)
 {
@@ -69,20 +83,28 @@ static void wsk_flt_obj_create(void *inst_ctx, ndk_filter_obj *obj)
         return;
     pthread_mutex_lock(&inst->lock);
     ndk_list_add_tail(&inst->objs, &o->link);
+    o->live = TRUE;
     inst->count++;
     pthread_mutex_unlock(&inst->lock);
 }
 
 static void wsk_flt_obj_destroy(void *inst_ctx, ndk_filter_obj *obj)
 {
-    struct wdk_wsk_flt_inst *inst = inst_ctx;
-    struct wsk_flt_obj *o = ndk_filter_obj_ctx(obj);
-    if (ndk_filter_obj_type(obj) == NdkObjectTypeAdapter)
-        return;
-    pthread_mutex_lock(&inst->lock);
-    ndk_list_del(&o->link);
-    inst->count--;
-    pthread_mutex_unlock(&inst->lock);
+    wsk_flt_forget(inst_ctx, obj);
+}
+
+/* TRUE for the NdkCloseXxx slots of every object but the adapter. */
+static BOOLEAN wsk_flt_is_close(ndk_filter_fn fn)
+{
+    switch (fn) {
+    case NDK_FILTER_FN_CLOSE_CQ: case NDK_FILTER_FN_CLOSE_PD: case NDK_FILTER_FN_CLOSE_MR:
+    case NDK_FILTER_FN_CLOSE_MW: case NDK_FILTER_FN_CLOSE_SRQ: case NDK_FILTER_FN_CLOSE_QP:
+    case NDK_FILTER_FN_CLOSE_SHARED_ENDPOINT: case NDK_FILTER_FN_CLOSE_CONNECTOR:
+    case NDK_FILTER_FN_CLOSE_LISTENER:
+        return TRUE;
+    default:
+        return FALSE;
+    }
 }
 
 /* Every call the driver makes on the instance. Context: the driver's thread, at its IRQL. */
@@ -94,7 +116,11 @@ static NTSTATUS wsk_flt_call(void *inst_ctx, ndk_filter_call *call)
     if (call->fn == NDK_FILTER_FN_QUERY_ADAPTER_INFO && irql > PASSIVE_LEVEL)
         wdk_wsk_report("NDK_CALL_IRQL", NULL, "NdkQueryAdapterInfo", "%s called at IRQL %u; it may be called at "
                        "PASSIVE_LEVEL only", ndk_filter_fn_name(call->fn), (unsigned)irql);
-    return ndk_filter_next(call);
+    NTSTATUS st = ndk_filter_next(call);
+    /* A close done inline: the object is gone for the driver now, whenever the wrapper ends. */
+    if (st == STATUS_SUCCESS && wsk_flt_is_close(call->fn))
+        wsk_flt_forget(inst_ctx, call->obj);
+    return st;
 }
 
 /* Every consumer callback: delivered at DISPATCH_LEVEL, the thread's IRQL restored after.
@@ -102,6 +128,10 @@ static NTSTATUS wsk_flt_call(void *inst_ctx, ndk_filter_call *call)
 static void wsk_flt_callback(void *inst_ctx, ndk_filter_cb *cb)
 {
     /* The raw setter: the kit's KeRaiseIrql would name this file as the site of any finding. */
+    /* The driver may run on as soon as its close completion returns, before the wrapper's
+     * obj_destroy: the object leaves the live set first. */
+    if (cb->type == NDK_FILTER_CB_CLOSE_COMPLETION)
+        wsk_flt_forget(inst_ctx, cb->obj);
     KIRQL old = wdk_irql_get();
     if (old < DISPATCH_LEVEL)
         wdk_irql_set(DISPATCH_LEVEL);

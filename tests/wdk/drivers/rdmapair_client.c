@@ -40,7 +40,7 @@ static NTSTATUS ClientRegisterData(PPAIR_CONTEXT ctx)
 static NTSTATUS ClientConnect(PPAIR_CONTEXT ctx)
 {
     NDK_OBJECT_HEADER *late;
-    UCHAR peerData[64];
+    UCHAR peerData[256];   /* the largest private data NDK carries (MaxCallerData) */
     ULONG peerLength = sizeof(peerData);
     ULONG ird = 0, ord = 0;
     NTSTATUS status;

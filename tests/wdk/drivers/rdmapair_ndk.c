@@ -408,11 +408,6 @@ NTSTATUS PairRdma(PPAIR_CONTEXT Ctx, BOOLEAN Write, ULONG LocalOffset, ULONG64 R
         status = PairWait(Ctx, &Ctx->RdmaReq.Event, TRUE, Write ? "an RDMA Write completion" : "an RDMA Read completion");
     if (NT_SUCCESS(status))
         status = Ctx->RdmaReq.Status;
-    if (NT_SUCCESS(status) && Ctx->RdmaReq.Bytes != Length && !Write) {
-        PairLog(Ctx, "RDMA Read transferred %lu bytes, expected %lu", (unsigned long)Ctx->RdmaReq.Bytes,
-                (unsigned long)Length);
-        status = STATUS_DATA_ERROR;
-    }
     if (!NT_SUCCESS(status))
         PairLog(Ctx, "RDMA %s of %lu bytes failed (0x%08X)", Write ? "Write" : "Read", (unsigned long)Length, status);
     return status;

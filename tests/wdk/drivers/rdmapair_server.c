@@ -22,7 +22,7 @@ static PPAIR_CONTEXT ServerContext;
 static VOID ServerAcceptWorker(PDEVICE_OBJECT DeviceObject, PVOID Context)
 {
     PPAIR_CONTEXT ctx = (PPAIR_CONTEXT)Context;
-    UCHAR peerData[64];
+    UCHAR peerData[256];   /* the largest private data NDK carries (MaxCallerData) */
     ULONG peerLength = sizeof(peerData);
     ULONG ird = 0, ord = 0;
     NTSTATUS status;

@@ -9,6 +9,7 @@
 #include "rdmapair.h"
 
 DRIVER_INITIALIZE DriverEntry;
+static DRIVER_UNLOAD ProbeUnload;
 
 static ULONG ProbeChecks, ProbeFailures;
 static KEVENT ProbeCallbackSeen;
@@ -100,6 +101,12 @@ static VOID ProbeAdapter(const WSK_PROVIDER_NPI *Npi, const WSK_PROVIDER_NDK_DIS
     Ndk->WskCloseNdkAdapter(Npi->Client, adapter);
 }
 
+/* Everything was closed and deregistered in DriverEntry. */
+static VOID ProbeUnload(PDRIVER_OBJECT DriverObject)
+{
+    UNREFERENCED_PARAMETER(DriverObject);
+}
+
 NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
 {
     static const WSK_CLIENT_DISPATCH clientDispatch = { MAKE_WSK_VERSION(1, 0), 0, NULL };
@@ -117,8 +124,8 @@ NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
     HANDLE key;
     NTSTATUS status;
 
-    UNREFERENCED_PARAMETER(DriverObject);
     PAGED_CODE();
+    DriverObject->DriverUnload = ProbeUnload;
     status = PairOpenParameters(RegistryPath, &key);
     if (!NT_SUCCESS(status))
         return status;
