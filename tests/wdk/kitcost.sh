@@ -10,7 +10,8 @@
 # Usage: kitcost.sh BUILD_DIR [WRITES (20000)] [ROUNDS (3)]
 set -uo pipefail
 build=$(cd "$1" && pwd) n=${2:-20000} rounds=${3:-3}
-export NDK_PROVIDER_PATH=$build/providers NDK_PROVIDERS=iwarp
+# MPA CRC off on both sides, as ndkperf runs by default (the drivers would get the provider default, on).
+export NDK_PROVIDER_PATH=$build/providers NDK_PROVIDERS=iwarp NDK_IWARP_CRC=0
 ndkperf=$build/tools/ndkperf/ndkperf ndkdrv=$build/tools/ndkdrv/ndkdrv
 srv=$build/tests/wdk/rdmapair_server.so cli=$build/tests/wdk/rdmapair_client.so
 lo=$(cat /sys/class/net/lo/ifindex)
