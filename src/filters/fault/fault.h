@@ -50,6 +50,16 @@ struct flt_fault_obj {
     pthread_t                breaking_thread;
     ndk_filter_obj          *peer;          /* QP: its connector; connector: its QP (inst->mu) */
     struct flt_fault_override override;
+    /* CQ: completions held back (NdkGetCqResults(Ex):delay=), oldest first (mu). */
+    struct flt_fault_held   *held;
+    unsigned                 held_n, held_cap;
+    bool                     raise_pending;   /* a notification for them is queued on the timer */
+};
+
+/* One completion the filter took from the provider and holds until ready_ns. */
+struct flt_fault_held {
+    NDK_RESULT_EX result;
+    uint64_t      ready_ns;
 };
 
 /* fault_log.c */
@@ -64,8 +74,18 @@ int flt_fault_timer_start(void);
 /* Delivers cb (from ndk_filter_cb_hold) after delay_ms; delivers it at once if the timer cannot
  * take it. Any thread, never blocks. */
 void flt_fault_timer_deliver_later(ndk_filter_cb *cb, unsigned delay_ms);
+/* Runs fn(arg) on the timer thread after delay_ms; 0, or -errno when it cannot be queued. */
+int flt_fault_timer_call_later(const void *key, unsigned delay_ms, void (*fn)(void *), void *arg);
+/* Forgets the functions queued under key; waits while one of them is running. */
+void flt_fault_timer_cancel(const void *key);
 /* Delivers everything still queued, then stops the thread. May block. */
 void flt_fault_timer_stop(void);
+
+/* fault_delay.c: completions held back (the poll hook, the arm hook, the CQ's close). */
+NTSTATUS flt_fault_delay_poll(struct flt_fault_inst *inst, struct flt_fault_obj *cq, ndk_filter_call *call,
+                              unsigned rule_index, struct flt_fault_rule *rule, uint64_t call_index, bool fire);
+void flt_fault_delay_armed(struct flt_fault_obj *cq);
+void flt_fault_delay_close(struct flt_fault_obj *cq);
 
 /* fault_break.c: aborts the connection under a QP or connector through the provider. */
 void flt_fault_break(struct flt_fault_inst *inst, struct flt_fault_obj *o, uint64_t seed, unsigned rule_index,

@@ -100,6 +100,7 @@ static void fault_obj_destroy(void *inst_ctx, ndk_filter_obj *fobj)
 {
     struct flt_fault_obj *o = ndk_filter_obj_ctx(fobj);
     flt_fault_unlink(inst_ctx, o);
+    free(o->held);
     pthread_mutex_destroy(&o->mu);
 }
 
@@ -135,6 +136,31 @@ static NTSTATUS fault_call(void *inst_ctx, ndk_filter_call *call)
         flt_fault_link(inst, o, ndk_filter_obj_of(call->obj, call->args.accept.qp ? &call->args.accept.qp->Header : NULL));
     else if (call->fn == NDK_FILTER_FN_CLOSE_CONNECTOR)
         flt_fault_break_close(o);
+
+    else if (call->fn == NDK_FILTER_FN_CLOSE_CQ)
+        flt_fault_delay_close(o);
+
+    if (call->fn == NDK_FILTER_FN_GET_CQ_RESULTS || call->fn == NDK_FILTER_FN_GET_CQ_RESULTS_EX) {
+        for (unsigned i = 0; i < m->rules.n; i++) {
+            struct flt_fault_rule *r = &m->rules.rule[i];
+            if (r->kind != FLT_FAULT_DELAY || !flt_fault_rule_matches(r, slot))
+                continue;
+            uint64_t idx;
+            bool fire = flt_fault_rule_decide(r, &idx);
+            pthread_mutex_lock(&o->mu);
+            bool held = o->held_n != 0;
+            pthread_mutex_unlock(&o->mu);
+            /* Once completions are held, every poll goes through the hold so that order stays. */
+            if (fire || held)
+                return flt_fault_delay_poll(inst, o, call, i, r, idx, fire);
+            break;
+        }
+    }
+    if (call->fn == NDK_FILTER_FN_ARM_CQ) {
+        NTSTATUS st = ndk_filter_next(call);
+        flt_fault_delay_armed(o);
+        return st;
+    }
 
     for (unsigned i = 0; i < m->rules.n; i++) {
         struct flt_fault_rule *r = &m->rules.rule[i];

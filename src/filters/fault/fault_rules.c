@@ -149,8 +149,9 @@ static int check_rule(struct flt_fault_rule *rule, char *err, size_t errlen)
     case FLT_FAULT_BREAK:
         return 0;
     case FLT_FAULT_DELAY:
-        if (!notify) {
-            snprintf(err, errlen, "delay= alone applies to CqNotification (with status=...:async, to the failure)");
+        if (!notify && !cq_poll) {
+            snprintf(err, errlen, "delay= alone applies to CqNotification and NdkGetCqResults(Ex) "
+                                  "(with status=...:async, to the failure)");
             return -EINVAL;
         }
         return 0;

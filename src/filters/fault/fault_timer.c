@@ -11,7 +11,10 @@
 struct timer_item {
     struct timer_item *next;
     uint64_t           due_ns;
-    ndk_filter_cb     *cb;
+    ndk_filter_cb     *cb;            /* a held callback to deliver, or */
+    void             (*fn)(void *);   /* a function to run */
+    void              *arg;
+    const void        *key;           /* for flt_fault_timer_cancel */
 };
 
 /* timer_mu guards items, running and stopping; timer_cv wakes the thread. */
@@ -20,6 +23,7 @@ static pthread_cond_t timer_cv;
 static struct timer_item *items;   /* sorted by due_ns */
 static pthread_t timer_thread;
 static bool running, stopping;
+static const void *running_key;    /* the key of the item being run, NULL when none */
 
 static uint64_t now_ns(void)
 {
@@ -48,10 +52,16 @@ static void *timer_main(void *arg)
         }
         struct timer_item *it = items;
         items = it->next;
+        running_key = it->key;
         pthread_mutex_unlock(&timer_mu);
-        ndk_filter_deliver(it->cb);
+        if (it->cb)
+            ndk_filter_deliver(it->cb);
+        else
+            it->fn(it->arg);
         free(it);
         pthread_mutex_lock(&timer_mu);
+        running_key = NULL;
+        pthread_cond_broadcast(&timer_cv);
     }
     pthread_mutex_unlock(&timer_mu);
     return NULL;
@@ -76,6 +86,18 @@ int flt_fault_timer_start(void)
     return rc;
 }
 
+/* Queues it; timer_mu held. */
+static void enqueue(struct timer_item *it, unsigned delay_ms)
+{
+    it->due_ns = now_ns() + (uint64_t)delay_ms * 1000000ull;
+    struct timer_item **p = &items;
+    while (*p && (*p)->due_ns <= it->due_ns)
+        p = &(*p)->next;
+    it->next = *p;
+    *p = it;
+    pthread_cond_broadcast(&timer_cv);
+}
+
 /* Any thread; never blocks beyond timer_mu. */
 void flt_fault_timer_deliver_later(ndk_filter_cb *cb, unsigned delay_ms)
 {
@@ -88,13 +110,48 @@ void flt_fault_timer_deliver_later(ndk_filter_cb *cb, unsigned delay_ms)
         return;
     }
     it->cb = cb;
-    it->due_ns = now_ns() + (uint64_t)delay_ms * 1000000ull;
-    struct timer_item **p = &items;
-    while (*p && (*p)->due_ns <= it->due_ns)
-        p = &(*p)->next;
-    it->next = *p;
-    *p = it;
-    pthread_cond_signal(&timer_cv);
+    enqueue(it, delay_ms);
+    pthread_mutex_unlock(&timer_mu);
+}
+
+/* Any thread; never blocks beyond timer_mu. Returns -ENOMEM (nothing queued) or 0. */
+int flt_fault_timer_call_later(const void *key, unsigned delay_ms, void (*fn)(void *), void *arg)
+{
+    struct timer_item *it = calloc(1, sizeof *it);
+    if (!it)
+        return -ENOMEM;
+    it->fn = fn;
+    it->arg = arg;
+    it->key = key;
+    pthread_mutex_lock(&timer_mu);
+    if (!running) {
+        pthread_mutex_unlock(&timer_mu);
+        free(it);
+        return -ESRCH;
+    }
+    enqueue(it, delay_ms);
+    pthread_mutex_unlock(&timer_mu);
+    return 0;
+}
+
+/* Drops the queued functions of key and waits while one of them runs (on another thread: never
+ * call it from such a function). Waits only for a function already running. */
+void flt_fault_timer_cancel(const void *key)
+{
+    pthread_mutex_lock(&timer_mu);
+    for (struct timer_item **p = &items; *p;) {
+        if ((*p)->key == key && !(*p)->cb) {
+            struct timer_item *dead = *p;
+            *p = dead->next;
+            free(dead);
+        } else {
+            p = &(*p)->next;
+        }
+    }
+    /* From the timer thread itself (a consumer closing the CQ from the notification we run),
+     * the running function is the caller: nothing to wait for. */
+    while (running && running_key == key && !pthread_equal(pthread_self(), timer_thread))
+        pthread_cond_wait(&timer_cv, &timer_mu);
     pthread_mutex_unlock(&timer_mu);
 }
 

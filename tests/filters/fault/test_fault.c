@@ -398,6 +398,48 @@ static void case_notify_delay(void)
     expect_log("'CqNotification:delay=300'", "CqNotification", "delivered 300 ms late");
 }
 
+/* Completions 300 ms late: a poll hides the flushed receive's completion; the consumer arms and
+ * is notified when it is due (not before), and the next poll returns it. */
+static void case_completion_delay(void)
+{
+    start("NdkGetCqResults:delay=300", NULL);
+    NDK_CQ *cq;
+    NDK_PD *pd;
+    NDK_QP *qp;
+    CHECK_STATUS(T.ad->Dispatch->NdkCreateCq(T.ad, 8, on_notify, NULL, NULL, NULL, NULL, &cq), STATUS_SUCCESS);
+    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
+    CHECK_STATUS(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 4, 4, 1, 1, 0, NULL, NULL, &qp), STATUS_SUCCESS);
+    PMDL mdl;
+    UINT32 tok;
+    NDK_MR *mr = mr_register(pd, &mdl, &tok);
+    NDK_SGE s = sge(0, 64, tok);
+    CHECK_STATUS(qp->Dispatch->NdkReceive(qp, (PVOID)7, &s, 1), STATUS_SUCCESS);
+    qp->Dispatch->NdkFlush(qp);
+    usleep(100 * 1000);   /* the flushed completion is in the provider's CQ */
+    NDK_RESULT r;
+    uint64_t t0 = ndk_test_now_ms();
+    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 0);
+    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
+    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 0);
+    uint64_t end = t0 + 5000;
+    while (!atomic_load(&notified_ms) && ndk_test_now_ms() < end)
+        usleep(5000);
+    long long got = atomic_load(&notified_ms);
+    CHECK_MSG(got, "no notification for the held completion");
+    CHECK_MSG(got - (long long)t0 >= 280, "notified after %lld ms, the rule holds 300", got - (long long)t0);
+    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 1);
+    CHECK_STATUS(r.Status, STATUS_CANCELLED);
+    CHECK(r.RequestContext == (PVOID)7);
+    printf("completion returned %llu ms after the first poll that took it\n",
+           (unsigned long long)(ndk_test_now_ms() - t0));
+    iwt_mr_release(mr, mdl, 5000);
+    iwt_close_obj(qp, 5000);
+    iwt_close_obj(pd, 5000);
+    iwt_close_obj(cq, 5000);
+    iwt_close(&T);
+    expect_log("'NdkGetCqResults:delay=300'", "NdkGetCqResults", "1 completion(s) held 300 ms");
+}
+
 /* break=connection on the first Send: both sides get their disconnect event, our outstanding
  * receive is flushed, and later posts fail: what a real loss gives. */
 static void case_break(void)
@@ -477,6 +519,7 @@ static const struct {
     { "connect-timeout", case_connect_timeout },
     { "short", case_short },
     { "notify-delay", case_notify_delay },
+    { "completion-delay", case_completion_delay },
     { "break", case_break },
     { "bad-rules", case_bad_rules },
 };
