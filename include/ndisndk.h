@@ -19,6 +19,7 @@ typedef struct _NDIS_OBJECT_HEADER {
 } NDIS_OBJECT_HEADER, *PNDIS_OBJECT_HEADER;
 
 #define NDIS_OBJECT_TYPE_DEFAULT                          0x80
+#define NDIS_OBJECT_TYPE_RSS_PROCESSOR_INFO               0xB1
 #define NDIS_OBJECT_TYPE_NDK_PROVIDER_CHARACTERISTICS     0xB2
 #define NDIS_OBJECT_TYPE_MINIPORT_ADAPTER_NDK_ATTRIBUTES  0xB3
 
@@ -197,8 +198,7 @@ typedef struct _NDK_WMI_ADAPTER_INFO {
     ULONG               MaxCallerData;
     ULONG               MaxCalleeData;
     ULONG               AdapterFlags;
-    NDK_RDMA_TECHNOLOGY RdmaTechnology;
-} NDK_WMI_ADAPTER_INFO;
+} NDK_WMI_ADAPTER_INFO, *PNDK_WMI_ADAPTER_INFO;   /* no RdmaTechnology: ntddndis.h has none (96 bytes) */
 
 typedef struct _NDIS_WMI_NDK_CAPABILITIES {
     ULONG                MaxQpCount;
@@ -211,7 +211,7 @@ typedef struct _NDIS_WMI_NDK_CAPABILITIES {
     ULONG                MaxSrqCount;
     ULONG64              MissingCounterMask;
     NDK_WMI_ADAPTER_INFO NdkInfo;
-} NDIS_WMI_NDK_CAPABILITIES;
+} NDIS_WMI_NDK_CAPABILITIES, *PNDIS_WMI_NDK_CAPABILITIES;
 
 #define NDIS_MAX_PHYS_ADDRESS_LENGTH 32
 
@@ -220,19 +220,19 @@ typedef struct _NDIS_NDK_REQUEST_PARAMETERS {
     NDIS_SWITCH_PORT_ID   SwitchPortId;
     NET_IFINDEX           IfIndex;
     UCHAR                 MacAddress[NDIS_MAX_PHYS_ADDRESS_LENGTH];
-    UINT32                VlanId;
+    UINT                  VlanId;
     NDIS_NDK_CAPABILITIES NdkReserved;
-} NDIS_NDK_REQUEST_PARAMETERS;
+} NDIS_NDK_REQUEST_PARAMETERS, *PNDIS_NDK_REQUEST_PARAMETERS;
 
 typedef struct _NDIS_NDK_RESPONSE_PARAMETERS {
     BOOLEAN               CapabilitiesAvailable;
     NDIS_NDK_CAPABILITIES ReceivedCapabilities;
-} NDIS_NDK_RESPONSE_PARAMETERS;
+} NDIS_NDK_RESPONSE_PARAMETERS, *PNDIS_NDK_RESPONSE_PARAMETERS;
 
 typedef struct _NDIS_NDK_PARAMETERS {
     NDIS_NDK_REQUEST_PARAMETERS  NdkRequest;
     NDIS_NDK_RESPONSE_PARAMETERS NdkResponse;
-} NDIS_NDK_PARAMETERS;
+} NDIS_NDK_PARAMETERS, *PNDIS_NDK_PARAMETERS;
 
 #define NDIS_NIC_SWITCH_VPORT_PARAMS_NDK_PARAMS_CHANGED 0x00200000
 
@@ -246,11 +246,64 @@ typedef struct _NDIS_NDK_PARAMETERS {
 DEFINE_GUID(GUID_NDIS_NDK_CAPABILITIES, 0x7969ba4d, 0xdd80, 0x4bc7, 0xb3, 0xe6, 0x68, 0x04, 0x39, 0x97, 0xe5, 0x19);
 DEFINE_GUID(GUID_NDIS_NDK_STATE, 0x530c69c9, 0x2f51, 0x49de, 0xa1, 0xaf, 0x08, 0x8d, 0x54, 0xff, 0xa4, 0x74);
 
-/* INF keywords (§6.9). */
+/* ---- INF keywords (§6.9) ----
+ * ndis.h gives the keyword names as NDIS strings, for NdisReadConfiguration; the _NAME forms
+ * are the same text as plain C strings, for code that reads the registry another way. An NDIS
+ * string is a UNICODE_STRING; the constant's literal is UTF-16 (L"" when wchar_t is 16 bits, as
+ * with -fshort-wchar, else u"", which has the same type as WCHAR there). */
+typedef UNICODE_STRING NDIS_STRING, *PNDIS_STRING;
+#ifndef NDIS_STRING_CONST
+#if defined(__SIZEOF_WCHAR_T__) && __SIZEOF_WCHAR_T__ == 2
+#define NDIS_STRING_CONST(x) { (USHORT)(sizeof(L##x) - sizeof(WCHAR)), (USHORT)sizeof(L##x), (PWCH)(L##x) }
+#else
+#define NDIS_STRING_CONST(x) { (USHORT)(sizeof(u##x) - sizeof(WCHAR)), (USHORT)sizeof(u##x), (PWCH)(u##x) }
+#endif
+#endif
+#define NETWORK_DIRECT_KEYWORD                  NDIS_STRING_CONST("*NetworkDirect")
+#define NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD     NDIS_STRING_CONST("*NetworkDirectGlobalFlags")
 #define NETWORK_DIRECT_KEYWORD_NAME             "*NetworkDirect"
 #define NETWORK_DIRECT_TECHNOLOGY_KEYWORD_NAME  "*NetworkDirectTechnology"
 #define NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD_NAME "*NetworkDirectGlobalFlags"
 #define NETWORK_DIRECT_GLOBAL_FLAGS_ALLOW_REMOTE_IP_SUBNET 0x00000001
+
+/* ---- RSS processor information (ntddndis.h), which the NDK RSS extension returns ---- */
+typedef struct _NDIS_RSS_PROCESSOR {
+    PROCESSOR_NUMBER ProcNum;
+    USHORT           PreferenceIndex;
+    USHORT           Reserved;
+} NDIS_RSS_PROCESSOR, *PNDIS_RSS_PROCESSOR;
+
+typedef enum _NDIS_RSS_PROFILE {
+    NdisRssProfileClosest = 1,
+    NdisRssProfileClosestStatic,
+    NdisRssProfileNuma,
+    NdisRssProfileNumaStatic,
+    NdisRssProfileConservative,
+    NdisRssProfileMaximum
+} NDIS_RSS_PROFILE, *PNDIS_RSS_PROFILE;
+
+#define NDIS_RSS_PROCESSOR_INFO_REVISION_1 1
+#define NDIS_RSS_PROCESSOR_INFO_REVISION_2 2
+
+/* A header, then RssProcessorCount entries of RssProcessorEntrySize bytes each, starting
+ * RssProcessorArrayOffset bytes from the start of this structure. */
+typedef struct _NDIS_RSS_PROCESSOR_INFO {
+    NDIS_OBJECT_HEADER Header;
+    ULONG              Flags;
+    PROCESSOR_NUMBER   RssBaseProcessor;
+    ULONG              MaxNumRssProcessors;
+    USHORT             PreferredNumaNode;
+    ULONG              RssProcessorArrayOffset;
+    ULONG              RssProcessorCount;
+    ULONG              RssProcessorEntrySize;
+    PROCESSOR_NUMBER   RssMaxProcessor;     /* revision 2 */
+    NDIS_RSS_PROFILE   RssProfile;          /* revision 2 */
+} NDIS_RSS_PROCESSOR_INFO, *PNDIS_RSS_PROCESSOR_INFO;
+
+#define NDIS_SIZEOF_RSS_PROCESSOR_REVISION_1 RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR, PreferenceIndex)
+#define NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_1 \
+    RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR_INFO, RssProcessorEntrySize)
+#define NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_2 RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR_INFO, RssProfile)
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,14 @@ typedef struct _GUID {
 #endif
 #endif
 
+/* A counted UTF-16 string: lengths in bytes, no terminator required (ntdef.h's shape). */
+typedef struct _UNICODE_STRING {
+    USHORT Length;
+    USHORT MaximumLength;
+    PWCH   Buffer;
+} UNICODE_STRING, *PUNICODE_STRING;
+typedef const UNICODE_STRING *PCUNICODE_STRING;
+
 typedef struct _GROUP_AFFINITY {
     KAFFINITY Mask;
     USHORT    Group;

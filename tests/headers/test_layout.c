@@ -118,6 +118,33 @@ OFF(NDIS_NDK_LOCAL_ENDPOINT_ENTRY, OwnerPid, 0x20); SIZE(NDIS_NDK_LOCAL_ENDPOINT
 OFF(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints, 16);
 _Static_assert(NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(2) == 16 + 36 * 2, "endpoints size macro");
 
+/* WMI views and vPort parameters, ntddndis.h x64 (no RdmaTechnology in the WMI view) */
+SIZE(NDK_WMI_ADAPTER_INFO, 96); OFF(NDK_WMI_ADAPTER_INFO, MaxRegistrationSize, 0x10);
+OFF(NDK_WMI_ADAPTER_INFO, FRMRPageCount, 0x20); OFF(NDK_WMI_ADAPTER_INFO, AdapterFlags, 0x5C);
+SIZE(NDIS_WMI_NDK_CAPABILITIES, 136); OFF(NDIS_WMI_NDK_CAPABILITIES, MissingCounterMask, 0x20);
+OFF(NDIS_WMI_NDK_CAPABILITIES, NdkInfo, 0x28);
+OFF(NDIS_NDK_REQUEST_PARAMETERS, SwitchPortId, 4); OFF(NDIS_NDK_REQUEST_PARAMETERS, IfIndex, 8);
+OFF(NDIS_NDK_REQUEST_PARAMETERS, MacAddress, 12); OFF(NDIS_NDK_REQUEST_PARAMETERS, VlanId, 44);
+OFF(NDIS_NDK_REQUEST_PARAMETERS, NdkReserved, 48); SIZE(NDIS_NDK_REQUEST_PARAMETERS, 104);
+OFF(NDIS_NDK_RESPONSE_PARAMETERS, ReceivedCapabilities, 8); SIZE(NDIS_NDK_RESPONSE_PARAMETERS, 64);
+OFF(NDIS_NDK_PARAMETERS, NdkResponse, 104); SIZE(NDIS_NDK_PARAMETERS, 168);
+#define PTR(t) _Static_assert(_Generic((P##t)0, t *: 1, default: 0), "P" #t " is " #t " *")
+PTR(NDK_WMI_ADAPTER_INFO); PTR(NDIS_WMI_NDK_CAPABILITIES); PTR(NDIS_NDK_REQUEST_PARAMETERS);
+PTR(NDIS_NDK_RESPONSE_PARAMETERS); PTR(NDIS_NDK_PARAMETERS); PTR(NDIS_RSS_PROCESSOR_INFO); PTR(NDIS_STRING);
+
+/* RSS processor information, ntddndis.h x64 */
+SIZE(NDIS_RSS_PROCESSOR, 8); OFF(NDIS_RSS_PROCESSOR, PreferenceIndex, 4);
+OFF(NDIS_RSS_PROCESSOR_INFO, Flags, 4); OFF(NDIS_RSS_PROCESSOR_INFO, RssBaseProcessor, 8);
+OFF(NDIS_RSS_PROCESSOR_INFO, MaxNumRssProcessors, 12); OFF(NDIS_RSS_PROCESSOR_INFO, PreferredNumaNode, 16);
+OFF(NDIS_RSS_PROCESSOR_INFO, RssProcessorArrayOffset, 20); OFF(NDIS_RSS_PROCESSOR_INFO, RssProcessorCount, 24);
+OFF(NDIS_RSS_PROCESSOR_INFO, RssProcessorEntrySize, 28); OFF(NDIS_RSS_PROCESSOR_INFO, RssMaxProcessor, 32);
+OFF(NDIS_RSS_PROCESSOR_INFO, RssProfile, 36); SIZE(NDIS_RSS_PROCESSOR_INFO, 40);
+_Static_assert(NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_1 == 32 && NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_2 == 40 &&
+               NDIS_SIZEOF_RSS_PROCESSOR_REVISION_1 == 6, "RSS size macros");
+
+/* NDIS strings */
+SIZE(UNICODE_STRING, 16); OFF(UNICODE_STRING, MaximumLength, 2); OFF(UNICODE_STRING, Buffer, 8);
+
 /* ntstatus.h's NDIS facility keeps 0xC023xxxx; ndis.h's NDIS_STATUS_xxx names keep NDIS 5's
  * 0xC001xxxx or reuse the generic NTSTATUS. Twins are different numbers (docs/status.md). */
 #define VALUE(name, v) _Static_assert((uint32_t)(name) == (v), #name " value")
@@ -171,6 +198,16 @@ int main(void)
     CHECK_EQ(NDIS_NDK_PERFORMANCE_COUNTER_MASK(CQError), 1ull << 25);
     CHECK_EQ(NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAOutFrames), 1ull << 29);
     CHECK_EQ(NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED, 0x10000);
+
+    /* The INF keywords as ndis.h gives them: NDIS strings, lengths in bytes without the NUL. */
+    NDIS_STRING kw = NETWORK_DIRECT_KEYWORD, gf = NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD;
+    CHECK_EQ(kw.Length, 2 * strlen(NETWORK_DIRECT_KEYWORD_NAME));
+    CHECK_EQ(kw.MaximumLength, kw.Length + 2);
+    CHECK_EQ(gf.Length, 2 * strlen(NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD_NAME));
+    for (size_t i = 0; i < strlen(NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD_NAME); i++)
+        CHECK_EQ(gf.Buffer[i], (unsigned char)NETWORK_DIRECT_GLOBAL_FLAGS_KEYWORD_NAME[i]);
+    CHECK_EQ(kw.Buffer[0], '*');
+    CHECK_EQ(kw.Buffer[kw.Length / 2], 0);
 
     /* MDL helpers: a chain of three buffers, two of them adjacent. */
     static char buf[3 * 8192];

@@ -465,6 +465,9 @@ void iw_obj_init(struct iw_obj *o, const struct iw_obj_ops *ops, enum iw_obj_typ
 /* iw_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
  * (same contexts; the provider's work-queue lock is dev->wq_lock). */
 NDK_PROV_OBJ_TYPED(iw_obj, struct iw_obj)
+/* No extension is offered. The RSS extension (ndkrss.h) would name the processors receive work
+ * is steered to; the progress threads run wherever the scheduler puts them, so there are none to
+ * name, and the query gets STATUS_NOT_SUPPORTED (docs/status.md). */
 #define iw_query_extension ndk_prov_obj_query_extension
 
 /* ====================================================================================

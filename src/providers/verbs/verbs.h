@@ -254,6 +254,9 @@ void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_typ
 /* vb_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
  * (same contexts; the provider's work-queue lock is dev->wq_lock). */
 NDK_PROV_OBJ_TYPED(vb_obj, struct vb_obj)
+/* No extension is offered. The RSS extension (ndkrss.h) would name the processors receive work
+ * is steered to; the provider does not learn which processors the RNIC's completion vectors
+ * interrupt, so it cannot name them, and the query gets STATUS_NOT_SUPPORTED (docs/status.md). */
 #define vb_obj_query_extension ndk_prov_obj_query_extension
 
 /* ---- status (status.c): the one table (map §3) ---- */
