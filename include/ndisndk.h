@@ -1,7 +1,7 @@
 /*
  * ndisndk.h - the NDIS side of NDK: provider characteristics (open/close adapter handlers),
  * adapter NDK attributes and capabilities, the four OID_NDK_* requests and their structures,
- * and the NDK PnP events (NDKPI reference §2.2, §6).
+ * and the NDK PnP events (Microsoft's "ndisndk.h header" and ntddndis.h pages).
  */
 #ifndef NDISNDK_H
 #define NDISNDK_H
@@ -23,7 +23,7 @@ typedef struct _NDIS_OBJECT_HEADER {
 #define NDIS_OBJECT_TYPE_NDK_PROVIDER_CHARACTERISTICS     0xB2
 #define NDIS_OBJECT_TYPE_MINIPORT_ADAPTER_NDK_ATTRIBUTES  0xB3
 
-/* ---- open / close adapter (§2.2, §6.3) ---- */
+/* ---- open / close adapter ---- */
 typedef struct _NDIS_OPEN_NDK_ADAPTER_PARAMETERS {
     NDK_VERSION              Version;
     NDIS_NIC_SWITCH_ID       SwitchId;
@@ -48,7 +48,7 @@ typedef struct _NDIS_NDK_PROVIDER_CHARACTERISTICS {
 #define NDIS_SIZEOF_NDK_PROVIDER_CHARACTERISTICS_REVISION_1 \
     RTL_SIZEOF_THROUGH_FIELD(NDIS_NDK_PROVIDER_CHARACTERISTICS, CloseNDKAdapterHandler)
 
-/* ---- adapter attributes and capabilities (§6.4) ---- */
+/* ---- adapter attributes and capabilities ---- */
 #define NDIS_NDK_CAPABILITIES_REVISION_1 1
 
 typedef struct _NDIS_NDK_CAPABILITIES {
@@ -79,7 +79,7 @@ typedef struct _NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES {
 #define NDIS_SIZEOF_MINIPORT_ADAPTER_NDK_ATTRIBUTES_REVISION_1 \
     RTL_SIZEOF_THROUGH_FIELD(NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES, NdkCapabilities)
 
-/* ---- OIDs (§6.5-§6.8, §6.13) ---- */
+/* ---- OIDs ---- */
 #define OID_NDK_SET_STATE       0xFC040201
 #define OID_NDK_STATISTICS      0xFC040202
 #define OID_NDK_CONNECTIONS     0xFC040203
@@ -175,7 +175,7 @@ typedef struct _NDIS_NDK_LOCAL_ENDPOINTS {
 #define NDIS_SIZEOF_NDK_LOCAL_ENDPOINTS_REVISION_1(n) \
     (offsetof(NDIS_NDK_LOCAL_ENDPOINTS, LocalEndpoints) + (size_t)(n) * sizeof(NDIS_NDK_LOCAL_ENDPOINT_ENTRY))
 
-/* ---- WMI views and vPort parameters (§6.10, §6.11) ---- */
+/* ---- WMI views and vPort parameters ---- */
 typedef struct _NDK_WMI_ADAPTER_INFO {
     NDK_VERSION         Version;
     UINT32              VendorId;
@@ -236,7 +236,7 @@ typedef struct _NDIS_NDK_PARAMETERS {
 
 #define NDIS_NIC_SWITCH_VPORT_PARAMS_NDK_PARAMS_CHANGED 0x00200000
 
-/* WMI GUIDs (§6.10, §6.13), where Windows has them (ntddndis.h): GUID_NDIS_NDK_CAPABILITIES
+/* WMI GUIDs, where Windows has them (ntddndis.h): GUID_NDIS_NDK_CAPABILITIES
  * {7969ba4d-dd80-4bc7-b3e6-68043997e519} and GUID_NDIS_NDK_STATE {530c69c9-2f51-49de-a1af-088d54ffa474}.
  * The _INIT forms are constant initializers for code that needs its own copy. */
 #define GUID_NDIS_NDK_CAPABILITIES_INIT \
@@ -246,7 +246,7 @@ typedef struct _NDIS_NDK_PARAMETERS {
 DEFINE_GUID(GUID_NDIS_NDK_CAPABILITIES, 0x7969ba4d, 0xdd80, 0x4bc7, 0xb3, 0xe6, 0x68, 0x04, 0x39, 0x97, 0xe5, 0x19);
 DEFINE_GUID(GUID_NDIS_NDK_STATE, 0x530c69c9, 0x2f51, 0x49de, 0xa1, 0xaf, 0x08, 0x8d, 0x54, 0xff, 0xa4, 0x74);
 
-/* ---- INF keywords (§6.9) ----
+/* ---- INF keywords ----
  * ndis.h gives the keyword names as NDIS strings, for NdisReadConfiguration; the _NAME forms
  * are the same text as plain C strings, for code that reads the registry another way. An NDIS
  * string is a UNICODE_STRING; the constant's literal is UTF-16 (L"" when wchar_t is 16 bits, as
@@ -303,7 +303,8 @@ typedef struct _NDIS_RSS_PROCESSOR_INFO {
 #define NDIS_SIZEOF_RSS_PROCESSOR_REVISION_1 RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR, PreferenceIndex)
 #define NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_1 \
     RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR_INFO, RssProcessorEntrySize)
-#define NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_2 RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR_INFO, RssProfile)
+#define NDIS_SIZEOF_RSS_PROCESSOR_INFO_REVISION_2 \
+    RTL_SIZEOF_THROUGH_FIELD(NDIS_RSS_PROCESSOR_INFO, RssProfile)
 
 #ifdef __cplusplus
 }

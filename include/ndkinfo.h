@@ -1,5 +1,5 @@
 /*
- * ndkinfo.h - NDK version, adapter limits and RDMA technology (NDKPI reference §1.2, §4.7, §4.8).
+ * ndkinfo.h - NDK version, adapter limits and RDMA technology (Microsoft's "ndkinfo.h header").
  */
 #ifndef NDKINFO_H
 #define NDKINFO_H
@@ -15,7 +15,7 @@ typedef struct _NDK_VERSION {
     USHORT Minor;
 } NDK_VERSION;
 
-/* The versions this interface describes; 2.1 is the newest (§7). */
+/* The versions this interface describes; 2.1 is the newest. */
 #define NDK_VERSION_1_1_MAJOR 1
 #define NDK_VERSION_1_1_MINOR 1
 #define NDK_VERSION_1_2_MINOR 2
@@ -64,7 +64,7 @@ typedef struct _NDK_ADAPTER_INFO {
     NDK_RDMA_TECHNOLOGY RdmaTechnology;
 } NDK_ADAPTER_INFO;
 
-/* Size of the structure in headers that predate RdmaTechnology (§8 item 38). */
+/* Size of the structure in headers that predate RdmaTechnology (WDKs before NDK 2.0). */
 #define NDK_ADAPTER_INFO_SIZE_WITHOUT_TECHNOLOGY ((ULONG)offsetof(NDK_ADAPTER_INFO, RdmaTechnology))
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /*
  * ndkpi.h - the Network Direct Kernel Provider Interface (NDKPI 2.1), source-compatible with the
- * names, prototypes, layouts and constants of Windows' ndkpi.h (NDKPI reference §1-§4).
+ * names, prototypes, layouts and constants of Windows' ndkpi.h (Microsoft's "ndkpi.h header"
+ * pages; docs/ndkpi.md).
  *
  * A consumer writes `#include <ndkpi.h>` as on Windows. Layouts match x64 Windows: ULONG is
  * 32 bits and pointers 64 bits; static assertions in tests/headers pin every size and offset.
@@ -15,7 +16,7 @@
 extern "C" {
 #endif
 
-/* ---- object model (§1.3-§1.5) ---- */
+/* ---- object model ---- */
 typedef enum _NDK_OBJECT_TYPE {
     NdkObjectTypeUndefined      = 0,
     NdkObjectTypeAdapter        = 1,
@@ -52,7 +53,7 @@ typedef struct _NDK_CONNECTOR       NDK_CONNECTOR;
 typedef struct _NDK_LISTENER        NDK_LISTENER;
 typedef struct _NDK_SHARED_ENDPOINT NDK_SHARED_ENDPOINT;
 
-/* ---- constants (§2.4, §2.6, §2.9, §4.9) ---- */
+/* ---- constants ---- */
 #define NDK_CQ_NOTIFY_ERRORS    0
 #define NDK_CQ_NOTIFY_ANY       1
 #define NDK_CQ_NOTIFY_SOLICITED 2
@@ -74,11 +75,11 @@ typedef struct _NDK_SHARED_ENDPOINT NDK_SHARED_ENDPOINT;
 #define NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE 0x00000100
 #define NDK_OP_FLAG_DEFER                      0x00000200
 
-/* ND port space for provider-chosen ports (§5.11.5). */
+/* ND port space for provider-chosen ports (docs/ndkpi.md, "Connection set-up"). */
 #define NDK_EPHEMERAL_PORT_FIRST 49152
 #define NDK_EPHEMERAL_PORT_LAST  65535
 
-/* ---- plain structures (§4) ---- */
+/* ---- plain structures ---- */
 typedef PHYSICAL_ADDRESS NDK_LOGICAL_ADDRESS;
 
 typedef struct _NDK_SGE {
@@ -128,7 +129,7 @@ typedef struct _NDK_RESULT_EX {
     ULONG_PTR          TypeSpecificCompletionOutput;
 } NDK_RESULT_EX;
 
-/* ---- consumer callbacks (§3) ---- */
+/* ---- consumer callbacks ---- */
 typedef VOID (*NDK_FN_CLOSE_COMPLETION)(PVOID Context);
 typedef VOID (*NDK_FN_CREATE_COMPLETION)(PVOID Context, NTSTATUS Status, NDK_OBJECT_HEADER *pNdkObject);
 typedef VOID (*NDK_FN_REQUEST_COMPLETION)(PVOID Context, NTSTATUS Status);
@@ -138,7 +139,7 @@ typedef VOID (*NDK_FN_DISCONNECT_EVENT_CALLBACK)(PVOID DisconnectEventContext);
 typedef VOID (*NDK_FN_DISCONNECT_EVENT_CALLBACK_EX)(PVOID DisconnectEventContext, ULONG ProviderDisconnectReason);
 typedef VOID (*NDK_FN_SRQ_NOTIFICATION_CALLBACK)(PVOID SrqNotificationContext, NTSTATUS SrqStatus);
 
-/* ---- provider functions (§2) ---- */
+/* ---- provider functions ---- */
 typedef NTSTATUS (*NDK_FN_CLOSE_OBJECT)(
     NDK_OBJECT_HEADER *pNdkObject, NDK_FN_CLOSE_COMPLETION CloseCompletion, PVOID RequestContext);
 
@@ -342,7 +343,7 @@ typedef NTSTATUS (*NDK_FN_GET_LISTENER_LOCAL_ADDRESS)(
 
 typedef VOID (*NDK_FN_CONTROL_CONNECT_EVENTS)(NDK_LISTENER *pNdkListener, BOOLEAN Pause);
 
-/* ---- dispatch tables, members in the documented order (§1.6) ---- */
+/* ---- dispatch tables, members in the documented order ---- */
 typedef struct _NDK_ADAPTER_DISPATCH {
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
     NDK_FN_QUERY_ADAPTER_INFO        NdkQueryAdapterInfo;
@@ -443,7 +444,7 @@ typedef struct _NDK_LISTENER_DISPATCH {
     NDK_FN_CONTROL_CONNECT_EVENTS     NdkControlConnectEvents;
 } NDK_LISTENER_DISPATCH;
 
-/* ---- the ten object structures: header, then the dispatch table (§1.5) ---- */
+/* ---- the ten object structures: header, then the dispatch table ---- */
 struct _NDK_ADAPTER         { NDK_OBJECT_HEADER Header; CONST NDK_ADAPTER_DISPATCH *Dispatch; };
 struct _NDK_PD              { NDK_OBJECT_HEADER Header; CONST NDK_PD_DISPATCH *Dispatch; };
 struct _NDK_CQ              { NDK_OBJECT_HEADER Header; CONST NDK_CQ_DISPATCH *Dispatch; };

@@ -20,8 +20,8 @@ extern "C" {
 /* {bab27026-86c3-4e31-9f72-4936ded76d42} */
 #define NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH_INIT \
     { 0xbab27026, 0x86c3, 0x4e31, { 0x9f, 0x72, 0x49, 0x36, 0xde, 0xd7, 0x6d, 0x42 } }
-DEFINE_GUID(NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH, 0xbab27026, 0x86c3, 0x4e31, 0x9f, 0x72, 0x49, 0x36, 0xde, 0xd7,
-            0x6d, 0x42);
+DEFINE_GUID(NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH, 0xbab27026, 0x86c3, 0x4e31, 0x9f, 0x72, 0x49, 0x36, 0xde,
+            0xd7, 0x6d, 0x42);
 
 /* Fills up to *Size bytes at RssProcessorInfo (which may be NULL to ask for the size) and sets
  * *Size to the bytes needed; an NDIS_STATUS. At most DISPATCH_LEVEL. */

@@ -3,7 +3,7 @@
  * with exact widths for an LP64 Linux host.
  *
  * Windows kernel code is LLP64: ULONG is 32 bits even on 64-bit targets, so nothing here maps
- * to `long` (NDKPI reference §0.1). NTSTATUS values are the real ntstatus.h numbers (ndk/ntstatus.h).
+ * to `long`. NTSTATUS values are the real ntstatus.h numbers (ndk/ntstatus.h).
  */
 #ifndef NDK_NT_H
 #define NDK_NT_H
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-/* ---- scalar types (§0.1) ----
+/* ---- scalar types ----
  * The 64-bit integers are `long long`, as MSVC's __int64 is: the WDK's Interlocked*64 take
  * `LONG64 volatile *`, and a consumer passes the address of its own ULONG64/LONGLONG fields. On
  * LP64 Linux int64_t is `long`, a distinct type, so those pointers would not convert. Print them
@@ -64,7 +64,7 @@ typedef void              *HANDLE, **PHANDLE;
 typedef void               VOID;
 _Static_assert(sizeof(LONGLONG) == 8 && sizeof(ULONG64) == 8, "64-bit integers are 8 bytes");
 
-/* WCHAR is UTF-16 (§0.1). Built with -fshort-wchar (the kit's flags), wchar_t is 16 bits and
+/* WCHAR is UTF-16. Built with -fshort-wchar (the kit's flags), wchar_t is 16 bits and
  * L"..." literals have type WCHAR[]; otherwise a plain 16-bit integer keeps the layouts right. */
 #if defined(__SIZEOF_WCHAR_T__) && __SIZEOF_WCHAR_T__ == 2
 typedef wchar_t            WCHAR;
@@ -168,7 +168,7 @@ typedef struct _PROCESSOR_NUMBER {
 
 /* ---- socket addresses (ws2def.h / ws2ipdef.h shapes) ----
  * Windows and Linux lay these out byte for byte alike; only the member spellings differ, and
- * AF_INET6 is Linux's 10 here, not Windows' 23 (§0.1 [port]). So the Windows-shaped types below
+ * AF_INET6 is Linux's 10 here, not Windows' 23. So the Windows-shaped types below
  * carry the Windows names (S_un, u.Byte, sin6_scope_struct) and the Linux ones the tree uses
  * (s_addr, s6_addr), and a pointer to either converts to a `struct sockaddr *` for the kernel.
  * SOCKADDR itself is Linux's struct sockaddr (sa_family, sa_data[14]: the same 16 bytes). */
@@ -270,7 +270,7 @@ typedef union _SOCKADDR_INET {
 #define RTL_FIELD_SIZE(type, field) (sizeof(((type *)0)->field))
 #define RTL_SIZEOF_THROUGH_FIELD(type, field) (offsetof(type, field) + RTL_FIELD_SIZE(type, field))
 
-/* ---- status codes (§0.3): STATUS_PENDING is success-class; test for it explicitly ---- */
+/* ---- status codes: STATUS_PENDING is success-class; test for it explicitly ---- */
 /* The top two bits are the severity: 0 success, 1 informational, 2 warning, 3 error. */
 #ifndef NT_SUCCESS
 #define NT_SUCCESS(Status) (((NTSTATUS)(Status)) >= 0)
@@ -292,7 +292,8 @@ typedef union _SOCKADDR_INET {
  * As on Windows, StartVa is the page-aligned base and ByteOffset the offset of the first byte
  * in that page; the buffer starts at StartVa + ByteOffset and spans ByteCount bytes. Next links
  * the chain. A user-space MDL's pages are ordinary process memory; "locking" is a no-op unless
- * the consumer asks for mlock. Providers treat the virtual address as a label (§2.6). */
+ * the consumer asks for mlock. Providers treat the virtual address as a label (docs/ndkpi.md,
+ * "Memory registration"). */
 typedef struct _MDL {
     struct _MDL *Next;
     CSHORT       Size;        /* bytes of this descriptor */
