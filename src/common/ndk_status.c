@@ -6,7 +6,8 @@
 #include <string.h>
 
 /* The single errno -> NTSTATUS table (DEVELOPERS: "one table maps to NTSTATUS"). The choices
- * follow the NDKPI reference's return-code lists (§2.11 connect, §5.11.5 endpoints). */
+ * follow the return codes Microsoft's NDKPI pages list for each call (docs/ndkpi.md, "Status codes
+ * you will meet"). */
 static const struct {
     int      err;
     NTSTATUS status;

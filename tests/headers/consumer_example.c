@@ -1,7 +1,8 @@
 /*
- * A consumer and a toy provider written only from the names, prototypes and layouts of the
- * NDKPI reference (§1-§4, §6): every dispatch slot is filled by member name with a function
- * whose parameter list is spelled as the reference spells it, and the consumer calls every slot.
+ * A consumer and a toy provider written only from the names, prototypes and layouts Microsoft
+ * documents for ndkpi.h, ndkinfo.h and ndisndk.h: every dispatch slot is filled by member name
+ * with a function whose parameter list is spelled as the documentation spells it, and the
+ * consumer calls every slot.
  * It must compile unchanged with gcc and clang as strict C11 and run to "ok".
  */
 #include <ndkpi.h>

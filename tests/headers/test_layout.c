@@ -1,4 +1,4 @@
-/* Pins every x64 size and offset the NDKPI reference gives (§1.4-§1.6, §4, §6), so a layout
+/* Pins every x64 size and offset of the WDK's NDK structures (Windows x64 layouts), so a layout
  * change fails the build, and checks the constants' values at run time as well. */
 #include <ndkpi.h>
 #include <ndisndk.h>
@@ -8,13 +8,13 @@
 #define OFF(t, f, v) _Static_assert(offsetof(t, f) == (v), #t "." #f " offset")
 #define SIZE(t, v) _Static_assert(sizeof(t) == (v), "sizeof " #t)
 
-/* §0.1 widths */
+/* LLP64 widths */
 SIZE(ULONG, 4); SIZE(USHORT, 2); SIZE(BOOLEAN, 1); SIZE(ULONG64, 8); SIZE(NTSTATUS, 4);
 SIZE(SIZE_T, sizeof(void *)); SIZE(GUID, 16); SIZE(SOCKADDR_INET, 28); SIZE(PHYSICAL_ADDRESS, 8);
 SIZE(GROUP_AFFINITY, 16);
 _Static_assert(_Alignof(SOCKADDR_INET) == 4, "SOCKADDR_INET alignment");
 
-/* §1.2-§1.5 */
+/* versions, object types and headers */
 SIZE(NDK_VERSION, 4);
 SIZE(NDK_OBJECT_TYPE, 4);
 OFF(NDK_OBJECT_HEADER, Version, 0); OFF(NDK_OBJECT_HEADER, ObjectType, 4); OFF(NDK_OBJECT_HEADER, NdkReserved, 8);
@@ -23,7 +23,7 @@ SIZE(NDK_OBJECT_HEADER_RESERVED_BLOCK, 32); SIZE(NDK_OBJECT_HEADER, 40);
 OBJ(NDK_ADAPTER); OBJ(NDK_PD); OBJ(NDK_CQ); OBJ(NDK_QP); OBJ(NDK_SRQ); OBJ(NDK_MR); OBJ(NDK_MW);
 OBJ(NDK_CONNECTOR); OBJ(NDK_LISTENER); OBJ(NDK_SHARED_ENDPOINT);
 
-/* §1.6 dispatch tables: sizes and every slot offset */
+/* dispatch tables: sizes and every slot offset */
 SIZE(NDK_ADAPTER_DISPATCH, 0x48);
 OFF(NDK_ADAPTER_DISPATCH, NdkQueryExtension, 0x00); OFF(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo, 0x08);
 OFF(NDK_ADAPTER_DISPATCH, NdkCreateCq, 0x10); OFF(NDK_ADAPTER_DISPATCH, NdkCreatePd, 0x18);
@@ -73,7 +73,7 @@ OFF(NDK_LISTENER_DISPATCH, NdkCloseListener, 0x00); OFF(NDK_LISTENER_DISPATCH, N
 OFF(NDK_LISTENER_DISPATCH, NdkListen, 0x10); OFF(NDK_LISTENER_DISPATCH, NdkGetLocalAddress, 0x18);
 OFF(NDK_LISTENER_DISPATCH, NdkControlConnectEvents, 0x20);
 
-/* §4 structures */
+/* plain structures */
 OFF(NDK_RESULT, Status, 0x00); OFF(NDK_RESULT, BytesTransferred, 0x04); OFF(NDK_RESULT, QPContext, 0x08);
 OFF(NDK_RESULT, RequestContext, 0x10); SIZE(NDK_RESULT, 0x18);
 OFF(NDK_RESULT_EX, Status, 0x00); OFF(NDK_RESULT_EX, BytesTransferred, 0x04); OFF(NDK_RESULT_EX, QPContext, 0x08);
@@ -96,7 +96,7 @@ OFF(NDK_ADAPTER_INFO, LargeRequestThreshold, 0x50); OFF(NDK_ADAPTER_INFO, MaxCal
 OFF(NDK_ADAPTER_INFO, MaxCalleeData, 0x58); OFF(NDK_ADAPTER_INFO, AdapterFlags, 0x5C);
 OFF(NDK_ADAPTER_INFO, RdmaTechnology, 0x60); SIZE(NDK_ADAPTER_INFO, 0x68);
 
-/* §6 NDIS side */
+/* NDIS side */
 SIZE(NDIS_OBJECT_HEADER, 4);
 SIZE(NDIS_NDK_PROVIDER_CHARACTERISTICS, 24);
 _Static_assert(NDIS_SIZEOF_NDK_PROVIDER_CHARACTERISTICS_REVISION_1 == 24, "characteristics size macro");
@@ -221,6 +221,6 @@ int main(void)
     CHECK(NdkMdlChainIsContiguous(chain, 8000));
     CHECK(!NdkMdlChainIsContiguous(chain, 8001));
     NdkMdlChainFree(chain);
-    printf("layout: all sizes, offsets and constants match the reference\n");
+    printf("layout: all sizes, offsets and constants match the WDK's\n");
     return 0;
 }
