@@ -365,6 +365,12 @@ const char *ndk_filter_config(ndk_filter_module *module, const char *key);
 void ndk_filter_log(ndk_filter_module *module, int level, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Opens a filter's output file (a <filter>.path setting): "%p" becomes the process id; NULL, ""
+ * or "-" is standard error (STDERR_FILENO, not to be closed). Opened O_WRONLY | O_CREAT |
+ * O_APPEND | O_CLOEXEC, mode 0644, so that one write(2) per record never interleaves with
+ * another's. Returns the fd or -errno. May block. */
+int ndk_filter_open_path(const char *path);
+
 /* ---- what a filter implements ---- */
 typedef struct ndk_filter_ops {
     ULONG       size;            /* sizeof(ndk_filter_ops) as the filter was built */

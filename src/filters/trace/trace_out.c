@@ -7,7 +7,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -115,25 +114,10 @@ void flt_trace_rec_end(struct flt_trace_rec *r)
 /* trace.path: "-" or unset is stderr; %p becomes the process id. May block (open). */
 int flt_trace_out_open(struct flt_trace_module *mod, const char *path)
 {
-    mod->fd = STDERR_FILENO;
-    mod->own_fd = 0;
-    if (!path || !*path || strcmp(path, "-") == 0)
-        return 0;
-    char name[4096];
-    size_t o = 0;
-    for (const char *c = path; *c && o < sizeof name - 24; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            o += (size_t)snprintf(name + o, sizeof name - o, "%d", (int)getpid());
-            c++;
-        } else {
-            name[o++] = *c;
-        }
-    }
-    name[o] = '\0';
-    int fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ndk_filter_open_path(path);
     if (fd < 0)
-        return -errno;
+        return fd;
     mod->fd = fd;
-    mod->own_fd = 1;
+    mod->own_fd = fd != STDERR_FILENO;
     return 0;
 }
