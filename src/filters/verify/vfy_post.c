@@ -103,6 +103,44 @@ ULONG flt_verify_qp_outstanding(struct vfy_obj *qp)
     return n;
 }
 
+/* The SGE list, flags and request context of any work request. */
+static void post_fields(const ndk_filter_call *call, const NDK_SGE **sgl, ULONG *nsge, ULONG *flags, PVOID *ctx)
+{
+    *sgl = NULL;
+    *nsge = 0;
+    *flags = 0;
+    *ctx = NULL;
+    switch (call->fn) {
+    case NDK_FILTER_FN_SEND: case NDK_FILTER_FN_SEND_AND_INVALIDATE:
+    case NDK_FILTER_FN_RECEIVE: case NDK_FILTER_FN_SRQ_RECEIVE:
+        *sgl = call->args.post.sgl;
+        *nsge = call->args.post.sge_count;
+        *flags = call->args.post.flags;
+        *ctx = call->args.post.request_context;
+        break;
+    case NDK_FILTER_FN_READ: case NDK_FILTER_FN_WRITE:
+        *sgl = call->args.rdma.sgl;
+        *nsge = call->args.rdma.sge_count;
+        *flags = call->args.rdma.flags;
+        *ctx = call->args.rdma.request_context;
+        break;
+    case NDK_FILTER_FN_BIND:
+        *flags = call->args.bind.flags;
+        *ctx = call->args.bind.request_context;
+        break;
+    case NDK_FILTER_FN_FAST_REGISTER:
+        *flags = call->args.fast_register.flags;
+        *ctx = call->args.fast_register.request_context;
+        break;
+    case NDK_FILTER_FN_INVALIDATE:
+        *flags = call->args.invalidate.flags;
+        *ctx = call->args.invalidate.request_context;
+        break;
+    default:
+        break;
+    }
+}
+
 /* The consumer's thread, before a work request goes down. Checks the request, then enters it
  * as outstanding (before forwarding, as its completion may be polled before the post returns).
  * Returns false when the request must not be forwarded (never: the provider decides). */
@@ -119,38 +157,10 @@ bool flt_verify_post_before(struct vfy_inst *inst, struct vfy_obj *qp, ndk_filte
         flt_verify_report(VFY_RECEIVE_ON_SRQ_QP, qp->name, fn, "the QP was created with an SRQ (%s)",
                           flt_verify_obj(qp->u.qp.srq)->name);
 
-    const NDK_SGE *sgl = NULL;
-    ULONG nsge = 0, flags = 0;
-    PVOID ctx = NULL;
-    switch (call->fn) {
-    case NDK_FILTER_FN_SEND: case NDK_FILTER_FN_SEND_AND_INVALIDATE:
-    case NDK_FILTER_FN_RECEIVE: case NDK_FILTER_FN_SRQ_RECEIVE:
-        sgl = call->args.post.sgl;
-        nsge = call->args.post.sge_count;
-        flags = call->args.post.flags;
-        ctx = call->args.post.request_context;
-        break;
-    case NDK_FILTER_FN_READ: case NDK_FILTER_FN_WRITE:
-        sgl = call->args.rdma.sgl;
-        nsge = call->args.rdma.sge_count;
-        flags = call->args.rdma.flags;
-        ctx = call->args.rdma.request_context;
-        break;
-    case NDK_FILTER_FN_BIND:
-        flags = call->args.bind.flags;
-        ctx = call->args.bind.request_context;
-        break;
-    case NDK_FILTER_FN_FAST_REGISTER:
-        flags = call->args.fast_register.flags;
-        ctx = call->args.fast_register.request_context;
-        break;
-    case NDK_FILTER_FN_INVALIDATE:
-        flags = call->args.invalidate.flags;
-        ctx = call->args.invalidate.request_context;
-        break;
-    default:
-        break;
-    }
+    const NDK_SGE *sgl;
+    ULONG nsge, flags;
+    PVOID ctx;
+    post_fields(call, &sgl, &nsge, &flags, &ctx);
     if (init) {
         for (size_t i = 0; i < sizeof documented_flags / sizeof documented_flags[0]; i++)
             if (documented_flags[i].fn == call->fn && (flags & ~documented_flags[i].flags))
@@ -225,15 +235,10 @@ void flt_verify_post_after(struct vfy_obj *qp, ndk_filter_call *call, struct vfy
         }
     }
     if (init && NT_SUCCESS(call->status)) {
-        ULONG flags = 0;
-        switch (call->fn) {
-        case NDK_FILTER_FN_SEND: case NDK_FILTER_FN_SEND_AND_INVALIDATE: flags = call->args.post.flags; break;
-        case NDK_FILTER_FN_READ: case NDK_FILTER_FN_WRITE: flags = call->args.rdma.flags; break;
-        case NDK_FILTER_FN_BIND: flags = call->args.bind.flags; break;
-        case NDK_FILTER_FN_FAST_REGISTER: flags = call->args.fast_register.flags; break;
-        case NDK_FILTER_FN_INVALIDATE: flags = call->args.invalidate.flags; break;
-        default: break;
-        }
+        const NDK_SGE *sgl;
+        ULONG nsge, flags;
+        PVOID ctx;
+        post_fields(call, &sgl, &nsge, &flags, &ctx);
         q->defer_open = (flags & NDK_OP_FLAG_DEFER) != 0;
     } else if (init && !NT_SUCCESS(call->status)) {
         /* An inline failure ends a chain: the provider hands over what it deferred

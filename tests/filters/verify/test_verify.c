@@ -106,6 +106,57 @@ static NDK_SGE sge(size_t off, ULONG len, UINT32 token)
     return s;
 }
 
+/* A PD whose close pends: an MR of it is still open (the antecedent rule). */
+static NDK_PD *pd_with_mr(NDK_MR **mr, BOOLEAN fast)
+{
+    NDK_PD *pd;
+    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
+    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, fast, NULL, NULL, mr), STATUS_SUCCESS);
+    return pd;
+}
+
+/* Posts one receive on q; when the provider took it, flushes it and polls its completion. */
+static void receive_flushed(struct iwt_qp *q, NDK_SGE s)
+{
+    if (NT_SUCCESS(q->qp->Dispatch->NdkReceive(q->qp, NULL, &s, 1))) {
+        q->qp->Dispatch->NdkFlush(q->qp);
+        NDK_RESULT_EX r;
+        CHECK(iwt_cq_wait(q->cq, &r, 5000));
+    }
+}
+
+/* A connection: QPs a and b, a region on each (a's at 0, b's at 4096), a receive posted on b. */
+struct conn {
+    struct iwt_qp a, b;
+    PMDL ma, mb;
+    UINT32 ta, tb;
+    NDK_MR *mra, *mrb;
+    struct iwt_link k;
+};
+
+static void conn_open(struct conn *c)
+{
+    iwt_qp_create(&T, &c->a, 4);
+    iwt_qp_create(&T, &c->b, 4);
+    c->mra = mr_register(c->a.pd, 0, 4096, &c->ma, &c->ta);
+    c->mrb = mr_register(c->b.pd, 4096, 4096, &c->mb, &c->tb);
+    NDK_SGE rb = sge(4096, 64, c->tb);
+    CHECK_STATUS(c->b.qp->Dispatch->NdkReceive(c->b.qp, (PVOID)1, &rb, 1), STATUS_SUCCESS);
+    iwt_link_open(&T, &c->k, c->a.qp, c->b.qp, 5000);
+}
+
+/* Closes in order what is still set (a case that released a region itself clears it). */
+static void conn_close(struct conn *c)
+{
+    iwt_link_close(&c->k, 5000);
+    if (c->mra)
+        iwt_mr_release(c->mra, c->ma, 5000);
+    if (c->mrb)
+        iwt_mr_release(c->mrb, c->mb, 5000);
+    iwt_qp_destroy(&c->a);
+    iwt_qp_destroy(&c->b);
+}
+
 /* ---- cases ---- */
 
 /* A PD's close pends while its MR is open (the antecedent rule); a call on it meanwhile is a use
@@ -113,10 +164,8 @@ static NDK_SGE sge(size_t off, ULONG len, UINT32 token)
 static void case_use_after_close(void)
 {
     start();
-    NDK_PD *pd;
     NDK_MR *mr, *mr2;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, FALSE);
     struct iwt_close c = { 0 };
     CHECK_STATUS(iwt_close_start(pd, &c), STATUS_PENDING);
     NTSTATUS st = pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr2);
@@ -130,10 +179,8 @@ static void case_use_after_close(void)
 static void case_double_close(void)
 {
     start();
-    NDK_PD *pd;
     NDK_MR *mr;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, FALSE);
     struct iwt_close c = { 0 }, c2 = { 0 };
     CHECK_STATUS(iwt_close_start(pd, &c), STATUS_PENDING);
     CHECK(!NT_SUCCESS(iwt_close_start(pd, &c2)));
@@ -220,10 +267,8 @@ static void query_in_callback(void *ctx)
 static void case_blocking_in_callback(void)
 {
     start();
-    NDK_PD *pd;
     NDK_MR *mr;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, FALSE);
     struct iwt_close c = { 0 };
     CHECK_STATUS(pd->Dispatch->NdkClosePd(&pd->Header, query_in_callback, &c), STATUS_PENDING);
     iwt_close_obj(mr, 5000);
@@ -245,10 +290,8 @@ static int abort_child(void *arg)
     (void)arg;
     setenv("NDK_VERIFY_ACTION", "abort", 1);
     iwt_open(&T, AF_INET);
-    NDK_PD *pd;
     NDK_MR *mr;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, FALSE);
     CHECK_STATUS(pd->Dispatch->NdkClosePd(&pd->Header, close_adapter_in_callback, NULL), STATUS_PENDING);
     mr->Dispatch->NdkCloseMr(&mr->Header, NULL, NULL);
     sleep(10);
@@ -331,12 +374,7 @@ static void case_sge_foreign_pd(void)
     PMDL mdl;
     UINT32 tok;
     NDK_MR *mr = mr_register(pd2, 0, 4096, &mdl, &tok);
-    NDK_SGE s = sge(0, 64, tok);
-    if (NT_SUCCESS(q.qp->Dispatch->NdkReceive(q.qp, NULL, &s, 1))) {
-        q.qp->Dispatch->NdkFlush(q.qp);
-        NDK_RESULT_EX r;
-        CHECK(iwt_cq_wait(q.cq, &r, 5000));
-    }
+    receive_flushed(&q, sge(0, 64, tok));
     iwt_mr_release(mr, mdl, 5000);
     iwt_close_obj(pd2, 5000);
     iwt_qp_destroy(&q);
@@ -355,12 +393,7 @@ static void case_sge_invalid_token(void)
     struct iwt_req rq;
     iwt_req_init(&rq);
     CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
-    NDK_SGE s = sge(0, 64, tok);
-    if (NT_SUCCESS(q.qp->Dispatch->NdkReceive(q.qp, NULL, &s, 1))) {
-        q.qp->Dispatch->NdkFlush(q.qp);
-        NDK_RESULT_EX r;
-        CHECK(iwt_cq_wait(q.cq, &r, 5000));
-    }
+    receive_flushed(&q, sge(0, 64, tok));
     iwt_close_obj(mr, 5000);
     IoFreeMdl(mdl);
     iwt_qp_destroy(&q);
@@ -376,12 +409,7 @@ static void case_sge_range(void)
     PMDL mdl;
     UINT32 tok;
     NDK_MR *mr = mr_register(q.pd, 0, 4096, &mdl, &tok);
-    NDK_SGE s = sge(4000, 200, tok);
-    if (NT_SUCCESS(q.qp->Dispatch->NdkReceive(q.qp, NULL, &s, 1))) {
-        q.qp->Dispatch->NdkFlush(q.qp);
-        NDK_RESULT_EX r;
-        CHECK(iwt_cq_wait(q.cq, &r, 5000));
-    }
+    receive_flushed(&q, sge(4000, 200, tok));
     iwt_mr_release(mr, mdl, 5000);
     iwt_qp_destroy(&q);
     finish();
@@ -392,28 +420,17 @@ static void case_sge_range(void)
 static void case_mr_in_use(void)
 {
     start();
-    struct iwt_qp a, b;
-    iwt_qp_create(&T, &a, 4);
-    iwt_qp_create(&T, &b, 4);
-    PMDL mdl, mdlb;
-    UINT32 tok, tokb;
-    NDK_MR *mrb = mr_register(b.pd, 4096, 4096, &mdlb, &tokb);
-    NDK_SGE rb = sge(4096, 64, tokb);
-    CHECK_STATUS(b.qp->Dispatch->NdkReceive(b.qp, NULL, &rb, 1), STATUS_SUCCESS);
-    struct iwt_link k;
-    iwt_link_open(&T, &k, a.qp, b.qp, 5000);
-    NDK_MR *mr = mr_register(a.pd, 0, 4096, &mdl, &tok);
-    NDK_SGE s = sge(0, 64, tok);
-    CHECK_STATUS(a.qp->Dispatch->NdkSend(a.qp, NULL, &s, 1, 0), STATUS_SUCCESS);
+    struct conn c;
+    conn_open(&c);
+    NDK_SGE s = sge(0, 64, c.ta);
+    CHECK_STATUS(c.a.qp->Dispatch->NdkSend(c.a.qp, NULL, &s, 1, 0), STATUS_SUCCESS);
     struct iwt_req rq;
     iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
-    iwt_link_close(&k, 5000);
-    iwt_close_obj(mr, 5000);
-    IoFreeMdl(mdl);
-    iwt_mr_release(mrb, mdlb, 5000);
-    iwt_qp_destroy(&a);
-    iwt_qp_destroy(&b);
+    CHECK_STATUS(iwt_req_wait(&rq, c.mra->Dispatch->NdkDeregisterMr(c.mra, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
+    iwt_close_obj(c.mra, 5000);
+    IoFreeMdl(c.ma);
+    c.mra = NULL;
+    conn_close(&c);
     finish();
     expect("warning", "mr-in-use", "mr#", "NdkDeregisterMr");
 }
@@ -421,10 +438,8 @@ static void case_mr_in_use(void)
 static void case_mr_kind(void)
 {
     start();
-    NDK_PD *pd;
     NDK_MR *mr;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, TRUE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, TRUE);
     PMDL mdl = IoAllocateMdl(region, 4096, FALSE, FALSE, NULL);
     MmBuildMdlForNonPagedPool(mdl);
     struct iwt_req rq;
@@ -444,10 +459,8 @@ static void case_mr_kind(void)
 static void case_deregister_unregistered(void)
 {
     start();
-    NDK_PD *pd;
     NDK_MR *mr;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    NDK_PD *pd = pd_with_mr(&mr, FALSE);
     struct iwt_req rq;
     iwt_req_init(&rq);
     iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), 5000);
@@ -559,16 +572,11 @@ static void case_connector_state(void)
 static void case_connection_data_state(void)
 {
     start();
-    struct iwt_qp a, b;
-    iwt_qp_create(&T, &a, 4);
-    iwt_qp_create(&T, &b, 4);
-    struct iwt_link k;
-    iwt_link_open(&T, &k, a.qp, b.qp, 5000);
+    struct conn c;
+    conn_open(&c);
     ULONG ird, ord, len = 0;
-    k.ac->Dispatch->NdkGetConnectionData(k.ac, &ird, &ord, NULL, &len);
-    iwt_link_close(&k, 5000);
-    iwt_qp_destroy(&a);
-    iwt_qp_destroy(&b);
+    c.k.ac->Dispatch->NdkGetConnectionData(c.k.ac, &ird, &ord, NULL, &len);
+    conn_close(&c);
     finish();
     expect("warning", "connection-data-state", "connector#", "NdkGetConnectionData");
 }
@@ -576,22 +584,17 @@ static void case_connection_data_state(void)
 static void case_qp_reuse(void)
 {
     start();
-    struct iwt_qp a, b;
-    iwt_qp_create(&T, &a, 4);
-    iwt_qp_create(&T, &b, 4);
-    struct iwt_link k;
-    iwt_link_open(&T, &k, a.qp, b.qp, 5000);
-    NDK_CONNECTOR *c;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreateConnector(T.ad, NULL, NULL, &c), STATUS_SUCCESS);
+    struct conn c;
+    conn_open(&c);
+    NDK_CONNECTOR *second;
+    CHECK_STATUS(T.ad->Dispatch->NdkCreateConnector(T.ad, NULL, NULL, &second), STATUS_SUCCESS);
     SOCKADDR_INET dst = iwt_addr(&T, 9);
     struct iwt_req rq;
     iwt_req_init(&rq);
-    iwt_req_wait(&rq, c->Dispatch->NdkConnect(c, a.qp, NULL, 0, (PSOCKADDR)&dst, iwt_addr_len(&dst), 1, 1, NULL, 0,
-                                              iwt_req_cb, &rq), 5000);
-    iwt_close_obj(c, 5000);
-    iwt_link_close(&k, 5000);
-    iwt_qp_destroy(&a);
-    iwt_qp_destroy(&b);
+    iwt_req_wait(&rq, second->Dispatch->NdkConnect(second, c.a.qp, NULL, 0, (PSOCKADDR)&dst, iwt_addr_len(&dst), 1, 1,
+                                                   NULL, 0, iwt_req_cb, &rq), 5000);
+    iwt_close_obj(second, 5000);
+    conn_close(&c);
     finish();
     expect("error", "qp-reuse", "connector#", "NdkConnect");
 }
@@ -663,27 +666,14 @@ static void case_op_flags(void)
  * once without polling. */
 static void send_then_disconnect(ULONG flags)
 {
-    struct iwt_qp a, b;
-    iwt_qp_create(&T, &a, 4);
-    iwt_qp_create(&T, &b, 4);
-    PMDL mdl, mdla;
-    UINT32 tok, toka;
-    NDK_MR *mr = mr_register(b.pd, 0, 4096, &mdl, &tok);
-    NDK_MR *mra = mr_register(a.pd, 4096, 4096, &mdla, &toka);
-    NDK_SGE r = sge(0, 64, tok);
-    CHECK_STATUS(b.qp->Dispatch->NdkReceive(b.qp, NULL, &r, 1), STATUS_SUCCESS);
-    struct iwt_link k;
-    iwt_link_open(&T, &k, a.qp, b.qp, 5000);
-    NDK_SGE s = sge(4096, 16, toka);
-    CHECK_STATUS(a.qp->Dispatch->NdkSend(a.qp, NULL, &s, 1, flags), STATUS_SUCCESS);
+    struct conn c;
+    conn_open(&c);
+    NDK_SGE s = sge(0, 16, c.ta);
+    CHECK_STATUS(c.a.qp->Dispatch->NdkSend(c.a.qp, NULL, &s, 1, flags), STATUS_SUCCESS);
     struct iwt_req rq;
     iwt_req_init(&rq);
-    iwt_req_wait(&rq, k.ac->Dispatch->NdkDisconnect(k.ac, iwt_req_cb, &rq), 5000);
-    iwt_link_close(&k, 5000);
-    iwt_mr_release(mr, mdl, 5000);
-    iwt_mr_release(mra, mdla, 5000);
-    iwt_qp_destroy(&a);
-    iwt_qp_destroy(&b);
+    iwt_req_wait(&rq, c.k.ac->Dispatch->NdkDisconnect(c.k.ac, iwt_req_cb, &rq), 5000);
+    conn_close(&c);
 }
 
 static void case_defer_unterminated(void)
@@ -728,32 +718,19 @@ static void case_receive_on_srq_qp(void)
 static void case_clean(void)
 {
     start();
-    struct iwt_qp a, b;
-    iwt_qp_create(&T, &a, 4);
-    iwt_qp_create(&T, &b, 4);
-    PMDL ma, mb;
-    UINT32 ta, tb;
-    NDK_MR *mra = mr_register(a.pd, 0, 4096, &ma, &ta);
-    NDK_MR *mrb = mr_register(b.pd, 4096, 4096, &mb, &tb);
-    NDK_SGE rb = sge(4096, 64, tb);
-    CHECK_STATUS(b.qp->Dispatch->NdkReceive(b.qp, (PVOID)1, &rb, 1), STATUS_SUCCESS);
-    struct iwt_link k;
-    iwt_link_open(&T, &k, a.qp, b.qp, 5000);
-    NDK_SGE sa = sge(0, 64, ta);
-    CHECK_STATUS(a.qp->Dispatch->NdkSend(a.qp, (PVOID)2, &sa, 1, 0), STATUS_SUCCESS);
+    struct conn c;
+    conn_open(&c);
+    NDK_SGE sa = sge(0, 64, c.ta);
+    CHECK_STATUS(c.a.qp->Dispatch->NdkSend(c.a.qp, (PVOID)2, &sa, 1, 0), STATUS_SUCCESS);
     NDK_RESULT_EX r;
-    CHECK(iwt_cq_wait(a.cq, &r, 5000));
+    CHECK(iwt_cq_wait(c.a.cq, &r, 5000));
     CHECK_STATUS(r.Status, STATUS_SUCCESS);
-    CHECK(iwt_cq_wait(b.cq, &r, 5000));
+    CHECK(iwt_cq_wait(c.b.cq, &r, 5000));
     CHECK_STATUS(r.Status, STATUS_SUCCESS);
     struct iwt_req rq;
     iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, k.ac->Dispatch->NdkDisconnect(k.ac, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
-    iwt_link_close(&k, 5000);
-    iwt_mr_release(mra, ma, 5000);
-    iwt_mr_release(mrb, mb, 5000);
-    iwt_qp_destroy(&a);
-    iwt_qp_destroy(&b);
+    CHECK_STATUS(iwt_req_wait(&rq, c.k.ac->Dispatch->NdkDisconnect(c.k.ac, iwt_req_cb, &rq), 5000), STATUS_SUCCESS);
+    conn_close(&c);
     finish();
     char *all = slurp();
     printf("%s", all);
