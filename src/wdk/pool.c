@@ -124,7 +124,10 @@ int wdk_mem_free(void *p, enum wdk_mem_kind kind, ULONG *tag_out)
     pthread_mutex_unlock(&mem_lock);
     if (tag_out)
         *tag_out = h->tag;
-    wdk_forget_range(p, h->size);
+    /* Only driver pool can hold driver objects (timers, DPCs, rundown references); kit blocks
+     * are freed under kit locks the forget hooks take. */
+    if (kind == WDK_MEM_POOL)
+        wdk_forget_range(p, h->size);
     h->magic = 0;
     free(h->base);
     return 0;

@@ -15,6 +15,18 @@
 #include <ndk/runtime.h>
 #include "wdk_host.h"
 
+static volatile sig_atomic_t waiting, signalled;
+
+static void on_signal(int sig)
+{
+    if (waiting) {
+        signalled = 1;
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -42,13 +54,15 @@ int main(int argc, char **argv)
     double unload_after = -1;
     int wait_signal = 0;
 
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGHUP);
-    /* Every thread the kit starts inherits this mask; only the waits below take the signals. */
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    /* SIGINT, SIGTERM and SIGHUP end the wait for the driver's work (then DriverUnload runs); during
+     * DriverEntry or DriverUnload they stop the host as usual. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 
     char err[512];
     if (wdk_host_load(driver, err, sizeof err)) {
@@ -85,21 +99,21 @@ int main(int argc, char **argv)
     if (!entry_ok) {
         fprintf(stderr, "ndkdrv: %s: DriverEntry returned %s (0x%08X)\n", wdk_host_driver_name(),
                 ndk_rt_status_name(st), (unsigned)st);
-    } else if (wait_signal) {
-        int sig = 0;
-        sigwait(&sigs, &sig);
     } else {
-        /* Until the work ends (or the time passes); a signal ends the wait early too. */
+        /* Until the signal, the time, or the end of the work (the default). */
+        waiting = 1;
         int64_t deadline = unload_after >= 0 ? wdk_mono_ns() + (int64_t)(unload_after * 1e9) : INT64_MAX;
-        for (;;) {
-            if (unload_after < 0 && wdk_host_wait_idle(wdk_mono_ns() + 100 * 1000 * 1000))
+        while (!signalled) {
+            if (!wait_signal && unload_after < 0 && wdk_host_wait_idle(wdk_mono_ns() + 100 * 1000 * 1000))
                 break;
             if (wdk_mono_ns() >= deadline)
                 break;
-            struct timespec ts = { 0, unload_after >= 0 ? 50 * 1000 * 1000 : 0 };
-            if (sigtimedwait(&sigs, NULL, &ts) > 0)
-                break;
+            if (wait_signal || unload_after >= 0) {
+                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+            }
         }
+        waiting = 0;
     }
     wdk_host_unload(entry_ok);
     unsigned findings = wdk_host_findings();
