@@ -6,7 +6,6 @@
 #include "fault.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,25 +15,12 @@
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = STDERR_FILENO;
 
-/* At load; may block. "%p" in path is the pid. */
+/* At load; may block. "%p" in path is the pid (ndk_filter_open_path). */
 int flt_fault_log_open(const char *path)
 {
-    if (!path || !*path || !strcmp(path, "-"))
-        return 0;
-    char real[4096];
-    size_t o = 0;
-    for (const char *p = path; *p && o + 24 < sizeof real; p++) {
-        if (p[0] == '%' && p[1] == 'p') {
-            o += (size_t)snprintf(real + o, sizeof real - o, "%ld", (long)getpid());
-            p++;
-        } else {
-            real[o++] = *p;
-        }
-    }
-    real[o] = '\0';
-    int fd = open(real, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ndk_filter_open_path(path);
     if (fd < 0)
-        return -errno;
+        return fd;
     log_fd = fd;
     return 0;
 }

@@ -4,9 +4,10 @@
 #endif
 #include "vfy_report.h"
 
+#include <ndk/filter.h>
+
 #include <errno.h>
 #include <execinfo.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -25,34 +26,14 @@ static atomic_ulong counts[VFY_RULE_COUNT];
 /* Lines written per rule; later violations of the rule are only counted. */
 #define VFY_REPORT_LINES_PER_RULE 20
 
-/* Expands %p to the pid. */
-static void expand_path(const char *path, char *out, size_t n)
-{
-    size_t o = 0;
-    for (const char *p = path; *p && o + 1 < n; p++) {
-        if (p[0] == '%' && p[1] == 'p') {
-            int w = snprintf(out + o, n - o, "%ld", (long)getpid());
-            o += w > 0 ? (size_t)w : 0;
-            p++;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o < n ? o : n - 1] = '\0';
-}
-
 /* At load; may block (opens a file). */
 int flt_verify_report_open(const char *path, enum flt_verify_action action, bool backtraces)
 {
     report_action = action;
     report_backtraces = backtraces;
-    if (!path || !*path || !strcmp(path, "-"))
-        return 0;
-    char real[4096];
-    expand_path(path, real, sizeof real);
-    int fd = open(real, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = ndk_filter_open_path(path);
     if (fd < 0)
-        return -errno;
+        return fd;
     report_fd = fd;
     return 0;
 }
