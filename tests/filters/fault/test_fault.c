@@ -105,6 +105,23 @@ static void case_create_nth(void)
     expect_log("seed 1 rule 1 'NdkCreateQp:nth=2:status=STATUS_INSUFFICIENT_RESOURCES' call 2:", "pd#1", "NdkCreateQp");
 }
 
+/* after= and count=: the first create passes, the next two fail, the rest pass again. */
+static void case_after_count(void)
+{
+    start("NdkCreateCq:after=1:count=2:status=STATUS_INSUFFICIENT_RESOURCES", NULL);
+    const NTSTATUS want[5] = { STATUS_SUCCESS, STATUS_INSUFFICIENT_RESOURCES, STATUS_INSUFFICIENT_RESOURCES,
+                               STATUS_SUCCESS, STATUS_SUCCESS };
+    for (int i = 0; i < 5; i++) {
+        NDK_CQ *cq = NULL;
+        CHECK_STATUS(T.ad->Dispatch->NdkCreateCq(T.ad, 4, NULL, NULL, NULL, NULL, NULL, &cq), want[i]);
+        if (cq)
+            iwt_close_obj(cq, 5000);
+    }
+    iwt_close(&T);
+    expect_log("call 2:", "NdkCreateCq", "failed inline");
+    expect_log("call 3:", "NdkCreateCq", "failed inline");
+}
+
 /* Every third NdkReceive fails inline; only the accepted ones complete (flushed). */
 static void case_post_every(void)
 {
@@ -514,6 +531,7 @@ static const struct {
 } cases[] = {
     { "create-nth", case_create_nth },
     { "post-every", case_post_every },
+    { "after-count", case_after_count },
     { "seed", case_seed },
     { "connect-refused", case_connect_refused },
     { "connect-timeout", case_connect_timeout },
