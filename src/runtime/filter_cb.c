@@ -23,22 +23,6 @@
 #define CB_HELD      ((void *)2)   /* the hook took it; a heap copy will be delivered */
 #define CB_COPY      ((void *)3)   /* the heap copy of a held callback */
 
-static ndk_filter_fn close_fn_of(NDK_OBJECT_TYPE type)
-{
-    switch (type) {
-    case NdkObjectTypeCq: return NDK_FILTER_FN_CLOSE_CQ;
-    case NdkObjectTypePd: return NDK_FILTER_FN_CLOSE_PD;
-    case NdkObjectTypeMr: return NDK_FILTER_FN_CLOSE_MR;
-    case NdkObjectTypeMw: return NDK_FILTER_FN_CLOSE_MW;
-    case NdkObjectTypeSrq: return NDK_FILTER_FN_CLOSE_SRQ;
-    case NdkObjectTypeQp: return NDK_FILTER_FN_CLOSE_QP;
-    case NdkObjectTypeSharedEndpoint: return NDK_FILTER_FN_CLOSE_SHARED_ENDPOINT;
-    case NdkObjectTypeConnector: return NDK_FILTER_FN_CLOSE_CONNECTOR;
-    case NdkObjectTypeListener: return NDK_FILTER_FN_CLOSE_LISTENER;
-    default: return NDK_FILTER_FN_NONE;
-    }
-}
-
 static void run_hook(struct nf_layer *layer, ndk_filter_cb *cb)
 {
     cb->layer_private_[2] = layer;
@@ -51,7 +35,7 @@ static void run_hook(struct nf_layer *layer, ndk_filter_cb *cb)
 void nf_cb_close_completion(struct ndk_filter_obj *obj)
 {
     ndk_filter_cb cb = {
-        .type = NDK_FILTER_CB_CLOSE_COMPLETION, .fn = close_fn_of(obj->type), .obj = obj,
+        .type = NDK_FILTER_CB_CLOSE_COMPLETION, .fn = nf_close_fn(obj->type), .obj = obj,
         .context = obj->close_ctx,
     };
     cb.layer_private_[0] = obj;

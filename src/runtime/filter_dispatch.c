@@ -38,7 +38,7 @@ static NTSTATUS w_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID 
     return nf_dispatch(&c);
 }
 
-static ndk_filter_fn close_fn(NDK_OBJECT_TYPE type)
+ndk_filter_fn nf_close_fn(NDK_OBJECT_TYPE type)
 {
     switch (type) {
     case NdkObjectTypeCq: return NDK_FILTER_FN_CLOSE_CQ;
@@ -73,7 +73,7 @@ static ndk_filter_fn query_extension_fn(NDK_OBJECT_TYPE type)
 
 static NTSTATUS w_close_object(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_COMPLETION cb, PVOID ctx)
 {
-    return w_close(h, cb, ctx, close_fn(HOBJ(h)->type));
+    return w_close(h, cb, ctx, nf_close_fn(HOBJ(h)->type));
 }
 
 static NTSTATUS w_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION version, NDK_EXTENSION_INTERFACE *out)

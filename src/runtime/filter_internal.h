@@ -104,7 +104,7 @@ struct ndk_filter_obj {
     ULONG                   id;
     _Atomic long            refs;
     int                     active;         /* obj_create ran */
-    int                     closing;        /* a close was issued */
+    atomic_int              closing;        /* a close was issued (read by ndk_filter_raise) */
     int                     close_silent;   /* the close completed inline: no close completion */
     /* the consumer's event callback, fixed before the lower call that registers it */
     union {
@@ -156,6 +156,7 @@ void nf_layer_live_add(struct nf_layer *layer, long delta);
 /* filter_dispatch.c: the wrapper tables and the call path into a filter's call hook. */
 extern const NDK_ADAPTER_DISPATCH nf_adapter_dispatch;
 const void *nf_dispatch_table(NDK_OBJECT_TYPE type);
+ndk_filter_fn nf_close_fn(NDK_OBJECT_TYPE type);   /* NDK_FILTER_FN_CLOSE_<TYPE> */
 NTSTATUS nf_dispatch(ndk_filter_call *call);
 
 /* filter_next.c: forwarding to the layer below (ndk_filter_next is its public face). */
