@@ -637,8 +637,11 @@ static inline void ex_node_accept_one(struct ex_node *n, SOCKADDR_INET *addr, st
 static inline void ex_node_wait_peer_gone(struct ex_node *n)
 {
     NDK_RESULT r;
-    if (ex_cq_next(&n->cq, &r, EX_TIMEOUT_S) != EX_PEER_GONE)
-        ex_die("the peer did not disconnect");
+    int got = ex_cq_next(&n->cq, &r, EX_TIMEOUT_S);
+    if (got == EX_TIMEOUT)
+        ex_die("the peer did not disconnect within %d s", EX_TIMEOUT_S);
+    if (got == EX_GOT)
+        ex_die("a request completed (%s) while waiting for the peer to disconnect", ndk_rt_status_name(r.Status));
     ex_disconnect(n->conn);
 }
 
