@@ -6,16 +6,22 @@
 #   clean_run.sh --expect "RULE..." COMMAND [ARGS...]  a case that misuses the API on purpose (to
 #                                                   test the provider's answer): exactly these
 #                                                   rules, each at least once, and no other
+#   clean_run.sh --trace ...                        the same with the trace filter above verify
+#                                                   (NDK_FILTERS=trace,verify; the trace is dropped)
 # The command's own result is kept (77 stays a skip).
 set -u
 expect=
-if [ "${1:-}" = --expect ]; then
-  expect=$2
-  shift 2
-fi
+filters=verify
+while :; do
+  case "${1:-}" in
+    --expect) expect=$2; shift 2 ;;
+    --trace) filters=trace,verify; export NDK_TRACE_PATH=/dev/null; shift ;;
+    *) break ;;
+  esac
+done
 dir=$(mktemp -d /tmp/ndk-verify-clean.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-export NDK_FILTERS=verify NDK_VERIFY_PATH="$dir/verify.%p"
+export NDK_FILTERS=$filters NDK_VERIFY_PATH="$dir/verify.%p"
 "$@"
 rc=$?
 [ "$rc" -eq 77 ] && exit 77
