@@ -25,6 +25,7 @@
 #define _GNU_SOURCE     /* accept4 */
 #include "cm.h"
 #include "fpdu.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -243,11 +244,24 @@ static void iw_conn_update_events(struct iw_connector *c)
         iw_progress_mod(c->obj.dev, &c->poll, iw_conn_events(c));
 }
 
+/* A non-blocking recv() of the handshake; a tapped connection (wire.h) records what it took.
+ * dev->lock held. */
+static ssize_t iw_conn_recv(struct iw_connector *c, void *buf, size_t len)
+{
+    ssize_t n = recv(c->poll.fd, buf, len, MSG_DONTWAIT);
+
+    if (c->wire && n > 0)
+        iw_wire_received(c->wire, buf, (size_t)n);
+    return n;
+}
+
 /* Sends what is left of txbuf. 1 = all out, 0 = socket full, <0 = error. dev->lock held. */
 static int iw_conn_tx(struct iw_connector *c)
 {
     while (c->tx_off < c->tx_len) {
-        ssize_t n = send(c->poll.fd, c->txbuf + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        struct iovec v = { c->txbuf + c->tx_off, (size_t)(c->tx_len - c->tx_off) };
+        ssize_t n = c->wire ? iw_wire_send(c->wire, c->poll.fd, &v, 1, false)
+                            : send(c->poll.fd, v.iov_base, v.iov_len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -409,6 +423,10 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     c->sock_handed = true;
     pthread_mutex_lock(&qp->lock);
     qp->fd = c->poll.fd;
+    if (c->wire) {
+        iw_wire_get(c->wire);
+        qp->wire = c->wire;
+    }
     qp->params.crc = c->crc;
     qp->params.mpa_rev = c->mpa_rev;
     qp->params.p2p = c->p2p;
@@ -524,7 +542,7 @@ static int iw_conn_rx_mpa(struct iw_connector *c)
     if (n == 0)
         return -ECONNREFUSED;
     st = iw_mpa_parser_feed(&c->parser, buf, (size_t)n, &used);
-    if (used && recv(c->poll.fd, buf, used, MSG_DONTWAIT) != (ssize_t)used)
+    if (used && iw_conn_recv(c, buf, used) != (ssize_t)used)
         return -EIO;
     IW_COUNT(c->obj.dev, rdma_in_octets, used);
     if (st == IW_MPA_ERROR) {
@@ -618,7 +636,7 @@ static void iw_conn_terminate_locked(struct iw_connector *c, struct iw_cm_out *o
         if (iw_conn_tx(c) == 0)
             iw_ddbg(c->obj.dev, "CONN[%u] Terminate did not fit the socket at once", c->obj.id);
         uint8_t sink[512];
-        for (int i = 0; i < 64 && recv(c->poll.fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        for (int i = 0; i < 64 && iw_conn_recv(c, sink, sizeof sink) > 0; i++)
             ;
     }
     iw_conn_close_locked(c, out, err, false);
@@ -779,7 +797,7 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
                                      NULL, -EPROTO);
             return;
         }
-        recv(c->poll.fd, sink, len, MSG_DONTWAIT);
+        iw_conn_recv(c, sink, len);
         pthread_mutex_lock(&c->qp->lock);
         c->qp->params.rtr_read_sent = true;
         pthread_mutex_unlock(&c->qp->lock);
@@ -799,7 +817,7 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
         return;
     }
     if (whole && (kind == IW_MPA_RTR_WRITE || kind == IW_MPA_RTR_READ)) {
-        recv(c->poll.fd, sink, len, MSG_DONTWAIT);
+        iw_conn_recv(c, sink, len);
         IW_COUNT(c->obj.dev, rdma_in_octets, len);
         if (kind == IW_MPA_RTR_READ) {
             struct iw_fpdu_hdr resp;
@@ -924,6 +942,8 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
         iw_ep_sockname(c->poll.fd, &c->local, false);
         if (iw_hnode_linked(&c->tuple))
             iw_connector_index_locked(c);     /* a wildcard source became the route's address */
+        /* TCP is up and nothing was sent: the tap (capture, wire faults) starts here. */
+        c->wire = iw_wire_attach(c->obj.dev->prov, c->poll.fd, true);
         iw_cm_set_state(c, IW_CM_AWAIT_REPLY);
         act |= IW_CM_ACT_TX;
     }
@@ -966,7 +986,7 @@ static void iw_conn_step_locked(struct iw_connector *c, uint32_t events, unsigne
             /* the peer's answer to our reject: nothing to read; EOF closes */
             {
                 uint8_t tmp[256];
-                ssize_t n = recv(c->poll.fd, tmp, sizeof tmp, MSG_DONTWAIT);
+                ssize_t n = iw_conn_recv(c, tmp, sizeof tmp);
                 if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
                     iw_conn_close_locked(c, out, 0, true);
                     return;

@@ -9,6 +9,7 @@
  * Locking: dev->lock (the CM lock) protects every connector's state; qp->lock is taken inside
  * it. */
 #include "cm.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ static void iw_conn_destroy(struct iw_obj *o)
     }
     if (c->poll.fd >= 0)           /* never registered (failed before connect) */
         close(c->poll.fd);
+    iw_wire_put(c->wire);          /* the QP may hold the tap on */
     iw_progress_timer_fini(dev, &c->timer);   /* idle: an armed timer holds a reference */
     free(c);
 }
@@ -716,6 +718,7 @@ int iw_connector_accept_request(struct iw_listener *l, int fd, const SOCKADDR_IN
     ndk_list_add_tail(&l->pending, &c->ep_link);
     c->poll.fd = fd;
     c->poll.handler = iw_cm_poll;
+    c->wire = iw_wire_attach(dev->prov, fd, false);   /* capture / wire faults from the SYN on */
     iw_cm_set_state(c, IW_CM_AWAIT_REQUEST);
     iw_cm_timer_set_locked(c, c->obj.dev->prov->cfg.mpa_request_timeout_ms);
     iw_obj_get(&c->obj);             /* epoll registration */

@@ -324,6 +324,7 @@ struct iw_dp {
     atomic_bool poll_failed;  /* a poller reported the connection's failure to the CM (once) */
     struct dp_cq_ref cqref[2];/* receive CQ, initiator CQ (unused when it is the same CQ) */
     int fd;                   /* the connection's socket (qp->fd, taken over from the CM) */
+    struct iw_wire *wire;     /* its tap (wire.h) or NULL: every socket call branches on it */
     bool crc;
     /* written with rx_mutex, tx_mutex and qp->lock held, so any one of them reads it: */
     bool stopped;             /* iw_qp_stop ran: engines never run again */

@@ -118,6 +118,8 @@ struct iw_listener;
 struct iw_shared_endpoint;
 struct iw_endpoint;
 struct iw_dp;
+struct iw_wire;
+struct iw_wire_prov;
 
 /* An intrusive hash chain (the endpoint and 4-tuple indexes of struct iw_device). A zeroed
  * head is an empty chain and a zeroed node is on none, so the tables need no initialization
@@ -279,6 +281,8 @@ struct iw_provider {
     struct iw_config cfg;
     struct ndk_list reg_link;         /* process-wide registry of live instances (log.c) */
     unsigned log_users;               /* context-free loggers using this instance (registry lock) */
+    /* Capture and wire faults (wire.h): NULL unless iwarp.capture or iwarp.fault is set. */
+    struct iw_wire_prov *wire;
 };
 /* Logging through the runtime (Services->Log) of the right instance (log.c). Never blocks for
  * long; any context. iw_dev_log / iw_prov_log name the instance; the context-free iw_log
@@ -808,6 +812,8 @@ struct iw_qp {
     struct iw_connector *conn;        /* current connector (it holds a ref on us), or NULL */
     int fd;                           /* the socket, taken over from the CM at ESTABLISHED until
                                        * the loss (qp.c closes it; qp->lock), else -1 */
+    struct iw_wire *wire;             /* the connection's tap with fd (a reference), until the
+                                       * data path takes it (qp->lock) */
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
     struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
@@ -975,6 +981,8 @@ struct iw_connector {
                                        * CLOSED (dev->lock) */
     struct iw_pollable poll;          /* the TCP socket; fd -1 when none */
     bool polled;                      /* registered with epoll (dev->lock) */
+    struct iw_wire *wire;             /* capture / wire faults (wire.h), NULL when none;
+                                       * set at TCP setup, a reference handed to the QP */
 
     /* Everything below is protected by dev->lock (the CM lock). */
     enum iw_cm_state state;

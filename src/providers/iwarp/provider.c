@@ -11,10 +11,12 @@
  * The only module-global state is process-wide by nature: the registry of live instances
  * (log.c: used by context-free logging only) and the ephemeral port allocator (endpoint.c). */
 #include "iwarp.h"
+#include "wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 /* Reads one configuration value ("iwarp.<key>" in the config file or NDK_IWARP_<KEY>); any
  * thread, may not block for long. */
@@ -85,12 +87,66 @@ static NDIS_STATUS iw_bind(struct ndk_prov_driver *drv, NDIS_HANDLE handle, cons
     return st;
 }
 
+/* Capture and wire faults (wire.h, ndk-iwarp(7)): prov->wire stays NULL when neither is set.
+ * The runtime's thread, at load / unload. */
+static void iw_load_wire(struct iw_provider *prov, const char *capture, uint32_t capture_port, const char *fault,
+                         const char *seed)
+{
+    struct iw_wire_prov *wp;
+    const char *why;
+
+    if ((!capture || !*capture) && (!fault || !*fault))
+        return;                       /* prov->wire stays NULL: no connection is tapped */
+    wp = calloc(1, sizeof *wp);
+    if (!wp) {
+        iw_prov_log(prov, NDK_LOG_ERROR, "no memory for capture / wire faults: both are off");
+        return;
+    }
+    prov->wire = wp;
+    pthread_mutex_init(&wp->lock, NULL);
+    snprintf(wp->capture_path, sizeof wp->capture_path, "%s", capture ? capture : "");
+    wp->capture_port = (uint16_t)capture_port;
+    wp->faults.n = 0;
+    if (seed && *seed) {
+        wp->faults.seed = strtoull(seed, NULL, 0);
+    } else if (getrandom(&wp->faults.seed, sizeof wp->faults.seed, GRND_NONBLOCK) != sizeof wp->faults.seed) {
+        wp->faults.seed = (uint64_t)iw_now_ns();
+    }
+    if (fault && *fault) {
+        if (iw_fault_parse(fault, &wp->faults, &why) < 0) {
+            iw_prov_log(prov, NDK_LOG_ERROR, "config fault=\"%s\": %s; no wire fault is armed", fault, why);
+            wp->faults.n = 0;
+        } else {
+            iw_prov_log(prov, NDK_LOG_WARNING, "wire faults armed: \"%s\" seed %llu", fault,
+                        (unsigned long long)wp->faults.seed);
+        }
+    }
+}
+
+static void iw_unload_wire(struct iw_provider *prov)
+{
+    struct iw_wire_prov *wp = prov->wire;
+
+    if (!wp)
+        return;
+    if (wp->file)
+        iw_pcapng_close(wp->file);
+    pthread_mutex_destroy(&wp->lock);
+    free(wp);
+    prov->wire = NULL;
+}
+
 /* The runtime's thread. */
 static NTSTATUS iw_load(struct ndk_prov_driver *drv, char *description, size_t len)
 {
     struct iw_provider *prov = ndk_container_of(drv, struct iw_provider, drv);
 
     iw_load_config(prov);
+    /* Capture and wire faults (wire.h, ndk-iwarp(7)): "capture" is a path ("%p" = pid),
+     * "capture_port" limits it to connections with that local port, "fault" holds the rules,
+     * "fault_seed" makes their drawn values reproducible. */
+    iw_load_wire(prov, iw_cfg_str(prov, "capture"), iw_cfg_u32(prov, "capture_port", 0, 0, 65535),
+                      iw_cfg_str(prov, "fault"), iw_cfg_str(prov, "fault_seed"));
     snprintf(description, len, "software iWARP RNIC over kernel TCP (MPA/DDP/RDMAP)");
     iw_log_register(prov);
     iw_prov_log(prov, NDK_LOG_INFO, "loaded: crc=%d p2p=%d mpa_rev=%u connect_timeout_ms=%u", prov->cfg.crc, prov->cfg.p2p,
@@ -101,6 +157,7 @@ static NTSTATUS iw_load(struct ndk_prov_driver *drv, char *description, size_t l
 /* The runtime halted every device first. Waits out context-free loggers using this instance. */
 static void iw_unload(struct ndk_prov_driver *drv)
 {
+    iw_unload_wire(ndk_container_of(drv, struct iw_provider, drv));
     iw_log_unregister(ndk_container_of(drv, struct iw_provider, drv));
 }
 

@@ -10,6 +10,7 @@
  * dispatch names post.c. Called by cm.c (establish, lose), the engines, poll.c. */
 #include "iwarp.h"
 #include "datapath.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -484,6 +485,11 @@ void iw_qp_connection_established(struct iw_qp *qp)
     pthread_mutex_lock(&qp->lock);
     fd = qp->fd;
     dp->crc = qp->params.crc;
+    if (qp->wire && !dp->wire) {         /* the tap goes with the socket; framing starts here */
+        dp->wire = qp->wire;
+        qp->wire = NULL;
+        iw_wire_data_start(dp->wire, dp->crc);
+    }
     dp->ord = qp->params.ord > IW_MAX_ORD ? IW_MAX_ORD : qp->params.ord;
     dp->ird = qp->params.ird > IW_MAX_IRD ? IW_MAX_IRD : qp->params.ird;
     if (!dp->orq) {
@@ -656,9 +662,12 @@ static void iw_qp_engines_free(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
+    iw_wire_put(qp->wire);               /* a tap never taken over by the data path */
+    qp->wire = NULL;
     if (!dp)
         return;
     iw_qp_stop(qp);
+    iw_wire_put(dp->wire);
     free(dp->orq);
     free(dp->irq);
     pthread_mutex_destroy(&dp->rx_mutex);

@@ -23,6 +23,7 @@
  * retire), tx.c (kicks it: Read Responses, the Terminate), wq.c and srq.c (receives), cq.c. Run
  * by qp.c (the pollable), poll.c and cm.c (the hang-up). */
 #include "datapath.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -940,8 +941,10 @@ static uint32_t rx_tail_rest_len(const struct iw_fpdu_rx *fr)
 /* One read of the layout. Socket calls, not readv(): a busy poller mostly finds nothing, and
  * readv's way through the VFS (file position lock, permission hooks, iovec import) costs more
  * than the empty read itself; recv() takes no iovec at all. */
-static ssize_t rx_read(int fd, struct rx_layout *l)
+static ssize_t rx_read(const struct iw_dp *dp, int fd, struct rx_layout *l)
 {
+    if (__builtin_expect(dp->wire != NULL, 0))
+        return iw_wire_recv(dp->wire, fd, l->iov, (size_t)l->n);   /* capture / faults (wire.h) */
     if (l->n == 1)
         return recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
     struct msghdr m = { .msg_iov = l->iov, .msg_iovlen = (size_t)l->n };
@@ -979,7 +982,7 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b
             l.asked = 0;
             rx_lay_stage(rx, b, &l);
         }
-        ssize_t got = rx_read(dp->fd, &l);
+        ssize_t got = rx_read(dp, dp->fd, &l);
         IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
@@ -1032,7 +1035,8 @@ int iw_rx_discard_locked(struct iw_dp *dp)
     if (dp->rx.ring_owned)
         return 0;                                 /* the ring's receive reads, and drops (below) */
     for (int i = 0; i < 64; i++) {
-        ssize_t n = recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
+        struct iovec v = { sink, sizeof sink };
+        ssize_t n = dp->wire ? iw_wire_recv(dp->wire, dp->fd, &v, 1) : recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
         if (n == 0)
             return -ESHUTDOWN;
         if (n < 0)
@@ -1068,7 +1072,8 @@ bool iw_rx_ring_arm(struct iw_qp *qp)
 
     pthread_mutex_lock(&dp->rx_mutex);
     pthread_mutex_lock(&qp->lock);
-    ok = !qp->poll_on && dp->fd >= 0 && (dp->stopped ? dp->discard : dp->rx.state == DP_RX_RUN);
+    /* a tapped connection (wire.h) reads through its tap only */
+    ok = !qp->poll_on && dp->fd >= 0 && !dp->wire && (dp->stopped ? dp->discard : dp->rx.state == DP_RX_RUN);
     pthread_mutex_unlock(&qp->lock);
     dp->rx.ring_owned = ok;
     pthread_mutex_unlock(&dp->rx_mutex);

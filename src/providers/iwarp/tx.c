@@ -31,6 +31,7 @@
  * order (§5.6).
  */
 #include "datapath.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -596,6 +597,10 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
 /* One contiguous buffer to the socket, without waiting. */
 static ssize_t tx_send_buf(const struct iw_dp *dp, const void *buf, size_t len)
 {
+    if (__builtin_expect(dp->wire != NULL, 0)) {   /* capture / faults (wire.h) */
+        struct iovec v = { (void *)buf, len };
+        return iw_wire_send(dp->wire, dp->fd, &v, 1, true);
+    }
     return send(dp->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
@@ -620,6 +625,8 @@ static ssize_t tx_send(struct iw_dp *dp)
     }
 gather:;
     struct msghdr m = { .msg_iov = (struct iovec *)v, .msg_iovlen = cnt < DP_IOV_MAX ? cnt : DP_IOV_MAX };
+    if (__builtin_expect(dp->wire != NULL, 0))
+        return iw_wire_send(dp->wire, dp->fd, v, m.msg_iovlen, true);
     return sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
