@@ -15,6 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The module is loaded once per runtime, and a process may open several runtimes; they share
+ * the timer thread and the log, started by the first load and stopped by the last unload
+ * (load_mu). */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned loads;
+
 /* Once per runtime: parses the rules, starts the timer. May block. */
 static NTSTATUS fault_load(ndk_filter_module *module, void **module_ctx)
 {
@@ -43,14 +49,21 @@ static NTSTATUS fault_load(ndk_filter_module *module, void **module_ctx)
         return STATUS_INVALID_PARAMETER;
     }
     const char *path = ndk_filter_config(module, "path");
-    int rc = flt_fault_log_open(path);
+    int rc = 0;
+    pthread_mutex_lock(&load_mu);
+    if (!loads) {
+        if (flt_fault_timer_start()) {
+            pthread_mutex_unlock(&load_mu);
+            flt_fault_rules_free(&m->rules);
+            free(m);
+            return STATUS_INSUFFICIENT_RESOURCES;
+        }
+        rc = flt_fault_log_open(path);
+    }
+    loads++;
+    pthread_mutex_unlock(&load_mu);
     if (rc)
         ndk_filter_log(module, NDK_LOG_WARNING, "fault.path=%s: cannot open (%s); logging to stderr", path, strerror(-rc));
-    if (flt_fault_timer_start()) {
-        flt_fault_rules_free(&m->rules);
-        free(m);
-        return STATUS_INSUFFICIENT_RESOURCES;
-    }
     ndk_filter_log(module, NDK_LOG_INFO, "%u rule(s), seed %llu", m->rules.n, (unsigned long long)seed);
     *module_ctx = m;
     return STATUS_SUCCESS;
@@ -59,8 +72,12 @@ static NTSTATUS fault_load(ndk_filter_module *module, void **module_ctx)
 static void fault_unload(void *module_ctx)
 {
     struct flt_fault_module *m = module_ctx;
-    flt_fault_timer_stop();
-    flt_fault_log_close();
+    pthread_mutex_lock(&load_mu);
+    if (!--loads) {
+        flt_fault_timer_stop();
+        flt_fault_log_close();
+    }
+    pthread_mutex_unlock(&load_mu);
     flt_fault_rules_free(&m->rules);
     free(m);
 }

@@ -25,6 +25,11 @@ struct vfy_module {
 static struct vfy_pending_create *pending_creates;
 static pthread_mutex_t pending_mu = PTHREAD_MUTEX_INITIALIZER;   /* pending_creates */
 
+/* The module is loaded once per runtime, and a process may open several runtimes; they share
+ * the report output, opened by the first load and closed by the last unload (load_mu). */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned loads;
+
 /* Once per runtime; may block (opens the report file). */
 static NTSTATUS vfy_load(ndk_filter_module *module, void **module_ctx)
 {
@@ -40,7 +45,9 @@ static NTSTATUS vfy_load(ndk_filter_module *module, void **module_ctx)
         a = VFY_ACTION_ABORT;
     else if (action && strcmp(action, "report"))
         ndk_filter_log(module, NDK_LOG_WARNING, "verify.action=%s: expected report or abort; reporting", action);
-    int rc = flt_verify_report_open(path, a, !(bt && !strcmp(bt, "0")));
+    pthread_mutex_lock(&load_mu);
+    int rc = loads++ ? 0 : flt_verify_report_open(path, a, !(bt && !strcmp(bt, "0")));
+    pthread_mutex_unlock(&load_mu);
     if (rc)
         ndk_filter_log(module, NDK_LOG_WARNING, "verify.path=%s: cannot open (%s); reporting to stderr", path,
                        strerror(-rc));
@@ -50,7 +57,10 @@ static NTSTATUS vfy_load(ndk_filter_module *module, void **module_ctx)
 
 static void vfy_unload(void *module_ctx)
 {
-    flt_verify_report_close();
+    pthread_mutex_lock(&load_mu);
+    if (!--loads)
+        flt_verify_report_close();
+    pthread_mutex_unlock(&load_mu);
     free(module_ctx);
 }
 
