@@ -222,17 +222,6 @@ typedef enum _MODE { KernelMode, UserMode, MaximumMode } MODE;
 #define UNICODE_NULL ((WCHAR)0)
 #define ANSI_NULL ((CHAR)0)
 
-/* ---- status classes ---- */
-#ifndef NT_INFORMATION
-#define NT_INFORMATION(Status) ((((ULONG)(Status)) >> 30) == 1)
-#endif
-#ifndef NT_WARNING
-#define NT_WARNING(Status) ((((ULONG)(Status)) >> 30) == 2)
-#endif
-#ifndef NT_ERROR
-#define NT_ERROR(Status) ((((ULONG)(Status)) >> 30) == 3)
-#endif
-
 /* ---- small macros ---- */
 #define UNREFERENCED_PARAMETER(P) ((void)(P))
 #define DBG_UNREFERENCED_PARAMETER(P) ((void)(P))
@@ -255,8 +244,8 @@ typedef enum _MODE { KernelMode, UserMode, MaximumMode } MODE;
          : (FIELD_OFFSET(T, F1) - FIELD_OFFSET(T, F2) - RTL_FIELD_SIZE(T, F2)))
 #define RTL_CONTAINS_FIELD(Struct, Size, Field) \
     ((((PCHAR)(&(Struct)->Field)) + sizeof((Struct)->Field)) <= (((PCHAR)(Struct)) + (Size)))
-#define CONTAINING_RECORD(address, type, field) \
-    ((type *)((PCHAR)(address) - (ULONG_PTR)(&((type *)0)->field)))
+/* offsetof, not the WDK's &((type *)0)->field, which UBSan rejects as a null member access. */
+#define CONTAINING_RECORD(address, type, field) ((type *)((PCHAR)(address) - offsetof(type, field)))
 #define ALIGN_DOWN_BY(length, alignment) ((ULONG_PTR)(length) & ~((ULONG_PTR)(alignment) - 1))
 #define ALIGN_UP_BY(length, alignment) (ALIGN_DOWN_BY(((ULONG_PTR)(length) + (alignment) - 1), alignment))
 #define ALIGN_DOWN_POINTER_BY(address, alignment) ((PVOID)((ULONG_PTR)(address) & ~((ULONG_PTR)(alignment) - 1)))

@@ -976,7 +976,13 @@ static inline VOID WritePointerNoFence(PVOID volatile *Destination, PVOID Value)
 #define _ReadWriteBarrier() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 #define _ReadBarrier() _ReadWriteBarrier()
 #define _WriteBarrier() _ReadWriteBarrier()
+#if defined(__x86_64__) || defined(__i386__)
 #define YieldProcessor() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define YieldProcessor() __asm__ __volatile__("yield")
+#else
+#define YieldProcessor() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+#endif
 #define KeYieldProcessor() YieldProcessor()
 #define PreFetchCacheLine(l, a) __builtin_prefetch((const void *)(a))
 #define PF_TEMPORAL_LEVEL_1 0

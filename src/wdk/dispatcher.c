@@ -236,5 +236,5 @@ VOID KeStallExecutionProcessor(ULONG MicroSeconds)
 {
     int64_t end = wdk_mono_ns() + (int64_t)MicroSeconds * 1000;
     while (wdk_mono_ns() < end)
-        __builtin_ia32_pause();
+        YieldProcessor();
 }

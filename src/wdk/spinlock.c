@@ -67,7 +67,7 @@ static void lock_acquire(PKSPIN_LOCK l, const char *site)
         if (T_SERVING(v) == ticket)
             break;
         if (spins < 64)
-            __builtin_ia32_pause();
+            YieldProcessor();
         else
             sched_yield();
     }
