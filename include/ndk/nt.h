@@ -305,15 +305,24 @@ typedef struct _MDL {
     ULONG        ByteOffset;
 } MDL, *PMDL;
 
-#define MDL_PAGES_LOCKED         0x0002
+#ifndef MDL_PAGES_LOCKED
+#define MDL_PAGES_LOCKED 0x0002
+#endif
+#ifndef MDL_SOURCE_IS_NONPAGED_POOL
 #define MDL_SOURCE_IS_NONPAGED_POOL 0x0004
+#endif
+#ifndef MDL_ALLOCATED_FIXED_SIZE
 #define MDL_ALLOCATED_FIXED_SIZE 0x0008
+#endif
 
 #define NDK_MDL_PAGE_SIZE 4096u
 #ifndef PAGE_SIZE
 #define PAGE_SIZE NDK_MDL_PAGE_SIZE
 #endif
 
+/* User-space MDL helpers. The WDK kit supplies its own (tracked, with the WDK's PIRP parameter)
+ * and defines NDK_NT_NO_MDL_HELPERS before including this header to leave these out. */
+#ifndef NDK_NT_NO_MDL_HELPERS
 static inline PVOID MmGetMdlVirtualAddress(const MDL *Mdl)
 {
     return (PVOID)((uint8_t *)Mdl->StartVa + Mdl->ByteOffset);
@@ -415,6 +424,7 @@ static inline BOOLEAN NdkMdlChainIsContiguous(const MDL *Head, SIZE_T Length)
     }
     return covered >= Length;
 }
+#endif /* NDK_NT_NO_MDL_HELPERS */
 
 #ifdef __cplusplus
 }

@@ -47,8 +47,12 @@ SIZE(MDL, 48); OFF(MDL, Next, 0); OFF(MDL, Size, 8); OFF(MDL, MdlFlags, 10); OFF
 OFF(MDL, MappedSystemVa, 24); OFF(MDL, StartVa, 32); OFF(MDL, ByteCount, 40); OFF(MDL, ByteOffset, 44);
 IS(((PMDL)0)->Process, struct _EPROCESS *);
 
+int nt_kit_mode_check(void);   /* nt_kit_mode.c */
+
 int main(void)
 {
+    CHECK_EQ(nt_kit_mode_check(), 0);
+
     LARGE_INTEGER li;
     li.QuadPart = -2;   /* 0xFFFFFFFF_FFFFFFFE */
     CHECK_EQ(li.LowPart, 0xFFFFFFFEu);
