@@ -9,7 +9,6 @@
 
 #define SERVER_READ_SEED  0x5EED0001u
 #define SERVER_WRITE_SEED 0x5EED0002u
-#define SERVER_LABEL      0x00A0000000000000ull   /* the address the client names the region by */
 
 DRIVER_INITIALIZE DriverEntry;
 static DRIVER_UNLOAD ServerUnload;
@@ -127,14 +126,16 @@ static NTSTATUS ServerExposeRegion(PPAIR_CONTEXT ctx, UINT32 *RemoteToken, ULONG
     PairRequestInit(&ctx->RdmaReq);
     status = ctx->Qp->Dispatch->NdkFastRegister(ctx->Qp, &ctx->RdmaReq, ctx->DataMr, ctx->Lam->AdapterPageCount,
                                                 ctx->Lam->AdapterPageArray, fbo, PAIR_DATA_SIZE,
-                                                (PVOID)(ULONG_PTR)(SERVER_LABEL + fbo),
+                                                MmGetMdlVirtualAddress(ctx->DataMdl),
                                                 NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ |
                                                     NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
     if (!NT_SUCCESS(status)) {
         PairLog(ctx, "NdkFastRegister failed (0x%08X)", status);
         return status;
     }
-    /* Its completion arrives on the CQ like any work request's. */
+    /* The region is named by its own virtual address: iWARP devices behind the verbs provider
+     * (siw) cannot map another base for a peer (docs/providers.md). Its completion arrives on
+     * the CQ like any work request's. */
     LARGE_INTEGER timeout;
     timeout.QuadPart = -10000LL * PAIR_WAIT_MS;
     status = KeWaitForSingleObject(&ctx->RdmaReq.Event, Executive, KernelMode, FALSE, &timeout);
@@ -144,7 +145,7 @@ static NTSTATUS ServerExposeRegion(PPAIR_CONTEXT ctx, UINT32 *RemoteToken, ULONG
     }
     ctx->DataToken = ctx->DataMr->Dispatch->NdkGetLocalTokenFromMr(ctx->DataMr);
     *RemoteToken = ctx->DataMr->Dispatch->NdkGetRemoteTokenFromMr(ctx->DataMr);
-    *RemoteAddress = SERVER_LABEL + fbo;
+    *RemoteAddress = (ULONG64)(ULONG_PTR)MmGetMdlVirtualAddress(ctx->DataMdl);
     return STATUS_SUCCESS;
 }
 
