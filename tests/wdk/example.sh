@@ -5,7 +5,7 @@
 # Usage: example.sh NDKDRV HELLODRV. Exit: 0 pass, 1 fail.
 set -uo pipefail
 ndkdrv=$1 driver=$2
-out=$(timeout 30 "$ndkdrv" run "$driver" --param IfIndex="$(cat /sys/class/net/lo/ifindex)" 2>&1)
+out=$(timeout 80 "$ndkdrv" run "$driver" --param IfIndex="$(cat /sys/class/net/lo/ifindex)" 2>&1)
 rc=$?
 printf '%s\n' "$out"
 [ $rc = 0 ] || { echo "FAIL: ndkdrv exit status $rc"; exit 1; }

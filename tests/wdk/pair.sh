@@ -46,7 +46,7 @@ netns)
 	# Two holder processes, each alone in a fresh network namespace that dies with it.
 	home=$(readlink /proc/self/ns/net)
 	for side in s c; do
-		unshare -n sleep 120 &
+		unshare -n sleep 230 &
 		p=$!
 		pids+=($p)
 		ns=""
@@ -76,16 +76,16 @@ echo "mode $mode: server on interface index $if_s ($addr_s port $port), client o
 	"provider $NDK_PROVIDERS"
 
 t0=$(date +%s.%N)
-"${run_s[@]}" timeout 90 "$ndkdrv" run "$server" --param IfIndex="$if_s" --param Address="$addr_s" \
+"${run_s[@]}" timeout 150 "$ndkdrv" run "$server" --param IfIndex="$if_s" --param Address="$addr_s" \
 	--param Port="$port" >"$tmp/server.log" 2>&1 &
 srv=$!
 pids+=($srv)
-for _ in $(seq 200); do
+for _ in $(seq 600); do   # up to 60 s: a loaded machine may take long to start a process
 	grep -q "listening on" "$tmp/server.log" 2>/dev/null && break
 	kill -0 $srv 2>/dev/null || break
 	sleep 0.1
 done
-"${run_c[@]}" timeout 90 "$ndkdrv" run "$client" --param IfIndex="$if_c" --param Address="$addr_s" \
+"${run_c[@]}" timeout 150 "$ndkdrv" run "$client" --param IfIndex="$if_c" --param Address="$addr_s" \
 	--param LocalAddress="$addr_c" --param Port="$port" >"$tmp/client.log" 2>&1
 crc=$?
 wait $srv

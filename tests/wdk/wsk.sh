@@ -25,7 +25,7 @@ lo=$(cat /sys/class/net/lo/ifindex) || skip "no lo interface"
 
 # expect_finding MODE RULE TEXT: the driver runs, ndkdrv fails, the output names RULE and TEXT.
 expect_finding() {
-	timeout 60 "$ndkdrv" run "$misuse" --param IfIndex="$lo" --param Mode="$1" >"$log" 2>&1
+	timeout 120 "$ndkdrv" run "$misuse" --param IfIndex="$lo" --param Mode="$1" >"$log" 2>&1
 	local rc=$?
 	cat "$log"
 	[ $rc != 0 ] && [ $rc != 124 ] || fail "ndkdrv exit status $rc; expected a verifier failure"
@@ -38,10 +38,13 @@ case $case in
 probe)
 	run=(env) args=(--param IfIndex="$lo")
 	if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v nsenter >/dev/null; then
-		unshare -n sleep 60 &
+		unshare -n sleep 150 &
 		holder=$!
-		sleep 0.2
 		ns=/proc/$holder/ns/net
+		for _ in $(seq 100); do   # until the holder is in its own namespace (a loaded machine is slow)
+			[ "$(readlink $ns 2>/dev/null)" != "$(readlink /proc/self/ns/net)" ] && break
+			sleep 0.05
+		done
 		if [ "$(readlink $ns)" != "$(readlink /proc/self/ns/net)" ] &&
 			nsenter --net=$ns ip link set lo up 2>/dev/null &&
 			nsenter --net=$ns ip link add wdkoff0 type veth peer name wdkoff1 2>/dev/null; then
@@ -51,7 +54,7 @@ probe)
 		fi
 	fi
 	[ "${run[0]}" = env ] && echo "note: no private namespace here; the interface-without-NDK check is skipped"
-	"${run[@]}" timeout 60 "$ndkdrv" run "$probe" "${args[@]}" >"$log" 2>&1
+	"${run[@]}" timeout 120 "$ndkdrv" run "$probe" "${args[@]}" >"$log" 2>&1
 	rc=$?
 	cat "$log"
 	[ $rc = 0 ] || fail "ndkdrv exit status $rc"
