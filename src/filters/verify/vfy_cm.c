@@ -68,20 +68,26 @@ static void bind_qp(struct vfy_obj *c, const char *fn, NDK_QP *qp_header)
     struct vfy_obj *qp = flt_verify_obj(ndk_filter_obj_of(c->fobj, qp_header ? &qp_header->Header : NULL));
     if (!qp)
         return;
-    if (atomic_exchange(&qp->u.qp.bound, 1)) {
-        struct vfy_obj *old = qp->u.qp.connector ? flt_verify_obj(qp->u.qp.connector) : NULL;
-        flt_verify_report(VFY_QP_REUSE, c->name, fn, "%s is already bound to %s", qp->name, old ? old->name : "a connection");
-    }
+    pthread_mutex_lock(&c->inst->mu);
+    bool again = atomic_exchange(&qp->u.qp.bound, 1);
+    char old[24] = "a connection";
+    if (again && qp->u.qp.connector)
+        snprintf(old, sizeof old, "%s", flt_verify_obj(qp->u.qp.connector)->name);
     qp->u.qp.connector = c->fobj;
     c->u.conn.qp = qp->fobj;
+    pthread_mutex_unlock(&c->inst->mu);
+    if (again)
+        flt_verify_report(VFY_QP_REUSE, c->name, fn, "%s is already bound to %s", qp->name, old);
 }
 
 /* A connection attempt failed: its QP may be tried again. */
 static void unbind_qp(struct vfy_obj *c)
 {
+    pthread_mutex_lock(&c->inst->mu);
     struct vfy_obj *qp = c->u.conn.qp ? flt_verify_obj(c->u.conn.qp) : NULL;
     if (qp && qp->u.qp.connector == c->fobj)
         atomic_store(&qp->u.qp.bound, 0);
+    pthread_mutex_unlock(&c->inst->mu);
 }
 
 static void wrong_state(struct vfy_obj *c, const char *fn, const char *want)

@@ -72,6 +72,12 @@ void flt_verify_obj_destroy(void *inst_ctx, ndk_filter_obj *fobj)
     ndk_list_del(&o->link);
     if (o->type == NdkObjectTypeQp || o->type == NdkObjectTypeSrq)
         ndk_list_del(&o->u.qp.qp_link);
+    /* The QP outlives its connector (it is the connector's antecedent): it forgets it here. */
+    if (o->type == NdkObjectTypeConnector && o->u.conn.qp) {
+        struct vfy_obj *qp = flt_verify_obj(o->u.conn.qp);
+        if (qp->u.qp.connector == fobj)
+            qp->u.qp.connector = NULL;
+    }
     pthread_mutex_unlock(&inst->mu);
     if (o->type == NdkObjectTypeQp || o->type == NdkObjectTypeSrq) {
         pthread_mutex_lock(&o->u.qp.mu);
