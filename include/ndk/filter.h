@@ -37,6 +37,7 @@
 #include <stddef.h>
 
 #include "../ndkpi.h"
+#include "../ndkrss.h"
 #include "runtime.h"
 
 #ifdef __cplusplus
@@ -50,8 +51,9 @@ extern "C" {
 #define NDK_FILTER_NAME_MAX     32
 
 /* Every dispatch slot an NDK consumer can call, one id each (slots that share a name in several
- * tables, NdkQueryExtension and the per-table getters, get one id per table). The X macro gives
- * (ID, slot name as in ndkpi.h, object type the call is made on). Ids are stable: new ones are
+ * tables, NdkQueryExtension and the per-table getters, get one id per table), the adapter close,
+ * and the slots of the extension interfaces the layer wraps (ndkrss.h's adapter RSS table). The
+ * X macro gives (ID, slot name, object type the call is made on). Ids are stable: new ones are
  * appended. */
 #define NDK_FILTER_FN_LIST(X) \
     X(ADAPTER_QUERY_EXTENSION,            NdkQueryExtension,                 Adapter)        \
@@ -124,7 +126,8 @@ extern "C" {
     X(LISTEN,                             NdkListen,                         Listener)       \
     X(LISTENER_GET_LOCAL_ADDRESS,         NdkGetLocalAddress,                Listener)       \
     X(CONTROL_CONNECT_EVENTS,             NdkControlConnectEvents,           Listener)       \
-    X(CLOSE_ADAPTER,                      CloseNDKAdapter,                   Adapter)
+    X(CLOSE_ADAPTER,                      CloseNDKAdapter,                   Adapter)        \
+    X(GET_RSS_PROCESSOR_INFO,             NdkGetRssProcessorInfo,            Adapter)
 
 typedef enum ndk_filter_fn {
     NDK_FILTER_FN_NONE = 0,
@@ -259,6 +262,8 @@ typedef union ndk_filter_args {
         PSOCKADDR address; ULONG address_length; NDK_FN_REQUEST_COMPLETION completion; PVOID context;
     } listen;
     struct { BOOLEAN pause; } control_connect_events;
+    /* the adapter RSS extension (ndkrss.h); status is its NDIS_STATUS */
+    struct { PNDIS_RSS_PROCESSOR_INFO info; PSIZE_T size; } get_rss_processor_info;
 } ndk_filter_args;
 
 /* One call, built by the layer on the caller's stack and passed to the filter's call hook. */

@@ -172,6 +172,19 @@ static VOID w_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
     nf_dispatch(&c);
 }
 
+/* The adapter RSS extension (ndkrss.h), handed up by NdkQueryExtension in place of the lower one. */
+static NDIS_STATUS w_get_rss_processor_info(NDK_ADAPTER *a, PNDIS_RSS_PROCESSOR_INFO info, PSIZE_T size)
+{
+    CALL(OBJ(a), GET_RSS_PROCESSOR_INFO);
+    c.args.get_rss_processor_info.info = info;
+    c.args.get_rss_processor_info.size = size;
+    return nf_dispatch(&c);
+}
+
+const NDK_EXTENSION_ADAPTER_RSS_DISPATCH nf_rss_dispatch = {
+    .NdkGetRssProcessorInfo = w_get_rss_processor_info,
+};
+
 const NDK_ADAPTER_DISPATCH nf_adapter_dispatch = {
     .NdkQueryExtension = w_query_extension,
     .NdkQueryAdapterInfo = w_query_adapter_info,

@@ -116,6 +116,8 @@ struct ndk_filter_obj {
     } ev;
     PVOID                   ev_ctx;
     int                     ev_ex;          /* connector: the disconnect callback is the _EX form */
+    /* adapter: the lower layer's RSS extension table, once the consumer asked for it */
+    _Atomic(const NDK_EXTENSION_ADAPTER_RSS_DISPATCH *) ext_rss;
     atomic_int              disconnected;   /* connector: its disconnect event went up (once only) */
     atomic_int              armed;          /* CQ: armed at this layer, not notified since */
     atomic_int              raised;         /* CQ: a filter raised a notification on it once */
@@ -156,6 +158,7 @@ void nf_layer_live_add(struct nf_layer *layer, long delta);
 /* filter_dispatch.c: the wrapper tables and the call path into a filter's call hook. */
 extern const NDK_ADAPTER_DISPATCH nf_adapter_dispatch;
 const void *nf_dispatch_table(NDK_OBJECT_TYPE type);
+extern const NDK_EXTENSION_ADAPTER_RSS_DISPATCH nf_rss_dispatch;
 ndk_filter_fn nf_close_fn(NDK_OBJECT_TYPE type);   /* NDK_FILTER_FN_CLOSE_<TYPE> */
 NTSTATUS nf_dispatch(ndk_filter_call *call);
 

@@ -14,6 +14,7 @@
 #include "rt_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define LOWER(o, T) ((T *)(o)->lower)
 #define NF_NEXT_CALLED ((void *)1)
@@ -39,6 +40,7 @@ int nf_fn_guarded(ndk_filter_fn fn)
     case NDK_FILTER_FN_GET_REMOTE_TOKEN_FROM_MW:
     case NDK_FILTER_FN_FLUSH:
     case NDK_FILTER_FN_CLOSE_ADAPTER:
+    case NDK_FILTER_FN_GET_RSS_PROCESSOR_INFO:
         return 0;
     default:
         return 1;
@@ -180,24 +182,36 @@ static NTSTATUS next_close(ndk_filter_call *c)
     return STATUS_PENDING;
 }
 
+static int is_rss(const GUID *id)
+{
+    static const GUID rss = NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH_INIT;
+    return id && memcmp(id, &rss, sizeof rss) == 0;
+}
+
 static NTSTATUS next_query_extension(ndk_filter_call *c)
 {
     struct ndk_filter_obj *o = c->obj;
-    NTSTATUS st = lower_query_extension(o)(o->lower, c->args.query_extension.id, c->args.query_extension.version,
-                                           c->args.query_extension.out);
-    if (st == STATUS_SUCCESS) {
-        /* An extension's table has no layout the layer knows, so it cannot be wrapped; handing
-         * the lower table up would let the consumer call past every filter with objects the
-         * provider does not know. The stack hides it. */
-        static atomic_int told;
-        if (!atomic_exchange(&told, 1))
-            rt_log(o->layer->stack->rt, NDK_LOG_INFO,
-                   "filter stack: an extension interface of the provider is not offered through filters");
-        if (c->args.query_extension.out)
-            c->args.query_extension.out->Dispatch = NULL;
-        st = STATUS_NOT_SUPPORTED;
+    typeof(c->args.query_extension) *a = &c->args.query_extension;
+    NTSTATUS st = lower_query_extension(o)(o->lower, a->id, a->version, a->out);
+    if (st != STATUS_SUCCESS)
+        return st;
+    if (o->type == NdkObjectTypeAdapter && is_rss(a->id) && a->out && a->out->Dispatch) {
+        /* A table the layer knows: the consumer gets the layer's, which forwards through the
+         * filters to the lower one. */
+        atomic_store(&o->ext_rss, (const NDK_EXTENSION_ADAPTER_RSS_DISPATCH *)a->out->Dispatch);
+        a->out->Dispatch = &nf_rss_dispatch;
+        return st;
     }
-    return st;
+    /* An extension's table has no layout the layer knows, so it cannot be wrapped; handing the
+     * lower table up would let the consumer call past every filter with objects the provider
+     * does not know. The stack hides it. */
+    static atomic_int told;
+    if (!atomic_exchange(&told, 1))
+        rt_log(o->layer->stack->rt, NDK_LOG_INFO,
+               "filter stack: an extension interface of the provider is not offered through filters");
+    if (a->out)
+        a->out->Dispatch = NULL;
+    return STATUS_NOT_SUPPORTED;
 }
 
 static NTSTATUS next_adapter(ndk_filter_call *c)
@@ -268,6 +282,12 @@ static NTSTATUS next_adapter(ndk_filter_call *c)
     case NDK_FILTER_FN_CLOSE_ADAPTER:
         nf_layer_close_below(o->layer);
         return STATUS_SUCCESS;
+    case NDK_FILTER_FN_GET_RSS_PROCESSOR_INFO: {
+        const NDK_EXTENSION_ADAPTER_RSS_DISPATCH *rss = atomic_load(&o->ext_rss);
+        if (!rss || !rss->NdkGetRssProcessorInfo)
+            return STATUS_NOT_SUPPORTED;   /* never handed up by this layer */
+        return rss->NdkGetRssProcessorInfo(low, c->args.get_rss_processor_info.info, c->args.get_rss_processor_info.size);
+    }
     default:
         return STATUS_NOT_SUPPORTED;
     }

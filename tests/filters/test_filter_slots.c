@@ -74,6 +74,68 @@ static int compare(const char *what, const void *wrapped, const void *provider, 
     return (int)n;
 }
 
+/* A filter that offers the RSS extension itself (as a provider would), under a counting one:
+ * the layer above must hand up its own table and forward through the counting filter. */
+static NDK_ADAPTER *rss_expected;
+static atomic_int rss_calls;
+
+static NDIS_STATUS fake_rss(NDK_ADAPTER *a, PNDIS_RSS_PROCESSOR_INFO info, PSIZE_T size)
+{
+    (void)info;
+    if (a == rss_expected)
+        atomic_fetch_add(&rss_calls, 1);
+    *size = 1234;
+    return NDIS_STATUS_BUFFER_TOO_SHORT;
+}
+
+static const NDK_EXTENSION_ADAPTER_RSS_DISPATCH fake_rss_table = { .NdkGetRssProcessorInfo = fake_rss };
+
+static NTSTATUS rss_call(void *ctx, ndk_filter_call *call)
+{
+    static const GUID rss = NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH_INIT;
+    (void)ctx;
+    if (call->fn == NDK_FILTER_FN_ADAPTER_QUERY_EXTENSION && !memcmp(call->args.query_extension.id, &rss, sizeof rss)) {
+        rss_expected = (NDK_ADAPTER *)ndk_filter_obj_header(call->obj);
+        call->args.query_extension.out->Dispatch = &fake_rss_table;
+        return STATUS_SUCCESS;
+    }
+    return ndk_filter_next(call);
+}
+
+static const ndk_filter_ops rss_ops = {
+    .size = sizeof(ndk_filter_ops), .abi_version = NDK_FILTER_ABI_VERSION, .name = "rssfake", .call = rss_call,
+};
+
+static void rss_extension(void)
+{
+    struct iwt t;
+    struct ft_count count;
+    memset(&count, 0, sizeof count);
+    ft_env(NULL);
+    iwt_open(&t, AF_INET);
+    ndk_filter_inproc f[2] = { { .ops = &ft_count_ops, .context = &count }, { .ops = &rss_ops, .context = NULL } };
+    ndk_rt_open_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.filter_count = 2;
+    o.filters = f;
+    ndk_rt_close_adapter(t.rt, t.ad);
+    NDK_VERSION v = { 2, 1 };
+    CHECK_STATUS(ndk_rt_open_adapter_ex(t.rt, t.id, v, &o, &t.ad), STATUS_SUCCESS);
+    GUID g = NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH_INIT;
+    NDK_VERSION ev = { 1, 0 };
+    NDK_EXTENSION_INTERFACE ext = { NULL };
+    CHECK_STATUS(t.ad->Dispatch->NdkQueryExtension(&t.ad->Header, &g, ev, &ext), STATUS_SUCCESS);
+    CHECK(ext.Dispatch && ext.Dispatch != &fake_rss_table);   /* the layer's table, not the one below */
+    const NDK_EXTENSION_ADAPTER_RSS_DISPATCH *d = ext.Dispatch;
+    SIZE_T size = 0;
+    CHECK_STATUS(d->NdkGetRssProcessorInfo(t.ad, NULL, &size), NDIS_STATUS_BUFFER_TOO_SHORT);
+    CHECK_EQ(size, 1234);
+    CHECK_EQ(atomic_load(&rss_calls), 1);   /* reached below with the lower layer's adapter */
+    CHECK_EQ(atomic_load(&count.calls[NDK_FILTER_FN_GET_RSS_PROCESSOR_INFO]), 1);
+    iwt_close(&t);
+}
+
 int main(void)
 {
     struct iwt plain, filtered;
@@ -95,8 +157,10 @@ int main(void)
     slots += compare("connector", f.conn, p.conn, sizeof(NDK_CONNECTOR_DISPATCH));
     slots += compare("listener", f.lis, p.lis, sizeof(NDK_LISTENER_DISPATCH));
     slots += compare("shared endpoint", f.sep, p.sep, sizeof(NDK_SHARED_ENDPOINT_DISPATCH));
-    /* Every slot has its function id: the filter API names every one. */
-    CHECK_EQ(slots + 1, NDK_FILTER_FN_COUNT - 1);   /* + CloseNDKAdapter, - NONE */
+    /* Every slot has its function id: the filter API names every one (and CloseNDKAdapter and
+     * the RSS extension's NdkGetRssProcessorInfo). */
+    CHECK_EQ(slots + 2, NDK_FILTER_FN_COUNT - 1);
+    CHECK(!strcmp(ndk_filter_fn_name(NDK_FILTER_FN_GET_RSS_PROCESSOR_INFO), "NdkGetRssProcessorInfo"));
     /* The extension query goes through and the stack answers for what it cannot wrap. */
     GUID g = { 0x12345678, 0x1234, 0x1234, { 1, 2, 3, 4, 5, 6, 7, 8 } };
     NDK_VERSION v = { 1, 0 };
@@ -106,6 +170,7 @@ int main(void)
     unmake(&p);
     iwt_close(&filtered);
     iwt_close(&plain);
-    printf("%d slots wrapped in 10 tables\n", slots);
+    rss_extension();
+    printf("%d slots wrapped in 10 tables, and the RSS extension\n", slots);
     return 0;
 }
