@@ -86,6 +86,40 @@ static NDK_SGE sge(size_t off, ULONG len, UINT32 token)
     return s;
 }
 
+/* A QP on one CQ (with notify as its notification callback, or none) and a registered region;
+ * receives are posted at 64-byte slots of the region. */
+struct rxq {
+    NDK_CQ *cq;
+    NDK_PD *pd;
+    NDK_QP *qp;
+    NDK_MR *mr;
+    PMDL    mdl;
+    UINT32  tok;
+};
+
+static void rxq_open(struct rxq *r, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBACK notify)
+{
+    CHECK_STATUS(T.ad->Dispatch->NdkCreateCq(T.ad, depth * 2, notify, NULL, NULL, NULL, NULL, &r->cq), STATUS_SUCCESS);
+    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &r->pd), STATUS_SUCCESS);
+    CHECK_STATUS(r->pd->Dispatch->NdkCreateQp(r->pd, r->cq, r->cq, NULL, depth, depth, 1, 1, 0, NULL, NULL, &r->qp),
+                 STATUS_SUCCESS);
+    r->mr = mr_register(r->pd, &r->mdl, &r->tok);
+}
+
+static NTSTATUS rxq_receive(struct rxq *r, int slot)
+{
+    NDK_SGE s = sge((size_t)slot * 64, 64, r->tok);
+    return r->qp->Dispatch->NdkReceive(r->qp, (PVOID)(uintptr_t)slot, &s, 1);
+}
+
+static void rxq_close(struct rxq *r)
+{
+    iwt_mr_release(r->mr, r->mdl, 5000);
+    iwt_close_obj(r->qp, 5000);
+    iwt_close_obj(r->pd, 5000);
+    iwt_close_obj(r->cq, 5000);
+}
+
 /* ---- cases ---- */
 
 /* The second NdkCreateQp fails inline with the rule's status; the others succeed. */
@@ -126,19 +160,12 @@ static void case_after_count(void)
 static void case_post_every(void)
 {
     start("NdkReceive:every=3:status=STATUS_INSUFFICIENT_RESOURCES", NULL);
-    struct iwt_qp q;
-    iwt_qp_create(&T, &q, 8);
-    PMDL mdl;
-    UINT32 tok;
-    NDK_MR *mr = mr_register(q.pd, &mdl, &tok);
+    struct rxq q;
+    rxq_open(&q, 8, NULL);
     int accepted = 0;
     for (int i = 1; i <= 6; i++) {
-        NDK_SGE s = sge((size_t)i * 64, 64, tok);
-        NTSTATUS st = q.qp->Dispatch->NdkReceive(q.qp, (PVOID)(uintptr_t)i, &s, 1);
-        if (i % 3 == 0)
-            CHECK_STATUS(st, STATUS_INSUFFICIENT_RESOURCES);
-        else
-            CHECK_STATUS(st, STATUS_SUCCESS);
+        NTSTATUS st = rxq_receive(&q, i);
+        CHECK_STATUS(st, i % 3 == 0 ? STATUS_INSUFFICIENT_RESOURCES : STATUS_SUCCESS);
         accepted += st == STATUS_SUCCESS;
     }
     q.qp->Dispatch->NdkFlush(q.qp);
@@ -149,8 +176,7 @@ static void case_post_every(void)
         CHECK((uintptr_t)r.RequestContext % 3 != 0);
     }
     CHECK_MSG(!iwt_cq_wait(q.cq, &r, 300), "a completion for a post that failed inline");
-    iwt_mr_release(mr, mdl, 5000);
-    iwt_qp_destroy(&q);
+    rxq_close(&q);
     iwt_close(&T);
     expect_log("rule 1 'NdkReceive:every=3", "call 6:", "failed inline with 0xc000009a");
 }
@@ -344,15 +370,10 @@ static void case_connect_timeout(void)
 static void case_short(void)
 {
     start("NdkGetCqResults:short=1", NULL);
-    struct iwt_qp q;
-    iwt_qp_create(&T, &q, 4);
-    PMDL mdl;
-    UINT32 tok;
-    NDK_MR *mr = mr_register(q.pd, &mdl, &tok);
-    for (int i = 0; i < 3; i++) {
-        NDK_SGE s = sge((size_t)i * 64, 64, tok);
-        CHECK_STATUS(q.qp->Dispatch->NdkReceive(q.qp, NULL, &s, 1), STATUS_SUCCESS);
-    }
+    struct rxq q;
+    rxq_open(&q, 4, NULL);
+    for (int i = 0; i < 3; i++)
+        CHECK_STATUS(rxq_receive(&q, i), STATUS_SUCCESS);
     q.qp->Dispatch->NdkFlush(q.qp);
     usleep(200 * 1000);
     NDK_RESULT r[8];
@@ -365,8 +386,7 @@ static void case_short(void)
             usleep(20 * 1000);
     }
     CHECK_EQ(total, 3);
-    iwt_mr_release(mr, mdl, 5000);
-    iwt_qp_destroy(&q);
+    rxq_close(&q);
     iwt_close(&T);
     expect_log("'NdkGetCqResults:short=1'", "NdkGetCqResults", "at most 1 result");
 }
@@ -380,37 +400,33 @@ static void on_notify(void *ctx, NTSTATUS st)
     atomic_store(&notified_ms, (long long)ndk_test_now_ms());
 }
 
-static void case_notify_delay(void)
+/* Waits for on_notify; fails unless it came at least 280 ms after t0 (the rules say 300). */
+static long long wait_notified(uint64_t t0)
 {
-    start("CqNotification:delay=300", NULL);
-    NDK_CQ *cq;
-    NDK_PD *pd;
-    NDK_QP *qp;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreateCq(T.ad, 8, on_notify, NULL, NULL, NULL, NULL, &cq), STATUS_SUCCESS);
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 4, 4, 1, 1, 0, NULL, NULL, &qp), STATUS_SUCCESS);
-    PMDL mdl;
-    UINT32 tok;
-    NDK_MR *mr = mr_register(pd, &mdl, &tok);
-    NDK_SGE s = sge(0, 64, tok);
-    CHECK_STATUS(qp->Dispatch->NdkReceive(qp, NULL, &s, 1), STATUS_SUCCESS);
-    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
-    uint64_t t0 = ndk_test_now_ms();
-    qp->Dispatch->NdkFlush(qp);
     uint64_t end = t0 + 5000;
     while (!atomic_load(&notified_ms) && ndk_test_now_ms() < end)
         usleep(5000);
     long long got = atomic_load(&notified_ms);
     CHECK_MSG(got, "no notification");
-    CHECK_MSG(got - (long long)t0 >= 290, "the notification came after %lld ms", got - (long long)t0);
+    CHECK_MSG(got - (long long)t0 >= 280, "notified after %lld ms, the rule says 300", got - (long long)t0);
+    return got;
+}
+
+static void case_notify_delay(void)
+{
+    start("CqNotification:delay=300", NULL);
+    struct rxq q;
+    rxq_open(&q, 4, on_notify);
+    CHECK_STATUS(rxq_receive(&q, 0), STATUS_SUCCESS);
+    q.cq->Dispatch->NdkArmCq(q.cq, NDK_CQ_NOTIFY_ANY);
+    uint64_t t0 = ndk_test_now_ms();
+    q.qp->Dispatch->NdkFlush(q.qp);
+    long long got = wait_notified(t0);
     NDK_RESULT r;
-    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 1);
+    CHECK_EQ(q.cq->Dispatch->NdkGetCqResults(q.cq, &r, 1), 1);
     CHECK_STATUS(r.Status, STATUS_CANCELLED);
     printf("notification %lld ms after the completion\n", got - (long long)t0);
-    iwt_mr_release(mr, mdl, 5000);
-    iwt_close_obj(qp, 5000);
-    iwt_close_obj(pd, 5000);
-    iwt_close_obj(cq, 5000);
+    rxq_close(&q);
     iwt_close(&T);
     expect_log("'CqNotification:delay=300'", "CqNotification", "delivered 300 ms late");
 }
@@ -420,39 +436,23 @@ static void case_notify_delay(void)
 static void case_completion_delay(void)
 {
     start("NdkGetCqResults:delay=300", NULL);
-    NDK_CQ *cq;
-    NDK_PD *pd;
-    NDK_QP *qp;
-    CHECK_STATUS(T.ad->Dispatch->NdkCreateCq(T.ad, 8, on_notify, NULL, NULL, NULL, NULL, &cq), STATUS_SUCCESS);
-    CHECK_STATUS(T.ad->Dispatch->NdkCreatePd(T.ad, NULL, NULL, &pd), STATUS_SUCCESS);
-    CHECK_STATUS(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 4, 4, 1, 1, 0, NULL, NULL, &qp), STATUS_SUCCESS);
-    PMDL mdl;
-    UINT32 tok;
-    NDK_MR *mr = mr_register(pd, &mdl, &tok);
-    NDK_SGE s = sge(0, 64, tok);
-    CHECK_STATUS(qp->Dispatch->NdkReceive(qp, (PVOID)7, &s, 1), STATUS_SUCCESS);
-    qp->Dispatch->NdkFlush(qp);
+    struct rxq q;
+    rxq_open(&q, 4, on_notify);
+    CHECK_STATUS(rxq_receive(&q, 7), STATUS_SUCCESS);
+    q.qp->Dispatch->NdkFlush(q.qp);
     usleep(100 * 1000);   /* the flushed completion is in the provider's CQ */
     NDK_RESULT r;
     uint64_t t0 = ndk_test_now_ms();
-    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 0);
-    cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
-    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 0);
-    uint64_t end = t0 + 5000;
-    while (!atomic_load(&notified_ms) && ndk_test_now_ms() < end)
-        usleep(5000);
-    long long got = atomic_load(&notified_ms);
-    CHECK_MSG(got, "no notification for the held completion");
-    CHECK_MSG(got - (long long)t0 >= 280, "notified after %lld ms, the rule holds 300", got - (long long)t0);
-    CHECK_EQ(cq->Dispatch->NdkGetCqResults(cq, &r, 1), 1);
+    CHECK_EQ(q.cq->Dispatch->NdkGetCqResults(q.cq, &r, 1), 0);
+    q.cq->Dispatch->NdkArmCq(q.cq, NDK_CQ_NOTIFY_ANY);
+    CHECK_EQ(q.cq->Dispatch->NdkGetCqResults(q.cq, &r, 1), 0);
+    wait_notified(t0);
+    CHECK_EQ(q.cq->Dispatch->NdkGetCqResults(q.cq, &r, 1), 1);
     CHECK_STATUS(r.Status, STATUS_CANCELLED);
     CHECK(r.RequestContext == (PVOID)7);
     printf("completion returned %llu ms after the first poll that took it\n",
            (unsigned long long)(ndk_test_now_ms() - t0));
-    iwt_mr_release(mr, mdl, 5000);
-    iwt_close_obj(qp, 5000);
-    iwt_close_obj(pd, 5000);
-    iwt_close_obj(cq, 5000);
+    rxq_close(&q);
     iwt_close(&T);
     expect_log("'NdkGetCqResults:delay=300'", "NdkGetCqResults", "1 completion(s) held 300 ms");
 }
