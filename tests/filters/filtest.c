@@ -86,19 +86,24 @@ void ft_env(const char *filters)
         unsetenv("NDK_FILTERS");
 }
 
-void ft_reopen_counted(struct iwt *t, struct ft_count *count)
+void ft_reopen(struct iwt *t, const ndk_filter_inproc *f, ULONG n)
 {
     NDK_VERSION v = { 2, 1 };
-    ndk_filter_inproc f = { .ops = &ft_count_ops, .context = count };
     ndk_rt_open_options o;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
-    o.filter_count = 1;
-    o.filters = &f;
+    o.filter_count = n;
+    o.filters = f;
     ndk_rt_close_adapter(t->rt, t->ad);
     t->ad = NULL;
     NTSTATUS st = ndk_rt_open_adapter_ex(t->rt, t->id, v, &o, &t->ad);
     CHECK_MSG(st == STATUS_SUCCESS, "ndk_rt_open_adapter_ex: %s", ndk_rt_status_name(st));
+}
+
+void ft_reopen_counted(struct iwt *t, struct ft_count *count)
+{
+    ndk_filter_inproc f = { .ops = &ft_count_ops, .context = count };
+    ft_reopen(t, &f, 1);
 }
 
 #define FT_LEN (64 * 1024)

@@ -23,7 +23,9 @@ extern const ndk_filter_ops ft_count_ops;
 
 /* Sets NDK_PROVIDER_PATH to the providers plus the test filters' directory, and NDK_FILTERS. */
 void ft_env(const char *filters);
-/* Reopens t's adapter with the counting filter in-process on top of the configured ones. */
+/* Reopens t's adapter with in-process filters (f[0] outermost) on top of the configured ones. */
+void ft_reopen(struct iwt *t, const ndk_filter_inproc *f, ULONG n);
+/* ... with the counting filter alone. */
 void ft_reopen_counted(struct iwt *t, struct ft_count *count);
 /* The exchange (connect, Send of 2 SGEs, Write, Read, 64 KiB each), every byte checked; all
  * objects closed at the end. */

@@ -102,15 +102,8 @@ int main(void)
     struct iwt t;
     ft_env(NULL);
     iwt_open(&t, AF_INET);
-    NDK_VERSION v = { 2, 1 };
     ndk_filter_inproc f[2] = { { .ops = &hold_ops, .context = &h }, { .ops = &ft_count_ops, .context = &count } };
-    ndk_rt_open_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.filter_count = 2;
-    o.filters = f;
-    ndk_rt_close_adapter(t.rt, t.ad);
-    CHECK_STATUS(ndk_rt_open_adapter_ex(t.rt, t.id, v, &o, &t.ad), STATUS_SUCCESS);
+    ft_reopen(&t, f, 2);
     ft_exchange(&t);
     iwt_close(&t);   /* returns only once every held callback went up */
 

@@ -114,14 +114,7 @@ static void rss_extension(void)
     ft_env(NULL);
     iwt_open(&t, AF_INET);
     ndk_filter_inproc f[2] = { { .ops = &ft_count_ops, .context = &count }, { .ops = &rss_ops, .context = NULL } };
-    ndk_rt_open_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.filter_count = 2;
-    o.filters = f;
-    ndk_rt_close_adapter(t.rt, t.ad);
-    NDK_VERSION v = { 2, 1 };
-    CHECK_STATUS(ndk_rt_open_adapter_ex(t.rt, t.id, v, &o, &t.ad), STATUS_SUCCESS);
+    ft_reopen(&t, f, 2);
     GUID g = NDK_EXTENSION_ID_ADAPTER_RSS_DISPATCH_INIT;
     NDK_VERSION ev = { 1, 0 };
     NDK_EXTENSION_INTERFACE ext = { NULL };
