@@ -84,7 +84,7 @@ VOID ExInitializeFastMutex(PFAST_MUTEX FastMutex)
 static void fast_acquire(PFAST_MUTEX m, int raise, const char *site)
 {
     struct _KTHREAD *me = wdk_thread_self();
-    if (m->Owner == me) {
+    if (__atomic_load_n(&m->Owner, __ATOMIC_ACQUIRE) == me) {
         wdk_verify_report("FAST_MUTEX_RECURSIVE", site, "fast mutex acquired again by its owner (it would deadlock)");
         return;
     }
@@ -92,7 +92,7 @@ static void fast_acquire(PFAST_MUTEX m, int raise, const char *site)
     if (old > APC_LEVEL)
         wdk_verify_report("FAST_MUTEX_IRQL", site, "fast/guarded mutex acquired at IRQL %u", old);
     wdk_KeWaitForSingleObject_at(&m->Event, Executive, KernelMode, FALSE, NULL, site);
-    m->Owner = me;
+    __atomic_store_n(&m->Owner, me, __ATOMIC_RELEASE);
     if (raise) {
         m->OldIrql = old;
         if (old < APC_LEVEL)
@@ -102,12 +102,12 @@ static void fast_acquire(PFAST_MUTEX m, int raise, const char *site)
 
 static void fast_release(PFAST_MUTEX m, int lower, const char *site)
 {
-    if (m->Owner != wdk_thread_self()) {
+    if (__atomic_load_n(&m->Owner, __ATOMIC_ACQUIRE) != wdk_thread_self()) {
         wdk_verify_report("FAST_MUTEX_NOT_OWNED", site, "fast/guarded mutex released by a thread that does not own it");
         return;
     }
     KIRQL old = (KIRQL)m->OldIrql;
-    m->Owner = NULL;
+    __atomic_store_n(&m->Owner, NULL, __ATOMIC_RELEASE);
     KeSetEvent(&m->Event, 0, FALSE);
     if (lower)
         wdk_irql_set(old);
@@ -125,7 +125,7 @@ BOOLEAN ExTryToAcquireFastMutex(PFAST_MUTEX FastMutex)
     if (wdk_KeWaitForSingleObject_at(&FastMutex->Event, Executive, KernelMode, FALSE, &zero, WDK_CALLER) !=
         STATUS_SUCCESS)
         return FALSE;
-    FastMutex->Owner = wdk_thread_self();
+    __atomic_store_n(&FastMutex->Owner, wdk_thread_self(), __ATOMIC_RELEASE);
     FastMutex->OldIrql = old;
     if (old < APC_LEVEL)
         wdk_irql_set(APC_LEVEL);
@@ -140,6 +140,6 @@ BOOLEAN KeTryToAcquireGuardedMutex(PKGUARDED_MUTEX Mutex)
     LARGE_INTEGER zero = { .QuadPart = 0 };
     if (wdk_KeWaitForSingleObject_at(&Mutex->Event, Executive, KernelMode, FALSE, &zero, WDK_CALLER) != STATUS_SUCCESS)
         return FALSE;
-    Mutex->Owner = wdk_thread_self();
+    __atomic_store_n(&Mutex->Owner, wdk_thread_self(), __ATOMIC_RELEASE);
     return TRUE;
 }
