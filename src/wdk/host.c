@@ -14,9 +14,6 @@
 #include "wdk_internal.h"
 #include "wdk_host.h"
 
-extern char wdk_driver_name[64];
-DRIVER_OBJECT *wdk_driver_create(const char *name, PDRIVER_INITIALIZE entry, void *start);
-
 static void *module;
 static PDRIVER_INITIALIZE entry;
 static UNICODE_STRING registry_path;

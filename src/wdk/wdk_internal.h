@@ -138,8 +138,12 @@ void wdk_lookaside_check(void);
 void wdk_rundown_check(void);
 void wdk_devices_check(void);
 
-/* ---- driver and registry (driver.c, registry.c) ---- */
+/* ---- driver and registry (driver.c, registry.c, dbgprint.c) ---- */
 extern DRIVER_OBJECT *wdk_driver;
+/* The loaded driver's name (the .so's base name), the prefix of its DbgPrint lines. */
+extern char wdk_driver_name[64];
+/* Builds the DRIVER_OBJECT of the driver named name; NULL when out of memory. */
+DRIVER_OBJECT *wdk_driver_create(const char *name, PDRIVER_INITIALIZE entry, void *start);
 void wdk_registry_set_service(const char *name);
 int wdk_registry_param(const char *spec);
 const WCHAR *wdk_registry_path(void);
