@@ -282,6 +282,20 @@ static int resolve(int root, const UNICODE_STRING *name)
     return which;
 }
 
+static NTSTATUS open_which(int which, PHANDLE h)
+{
+    struct key *k = malloc(sizeof *k);
+    if (!k)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    k->which = which;
+    *h = wdk_handle_new(WDK_HANDLE_KEY, k);
+    if (!*h) {
+        free(k);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS open_key(PHANDLE KeyHandle, POBJECT_ATTRIBUTES ObjectAttributes, const char *api)
 {
     if (!KeyHandle || !ObjectAttributes)
@@ -299,17 +313,7 @@ static NTSTATUS open_key(PHANDLE KeyHandle, POBJECT_ATTRIBUTES ObjectAttributes,
     int which = resolve(root, ObjectAttributes->ObjectName);
     if (which < 0)
         return STATUS_OBJECT_NAME_NOT_FOUND;
-    struct key *k = malloc(sizeof *k);
-    if (!k)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    k->which = which;
-    HANDLE h = wdk_handle_new(WDK_HANDLE_KEY, k);
-    if (!h) {
-        free(k);
-        return STATUS_INSUFFICIENT_RESOURCES;
-    }
-    *KeyHandle = h;
-    return STATUS_SUCCESS;
+    return open_which(which, KeyHandle);
 }
 
 NTSTATUS ZwOpenKey(PHANDLE KeyHandle, ACCESS_MASK DesiredAccess, POBJECT_ATTRIBUTES ObjectAttributes)
@@ -472,19 +476,6 @@ NTSTATUS ZwDeleteValueKey(HANDLE KeyHandle, PUNICODE_STRING ValueName)
     return STATUS_OBJECT_NAME_NOT_FOUND;
 }
 
-static NTSTATUS open_which(int which, PHANDLE h)
-{
-    struct key *k = malloc(sizeof *k);
-    if (!k)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    k->which = which;
-    *h = wdk_handle_new(WDK_HANDLE_KEY, k);
-    if (!*h) {
-        free(k);
-        return STATUS_INSUFFICIENT_RESOURCES;
-    }
-    return STATUS_SUCCESS;
-}
 
 /* A legacy driver has no PDO; the kit's choice is to give both the device (hardware) and the
  * driver (software) key of any of the driver's devices as the Parameters key, so drivers that
