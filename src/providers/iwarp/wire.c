@@ -3,7 +3,7 @@
  *
  * Sends. The tap knows the stream offset of every byte it sends and, once the data path owns
  * the socket, where each FPDU starts: an FPDU is its 2-byte MPA ULPDU length, the ULPDU, a pad
- * to 4 bytes and, with CRC, the 4-byte CRC (RFC 5044 §4; markers are never negotiated by this
+ * to 4 bytes and the 4-byte CRC field, zero without CRC (RFC 5044 §4; markers are never negotiated by this
  * provider). Before a send it looks ahead for the next fault point in the bytes it is given
  * and sends only up to it; there it resets the connection, writes a Terminate, or sends a copy
  * with one byte flipped (the consumer's memory is never written). After a send it records what
@@ -161,10 +161,12 @@ static uint8_t iov_byte(const struct iovec *iov, size_t cnt, size_t rel)
     return 0;
 }
 
+/* The CRC field is on the wire whether CRC was negotiated or not (zero when not, RFC 5044 §4.1). */
 static uint64_t fpdu_wire_len(uint32_t ulpdu, bool crc)
 {
     uint32_t n = 2 + ulpdu;
-    return n + (4 - n % 4) % 4 + (crc ? IW_MPA_CRC_SIZE : 0);
+    (void)crc;
+    return n + (4 - n % 4) % 4 + IW_MPA_CRC_SIZE;
 }
 
 /* Walks the tracker over bytes [base, base + n) of the stream; when FPDU number want starts in
@@ -391,6 +393,7 @@ ssize_t iw_wire_send(struct iw_wire *w, int fd, const struct iovec *iov, size_t 
                 if (flen && off >= flen)
                     off = flen - 1;
                 a->pos = at + off;
+                a->offset = (uint32_t)off;
                 a->found = true;
             }
             if (a->found && a->pos >= base && a->pos - base < lim) {
@@ -452,8 +455,9 @@ ssize_t iw_wire_send(struct iw_wire *w, int fd, const struct iovec *iov, size_t 
         if (flip && flip_pos < base + (uint64_t)n) {
             char what[96];
             flip->done = true;
-            snprintf(what, sizeof what, "flipped byte %llu of the stream (xor 0x%02x)", (unsigned long long)flip_pos,
-                     flip->xor);
+            snprintf(what, sizeof what, "flipped byte %u of FPDU %llu (stream offset %llu, data from %llu; xor 0x%02x)",
+                     flip->offset, (unsigned long long)flip->at, (unsigned long long)flip_pos,
+                     (unsigned long long)w->data_start, flip->xor);
             wire_log(w, flip, what);
         }
     }
