@@ -22,6 +22,7 @@ struct wdk_wsk_state wdk_wsk = {
     .cond = PTHREAD_COND_INITIALIZER,
     .regs = NDK_LIST_INIT(wdk_wsk.regs),
     .adapters = NDK_LIST_INIT(wdk_wsk.adapters),
+    .abandoned = NDK_LIST_INIT(wdk_wsk.abandoned),
 };
 
 /* The only WSK version the kit speaks (the NDK extension needs nothing newer). */
@@ -285,7 +286,7 @@ VOID WSKAPI WskDeregister(PWSK_REGISTRATION WskRegistration)
     wdk_wsk.registrations--;
     /* The runtime may close only when no adapter is open in it; else it stays (and the
      * unload check names the adapters). */
-    if (wdk_wsk.registrations == 0 && ndk_list_empty(&wdk_wsk.adapters)) {
+    if (wdk_wsk.registrations == 0 && ndk_list_empty(&wdk_wsk.adapters) && ndk_list_empty(&wdk_wsk.abandoned)) {
         rt = wdk_wsk.rt;
         wdk_wsk.rt = NULL;
     }

@@ -71,6 +71,7 @@ struct wdk_wsk_state {
     ULONG           registrations;
     struct ndk_list regs;
     struct ndk_list adapters;
+    struct ndk_list abandoned;     /* closed by the driver with objects open: left open, reported */
     BOOLEAN         hook_installed;
 };
 extern struct wdk_wsk_state wdk_wsk;

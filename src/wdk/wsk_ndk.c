@@ -150,16 +150,26 @@ static VOID WSKAPI wsk_ndk_close_adapter(PWSK_CLIENT Client, NDK_ADAPTER *pNdkAd
     (void)Client;   /* any registration of the driver may close it, as on Windows */
     char names[256];
     ULONG open_objects = wdk_wsk_flt_open_objects(&rec->flt, names, sizeof names);
-    if (open_objects)
+    if (open_objects) {
+        /* The provider's close waits for every object to be closed, which would never happen:
+         * report, and leave the adapter open (the process ends with it) instead of hanging. */
         wdk_wsk_report("NDK_OBJECT_LEFT_OPEN", site, NULL,
-                       "WskCloseNdkAdapter (interface index %u) with %u NDK object(s) still open: %s", rec->ifindex,
-                       open_objects, names);
+                       "WskCloseNdkAdapter (interface index %u) with %u NDK object(s) still open: %s; the adapter "
+                       "is left open", rec->ifindex, open_objects, names);
+        pthread_mutex_lock(&wdk_wsk.lock);
+        if (rec->reg)
+            rec->reg->adapters--;
+        rec->reg = NULL;
+        ndk_list_add_tail(&wdk_wsk.abandoned, &rec->link);   /* the runtime must stay open for it */
+        pthread_mutex_unlock(&wdk_wsk.lock);
+        return;
+    }
     ndk_rt_close_adapter(rt, rec->adapter);
 
     pthread_mutex_lock(&wdk_wsk.lock);
     if (rec->reg)   /* NULL when the opener deregistered first (WskDeregister clears it) */
         rec->reg->adapters--;
-    if (wdk_wsk.registrations == 0 && ndk_list_empty(&wdk_wsk.adapters)) {
+    if (wdk_wsk.registrations == 0 && ndk_list_empty(&wdk_wsk.adapters) && ndk_list_empty(&wdk_wsk.abandoned)) {
         close_rt = wdk_wsk.rt;     /* WskDeregister left it open for this adapter */
         wdk_wsk.rt = NULL;
     }

@@ -4,8 +4,9 @@
 #                     extension's statuses, callbacks at DISPATCH_LEVEL); runs in a private network
 #                     namespace with lo up and a veth pair left down (an interface without NDK),
 #                     or on the host's lo without that one check where namespaces are unavailable
-#   leak | dispatch-open | wait-in-callback
-#                     wskmisuse breaks one rule; ndkdrv must exit non-zero and name the finding
+#   leak | dispatch-open | wait-in-callback | close-open
+#                     wskmisuse breaks one rule; ndkdrv must exit non-zero (not time out) and name
+#                     the finding
 # Usage: wsk.sh CASE NDKDRV WSKPROBE WSKMISUSE. Exit: 0 pass, 1 fail, 77 skip.
 set -uo pipefail
 case=$1 ndkdrv=$2 probe=$3 misuse=$4
@@ -65,5 +66,6 @@ probe)
 leak) expect_finding 1 NDK_OBJECT_LEFT_OPEN "cq#1" ;;
 dispatch-open) expect_finding 2 WSK_IRQL_NOT_PASSIVE "WskOpenNdkAdapter" ;;
 wait-in-callback) expect_finding 3 WAIT_AT_DISPATCH "KeWaitForSingleObject" ;;
+close-open) expect_finding 4 NDK_OBJECT_LEFT_OPEN "cq#1; the adapter is left open" ;;
 *) fail "unknown case $case" ;;
 esac

@@ -7,6 +7,8 @@
  *   2  dispatch-open     calls WskOpenNdkAdapter at DISPATCH_LEVEL (expect WSK_IRQL_NOT_PASSIVE)
  *   3  wait-in-callback  waits with a timeout inside a CQ notification, which runs at
  *                        DISPATCH_LEVEL (expect the kit's wait-at-DISPATCH finding)
+ *   4  close-open        closes the adapter while a CQ is still open on it (expect
+ *                        NDK_OBJECT_LEFT_OPEN naming cq#1 at WskCloseNdkAdapter, and no hang)
  */
 #include "rdmapair.h"
 
@@ -124,14 +126,16 @@ NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
         status = MisuseNdk.WskOpenNdkAdapter(MisuseNpi.Client, version, ifIndex, &adapter);
         if (!NT_SUCCESS(status))
             return status;
-        if (mode == 1) {
+        if (mode == 1 || mode == 4) {
             NDK_CQ *cq = NULL;
             status = adapter->Dispatch->NdkCreateCq(adapter, 4, NULL, NULL, NULL, NULL, NULL, &cq);
-            DbgPrintEx(DPFLTR_IHVNETWORK_ID, DPFLTR_ERROR_LEVEL,
-                       "wskmisuse: leaving the adapter and a CQ open at unload (create 0x%08X)\n", status);
-            return STATUS_SUCCESS;
+            DbgPrintEx(DPFLTR_IHVNETWORK_ID, DPFLTR_ERROR_LEVEL, "wskmisuse: leaving a CQ open (create 0x%08X)\n",
+                       status);
+            if (mode == 1)
+                return STATUS_SUCCESS;
+        } else {
+            status = MisuseWaitInCallback(adapter);
         }
-        status = MisuseWaitInCallback(adapter);
         MisuseNdk.WskCloseNdkAdapter(MisuseNpi.Client, adapter);
     }
     WskReleaseProviderNPI(&MisuseRegistration);
