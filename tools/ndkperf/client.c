@@ -387,9 +387,10 @@ static bool cli_lat_next(struct cli_conn *cc)
             sig.seq = htobe64(cc->lat_seq);
             memcpy(pc->s.mem.buf + pc->off_data + l->sig_off, &sig, sizeof sig);
             NDK_SGE s2 = ndk_sync_mem_sge(&pc->s.mem, pc->off_data + l->sig_off, sizeof sig);
-            st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, NDK_OP_FLAG_INLINE);
-            if (st == STATUS_INVALID_PARAMETER || st == STATUS_NOT_SUPPORTED)
-                st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1, 0);
+            /* Inline only where the QP was created with room for it: the flag on a QP whose
+             * InlineDataSize is smaller is a consumer error (NDK_SGE; verify's inline-size). */
+            st = qp->Dispatch->NdkSend(qp, TAG(K_SIGNAL, l->i), &s2, 1,
+                                       sizeof sig <= perf_opt.inline_size ? NDK_OP_FLAG_INLINE : 0);
         }
     } else {
         NDK_SGE sge = ndk_sync_mem_sge(&pc->s.mem, pc->off_data + l->dst_off, (ULONG)size);
