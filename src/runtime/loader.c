@@ -174,8 +174,10 @@ void rt_loader_load_all(struct ndk_rt *rt)
                 n++;
         }
         closedir(d);
-        /* Sorted, so the load order (and ndkinfo's listing) does not depend on the file system. */
-        qsort(names, n, sizeof *names, cmp_names);
+        /* Sorted, so the load order (and ndkinfo's listing) does not depend on the file system.
+         * A directory without providers (only filters, say) has no array to sort. */
+        if (n)
+            qsort(names, n, sizeof *names, cmp_names);
         for (size_t i = 0; i < n; i++) {
             load_one(rt, dir, names[i]);
             free(names[i]);

@@ -310,5 +310,12 @@ int main(int argc, char **argv)
     fclose(st.stall_out);
     printf("\nCallbacks longer than %.3f ms:\n%s  %" PRIu64 " slow\n", (double)st.slow_ns / 1e6, st.slow_buf, st.slow);
     printf("\nStall reports:\n%s  %" PRIu64 " stalls\n", st.stall_buf, st.stalls);
+    free(st.slow_buf);
+    free(st.stall_buf);
+    nt_stat_free_all(st.calls);
+    nt_stat_free_all(st.cqes);
+    tdestroy(st.posts, free);
+    tdestroy(st.objs, free);
+    free(st.end_ts);
     return rc;
 }

@@ -50,5 +50,6 @@ struct nt_stat {
 struct nt_stat *nt_stat_get(void **tree, const char *name);
 /* Walks the stats in name order. */
 void nt_stat_walk(void *tree, void (*fn)(struct nt_stat *s, void *arg), void *arg);
+void nt_stat_free_all(void *tree);
 
 #endif

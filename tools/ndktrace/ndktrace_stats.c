@@ -100,3 +100,20 @@ void nt_stat_walk(void *tree, void (*fn)(struct nt_stat *s, void *arg), void *ar
     walk_arg = arg;
     twalk(tree, walker);
 }
+
+static void stat_free(void *p)
+{
+    struct nt_stat *s = p;
+    for (size_t i = 0; i < s->by_status.n; i++)
+        free(s->by_status.name[i]);
+    free(s->by_status.name);
+    free(s->by_status.count);
+    free(s->dur.v);
+    free(s->name);
+    free(s);
+}
+
+void nt_stat_free_all(void *tree)
+{
+    tdestroy(tree, stat_free);
+}
