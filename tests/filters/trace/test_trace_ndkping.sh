@@ -63,8 +63,9 @@ done_sends=$(grep '"ev":"cqe"' "$clog" | grep '"op":"Send"' | grep '"status":"ST
 recvs=$(grep ' ev=cqe ' "$slog" | grep -c ' op=Receive .*latency_ns=' || true)
 [ "$recvs" -ge 3 ] || fail "server saw $recvs Receive completions"
 # Records name objects qp#N, carry a nanosecond timestamp and a thread id.
-grep ' ev=call ' "$slog" | grep -qE '^ts=[0-9]+ tid=[0-9]+ ev=call obj=qp#1 fn=NdkReceive' || fail "server records' shape"
-grep -q '"ev":"cb","obj":"cq#1","fn":"NdkCqNotificationCallback"' "$clog" || fail "no CQ notification callback record"
+grep -qE '^ts=[0-9]+ tid=[0-9]+ ev=call obj=qp#1 fn=NdkReceive ' "$slog" || fail "server records' shape"
+grep -q '"ev":"cb","obj":"connector#1","fn":"NdkRequestCompletion".*"call":"NdkConnect"' "$clog" ||
+  fail "no record of the connect's completion callback"
 
 "$ndktrace" "$slog" "$clog" >"$dir/summary" || fail "ndktrace failed"
 grep -q ' 0 never closed' "$dir/summary" || fail "ndktrace: objects left open"
