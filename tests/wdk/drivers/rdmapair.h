@@ -142,6 +142,8 @@ NTSTATUS PairFinish(PPAIR_CONTEXT Ctx, PPAIR_REQUEST Req, NTSTATUS Status, const
 /* For a create: as PairFinish; *Late is the object a pending create delivered (else NULL). */
 NTSTATUS PairCreated(PPAIR_CONTEXT Ctx, NTSTATUS Status, NDK_OBJECT_HEADER **Late, const char *What);
 VOID PairClose(PPAIR_CONTEXT Ctx, NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close);       /* PASSIVE */
+/* Closes an object with no context of ours, waiting (bounded) when the close pends. PASSIVE. */
+VOID PairCloseAndWait(NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close);
 NTSTATUS PairCreateResources(PPAIR_CONTEXT Ctx);     /* PASSIVE: CQ, PD, QP, buffers, MRs */
 NTSTATUS PairPostReceive(PPAIR_CONTEXT Ctx, ULONG Slot);
 NTSTATUS PairSendMessage(PPAIR_CONTEXT Ctx, const PAIR_MSG *Head);  /* PASSIVE: posts and waits */

@@ -54,6 +54,12 @@ static VOID PairCloseDone(PVOID Context)
     KeSetEvent(&req->Event, IO_NO_INCREMENT, FALSE);
 }
 
+/* NDK_FN_CLOSE_COMPLETION with a bare KEVENT as context: DISPATCH_LEVEL. */
+static VOID PairCloseEventDone(PVOID Context)
+{
+    KeSetEvent((PKEVENT)Context, IO_NO_INCREMENT, FALSE);
+}
+
 /* Waits for Event, or for the CQ to fail when WithCq. PASSIVE_LEVEL. */
 static NTSTATUS PairWait(PPAIR_CONTEXT Ctx, PKEVENT Event, BOOLEAN WithCq, const char *What)
 {
@@ -134,6 +140,17 @@ static VOID PairBenchCompleted(PPAIR_CONTEXT Ctx, PPAIR_REQUEST Req, NTSTATUS St
     }
     if (Ctx->BenchCompleted == Ctx->BenchPosted)
         KeSetEvent(&Ctx->BenchDone, IO_NO_INCREMENT, FALSE);
+}
+
+VOID PairCloseAndWait(NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close)
+{
+    KEVENT done;
+    LARGE_INTEGER timeout;
+    PAGED_CODE();
+    KeInitializeEvent(&done, NotificationEvent, FALSE);
+    timeout.QuadPart = -10000LL * PAIR_WAIT_MS;
+    if (Close(Object, PairCloseEventDone, &done) == STATUS_PENDING)
+        KeWaitForSingleObject(&done, Executive, KernelMode, FALSE, &timeout);
 }
 
 /* Hands every result to the PAIR_REQUEST it names. CqLock held (DISPATCH_LEVEL). */

@@ -31,19 +31,6 @@ static VOID MisuseCqNotify(PVOID Context, NTSTATUS CqStatus)
     KeSetEvent(&MisuseCallbackDone, IO_NO_INCREMENT, FALSE);
 }
 
-static VOID MisuseCloseDone(PVOID Context)
-{
-    KeSetEvent((PKEVENT)Context, IO_NO_INCREMENT, FALSE);
-}
-
-static VOID MisuseClose(NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close)
-{
-    KEVENT done;
-    KeInitializeEvent(&done, NotificationEvent, FALSE);
-    if (Close(Object, MisuseCloseDone, &done) == STATUS_PENDING)
-        KeWaitForSingleObject(&done, Executive, KernelMode, FALSE, NULL);
-}
-
 static VOID MisuseUnload(PDRIVER_OBJECT DriverObject)
 {
     UNREFERENCED_PARAMETER(DriverObject);
@@ -74,11 +61,11 @@ static NTSTATUS MisuseWaitInCallback(NDK_ADAPTER *Adapter)
         KeWaitForSingleObject(&MisuseCallbackDone, Executive, KernelMode, FALSE, &timeout);
     }
     if (qp)
-        MisuseClose(&qp->Header, qp->Dispatch->NdkCloseQp);
+        PairCloseAndWait(&qp->Header, qp->Dispatch->NdkCloseQp);
     if (pd)
-        MisuseClose(&pd->Header, pd->Dispatch->NdkClosePd);
+        PairCloseAndWait(&pd->Header, pd->Dispatch->NdkClosePd);
     if (cq)
-        MisuseClose(&cq->Header, cq->Dispatch->NdkCloseCq);
+        PairCloseAndWait(&cq->Header, cq->Dispatch->NdkCloseCq);
     return status;
 }
 

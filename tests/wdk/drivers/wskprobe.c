@@ -34,20 +34,6 @@ static VOID ProbeCqNotify(PVOID Context, NTSTATUS CqStatus)
     KeSetEvent(&ProbeCallbackSeen, IO_NO_INCREMENT, FALSE);
 }
 
-static VOID ProbeCloseDone(PVOID Context)
-{
-    KeSetEvent((PKEVENT)Context, IO_NO_INCREMENT, FALSE);
-}
-
-/* Closes an object and waits for its close completion when the close pends. */
-static VOID ProbeClose(NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close)
-{
-    KEVENT done;
-    KeInitializeEvent(&done, NotificationEvent, FALSE);
-    if (Close(Object, ProbeCloseDone, &done) == STATUS_PENDING)
-        KeWaitForSingleObject(&done, Executive, KernelMode, FALSE, NULL);
-}
-
 /* Opens version Major.0 on IfIndex and checks the version the instance runs at; for version 1
  * also that a CQ notification arrives at DISPATCH_LEVEL (a flushed receive completes it). */
 static VOID ProbeAdapter(const WSK_PROVIDER_NPI *Npi, const WSK_PROVIDER_NDK_DISPATCH *Ndk, ULONG IfIndex, USHORT Major)
@@ -92,11 +78,11 @@ static VOID ProbeAdapter(const WSK_PROVIDER_NPI *Npi, const WSK_PROVIDER_NDK_DIS
                   n ? result.Status : 0);
         }
         if (qp)
-            ProbeClose(&qp->Header, qp->Dispatch->NdkCloseQp);
+            PairCloseAndWait(&qp->Header, qp->Dispatch->NdkCloseQp);
         if (pd)
-            ProbeClose(&pd->Header, pd->Dispatch->NdkClosePd);
+            PairCloseAndWait(&pd->Header, pd->Dispatch->NdkClosePd);
         if (cq)
-            ProbeClose(&cq->Header, cq->Dispatch->NdkCloseCq);
+            PairCloseAndWait(&cq->Header, cq->Dispatch->NdkCloseCq);
     }
     Ndk->WskCloseNdkAdapter(Npi->Client, adapter);
 }
