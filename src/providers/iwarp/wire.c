@@ -333,6 +333,8 @@ ssize_t iw_wire_send(struct iw_wire *w, int fd, const struct iovec *iov, size_t 
         struct wire_trk t = trk_of(w);
         uint64_t at = 0, flen = 0;
 
+        if (r->kind == IW_FAULT_STALL && r->rx)
+            continue;                 /* the receiver's: its state is the receiver's alone */
         if (a->done && !(r->kind == IW_FAULT_TERMINATE || r->kind == IW_FAULT_DROP_REPLY))
             continue;
         switch (r->kind) {
@@ -473,8 +475,8 @@ ssize_t iw_wire_recv(struct iw_wire *w, int fd, const struct iovec *iov, size_t 
         return -1;
     for (unsigned i = 0; i < w->nact; i++) {
         struct iw_fault_act *a = &w->act[i];
-        if (a->done || a->rule->kind != IW_FAULT_STALL || !a->rule->rx || w->rx_bytes < a->at)
-            continue;
+        if (a->rule->kind != IW_FAULT_STALL || !a->rule->rx || a->done || w->rx_bytes < a->at)
+            continue;                 /* the sender's acts are never read here (no lock between them) */
         a->done = true;
         w->stall_until_ms[1] = iw_now_ms() + a->ms;
         wire_log(w, a, "stalling the receive direction");
