@@ -613,25 +613,21 @@ static int iw_conn_peek_fpdu(struct iw_connector *c, struct iw_fpdu_hdr *h, size
 static void iw_conn_terminate_locked(struct iw_connector *c, struct iw_cm_out *out, uint8_t layer, uint8_t etype,
                                      uint8_t ecode, const struct iw_fpdu_term *term, int err)
 {
-    struct iw_fpdu_hdr h;
+    struct iw_fpdu_term t;
     uint8_t buf[IW_FPDU_MAX_BUFFERED + IW_MPA_CRC_SIZE + 8];
     int n;
 
-    memset(&h, 0, sizeof h);
-    h.opcode = IW_OP_TERMINATE;
-    h.last = true;
-    h.qn = IW_QN_TERMINATE;
-    h.msn = 1;                           /* the first and only message on QN 2 */
     if (term) {
-        h.term = *term;
+        t = *term;
     } else {
-        h.term.layer = layer;
-        h.term.etype = etype;
-        h.term.ecode = ecode;
+        memset(&t, 0, sizeof t);
+        t.layer = layer;
+        t.etype = etype;
+        t.ecode = ecode;
     }
     iw_dwarn(c->obj.dev, "CONN[%u] protocol error in %s: sending Terminate (layer %u etype %u code 0x%02x)", c->obj.id,
-             iw_cm_state_name[c->state], h.term.layer, h.term.etype, h.term.ecode);
-    n = iw_fpdu_build(&h, NULL, 0, c->crc, buf, sizeof buf);
+             iw_cm_state_name[c->state], t.layer, t.etype, t.ecode);
+    n = iw_fpdu_build_term(&t, c->crc, buf, sizeof buf);
     if (n > 0 && c->poll.fd >= 0 && iw_conn_tx_add(c, buf, (size_t)n) == 0) {
         if (iw_conn_tx(c) == 0)
             iw_ddbg(c->obj.dev, "CONN[%u] Terminate did not fit the socket at once", c->obj.id);

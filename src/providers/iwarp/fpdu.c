@@ -207,6 +207,19 @@ int iw_fpdu_put_trailer(uint32_t ulpdu_len, bool crc, uint32_t crc_state, void *
     return (int)(pad + IW_MPA_CRC_SIZE);
 }
 
+int iw_fpdu_build_term(const struct iw_fpdu_term *term, bool crc, void *buf, size_t cap)
+{
+    struct iw_fpdu_hdr h;
+
+    memset(&h, 0, sizeof h);
+    h.opcode = IW_OP_TERMINATE;
+    h.last = true;
+    h.qn = IW_QN_TERMINATE;
+    h.msn = 1;                           /* the first and only message on QN 2 */
+    h.term = *term;
+    return iw_fpdu_build(&h, NULL, 0, crc, buf, cap);
+}
+
 int iw_fpdu_build(const struct iw_fpdu_hdr *h, const struct iw_iov *iov, size_t iovcnt, bool crc,
                   void *buf, size_t cap)
 {

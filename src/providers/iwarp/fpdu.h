@@ -127,7 +127,9 @@ int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, 
 int iw_fpdu_put_trailer(uint32_t ulpdu_len, bool crc, uint32_t crc_state, void *buf, size_t cap);
 
 /* Builds a whole FPDU: header, the payload gathered from iov[0..iovcnt), pad, CRC. Returns the
- * FPDU length or the errors of iw_fpdu_put_hdr(). */
+ * FPDU length or the errors of iw_fpdu_put_hdr(). iw_fpdu_build_term: a connection's one
+ * Terminate (RFC 5040 §4.8: QN 2, MSN 1, Last) carrying term, no DDP/RDMAP header copy. */
+int iw_fpdu_build_term(const struct iw_fpdu_term *term, bool crc, void *buf, size_t cap);
 int iw_fpdu_build(const struct iw_fpdu_hdr *h, const struct iw_iov *iov, size_t iovcnt, bool crc,
                   void *buf, size_t cap);
 

@@ -220,6 +220,21 @@ static void trk_store(struct iw_wire *w, const struct wire_trk *t)
     w->len_split = t->split;
 }
 
+/* n bytes of v went out: recorded, and the FPDU tracker moves past them. The sender. */
+static void wire_sent(struct iw_wire *w, const struct iovec *v, size_t cnt, size_t n)
+{
+    struct wire_trk t = trk_of(w);
+    uint64_t at, fl;
+
+    if (w->file)
+        iw_capture_bytes(w, true, v, cnt, n);
+    if (w->data) {
+        trk_walk(&t, w->crc, v, cnt, w->tx_bytes, n, 0, &at, &fl);
+        trk_store(w, &t);
+    }
+    w->tx_bytes += (uint64_t)n;
+}
+
 /* ---- faults at the send ---- */
 
 static void wire_log(const struct iw_wire *w, const struct iw_fault_act *a, const char *what)
@@ -254,31 +269,20 @@ static ssize_t wire_reset(struct iw_wire *w, int fd)
  * sends are swallowed (RFC 5040 §5.3: nothing follows a Terminate). */
 static void wire_terminate(struct iw_wire *w, int fd, const struct iw_fault_act *a)
 {
-    struct iw_fpdu_hdr h;
+    struct iw_fpdu_term t;
     uint8_t buf[IW_FPDU_MAX_BUFFERED + IW_MPA_CRC_SIZE + 8];
     int n;
 
-    memset(&h, 0, sizeof h);
-    h.opcode = IW_OP_TERMINATE;
-    h.last = true;
-    h.qn = IW_QN_TERMINATE;
-    h.msn = 1;
-    h.term.layer = a->rule->layer;
-    h.term.etype = a->rule->etype;
-    h.term.ecode = a->rule->ecode;
-    n = iw_fpdu_build(&h, NULL, 0, w->crc, buf, sizeof buf);
+    memset(&t, 0, sizeof t);
+    t.layer = a->rule->layer;
+    t.etype = a->rule->etype;
+    t.ecode = a->rule->ecode;
+    n = iw_fpdu_build_term(&t, w->crc, buf, sizeof buf);
     if (n > 0) {
+        struct iovec v = { buf, (size_t)n };
         ssize_t k = send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (k > 0) {
-            struct iovec v = { buf, (size_t)k };
-            struct wire_trk t = trk_of(w);
-            uint64_t at, fl;
-            if (w->file)
-                iw_capture_bytes(w, true, &v, 1, (size_t)k);
-            trk_walk(&t, w->crc, &v, 1, w->tx_bytes, (size_t)k, 0, &at, &fl);
-            trk_store(w, &t);
-            w->tx_bytes += (uint64_t)k;
-        }
+        if (k > 0)
+            wire_sent(w, &v, 1, (size_t)k);
     }
 }
 
@@ -445,15 +449,7 @@ ssize_t iw_wire_send(struct iw_wire *w, int fd, const struct iovec *iov, size_t 
     struct msghdr m = { .msg_iov = lv, .msg_iovlen = lcnt };
     n = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
-        struct wire_trk t = trk_of(w);
-        uint64_t at, fl;
-        if (w->file)
-            iw_capture_bytes(w, true, lv, lcnt, (size_t)n);
-        if (w->data) {
-            trk_walk(&t, w->crc, lv, lcnt, base, (size_t)n, 0, &at, &fl);
-            trk_store(w, &t);
-        }
-        w->tx_bytes += (uint64_t)n;
+        wire_sent(w, lv, lcnt, (size_t)n);
         if (flip && flip_pos < base + (uint64_t)n) {
             char what[96];
             flip->done = true;
