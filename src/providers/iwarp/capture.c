@@ -29,6 +29,7 @@
 #define CAP_PIECES 64u
 
 #define TCPF_SYN 0x02u
+#define TCPF_RST 0x04u
 #define TCPF_PSH 0x08u
 #define TCPF_ACK 0x10u
 
@@ -180,4 +181,9 @@ void iw_capture_bytes(struct iw_wire *w, bool tx, const struct iovec *iov, size_
         atomic_store_explicit(mine, seq + (uint32_t)len, memory_order_relaxed);
         n -= len;
     }
+}
+
+void iw_capture_reset(struct iw_wire *w)
+{
+    cap_frame(w, true, TCPF_RST | TCPF_ACK, atomic_load(&w->snd_nxt), atomic_load(&w->rcv_nxt), NULL, 0, 0);
 }

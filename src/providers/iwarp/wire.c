@@ -261,6 +261,8 @@ static ssize_t wire_reset(struct iw_wire *w, int fd)
 
     w->reset_done = true;
     connect(fd, &sa, sizeof sa);
+    if (w->file)
+        iw_capture_reset(w);
     errno = ECONNRESET;
     return -1;
 }

@@ -142,6 +142,7 @@ void iw_wire_received(struct iw_wire *w, const void *buf, size_t n);
 /* capture.c: frames of n bytes (from iov) in one direction; the synthesized handshake. */
 void iw_capture_bytes(struct iw_wire *w, bool tx, const struct iovec *iov, size_t cnt, size_t n);
 void iw_capture_handshake(struct iw_wire *w, uint32_t isn_local, uint32_t isn_peer);
+void iw_capture_reset(struct iw_wire *w);   /* the RST a reset fault sent (the sender) */
 /* wirefault.c: the connection's concrete faults from the rules (0 when none apply). */
 unsigned iw_fault_bind(struct iw_wire *w, const struct iw_fault_rules *r, uint16_t local_port);
 
