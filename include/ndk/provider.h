@@ -26,6 +26,7 @@
 #define NDK_PROVIDER_H
 
 #include "../ndisndk.h"
+#include "sysview.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -80,6 +81,19 @@ typedef struct _NDK_RUNTIME_SERVICES {
     /* Reads a configuration value for this provider ("iwarp.crc" in the config file, or the
      * environment variable NDK_IWARP_CRC); NULL when unset. The string lives until unload. */
     const char *(*GetConfig)(NDIS_HANDLE DriverHandle, const char *Key);
+    /* The system view (ndk/sysview.h, ndk-sysview(7)); present when Size reaches them.
+     * SysviewAlloc: a zeroed record of Type (enum ndk_sv_type) for one object of the adapter,
+     * with id, adapter and created_ns set. When the registry is off or full the record is
+     * private memory no reader sees, so callers need no checks; NULL only when out of memory.
+     * Takes a runtime lock briefly: call it where the object is created, never on the data
+     * path. Any thread. */
+    struct ndk_sv_rec *(*SysviewAlloc)(NDIS_HANDLE MiniportAdapterHandle, uint16_t Type);
+    /* Gives the record back when its object is gone (NULL is ignored). Any thread. */
+    VOID (*SysviewFree)(NDIS_HANDLE MiniportAdapterHandle, struct ndk_sv_rec *Record);
+    /* The adapter's own record (NDK_SV_ADAPTER), which the runtime fills and keeps until
+     * HaltHandler returns; a provider that keeps its NDK counters in u.adapter.counters sets
+     * NDK_SV_ADAPTER_COUNTERS in u.adapter.flags. Never NULL from InitializeHandler on. */
+    struct ndk_sv_rec *(*SysviewAdapter)(NDIS_HANDLE MiniportAdapterHandle);
 } NDK_RUNTIME_SERVICES;
 
 typedef NDIS_STATUS (*NDK_MINIPORT_INITIALIZE_HANDLER)(

@@ -136,6 +136,30 @@ NTSTATUS ndk_rt_register_pnp(ndk_rt *rt, ndk_rt_event_fn fn, void *ctx, ULONG *r
  * (unless called from inside that registration's own callback). */
 void ndk_rt_unregister_pnp(ndk_rt *rt, ULONG registration);
 
+/* The system view (ndk-sysview(7)): what every OpenNDK process on the machine publishes about
+ * its NDK objects (ndk/sysview.h). A reader needs no runtime of its own. */
+typedef struct ndk_rt_sv_process {
+    struct ndk_sv_header header;      /* pid, uid, comm, exe, net_ns, ... */
+    ULONG                count;
+    struct ndk_sv_rec   *records;     /* consistent copies of the records in use */
+} ndk_rt_sv_process;
+
+typedef struct ndk_rt_sysview {
+    ULONG              count;         /* processes, in pid order */
+    ndk_rt_sv_process *processes;
+    ULONG              skipped;       /* live registries the caller may not read */
+    char               dir[256];      /* the directory read (the first, when root reads several) */
+} ndk_rt_sysview;
+
+/* Reads every live process's registry the caller may read: dir, else $NDK_RUNTIME_DIR, else the
+ * default directory (root reads every user's). A registry whose process died is skipped and
+ * removed when the caller may. The caller's own process is included when it publishes. May
+ * block (file I/O). STATUS_NOT_FOUND when the directory does not exist. */
+NTSTATUS ndk_rt_sysview_read(const char *dir, ndk_rt_sysview **out);
+void ndk_rt_sysview_free(ndk_rt_sysview *sv);
+/* "QP", "CQ", ... for enum ndk_sv_type; "?" for others. */
+const char *ndk_rt_sysview_type_name(unsigned type);
+
 /* Names: "STATUS_CONNECTION_REFUSED", "NDIS_STATUS_BAD_VERSION", ...; hex for unknown codes
  * (the returned string then lives in thread-local storage). */
 const char *ndk_rt_status_name(NTSTATUS status);
