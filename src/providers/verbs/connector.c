@@ -38,6 +38,40 @@ const char *vb_cstate_name(enum vb_cstate s)
     return (unsigned)s < VB_C_NSTATES ? n[s] : "?";
 }
 
+/* dev->lock held (or the connector not yet shared): the connector's system view record, and on
+ * establishment its QP's (under the QP's sq_lock, the lock of its descriptive fields). */
+static void vb_connector_sv(struct vb_connector *c)
+{
+    struct ndk_sv_rec *r = c->obj.sv;
+    bool addrs = c->id && c->state != VB_C_IDLE && c->state != VB_C_RESOLVING && c->state != VB_C_FAILED;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    vb_sv_name(r->u.conn.state, vb_cstate_name(c->state));
+    if (addrs) {
+        vb_sv_addr(&r->u.conn.local, rdma_get_local_addr(c->id));
+        vb_sv_addr(&r->u.conn.remote, rdma_get_peer_addr(c->id));
+    }
+    r->u.conn.qp = c->qp ? vb_sv_id(c->qp->obj.sv) : 0;
+    r->u.conn.ird = c->ird;
+    r->u.conn.ord = c->ord;
+    ndk_sv_end(r);
+    struct ndk_sv_rec *q = c->qp ? c->qp->obj.sv : NULL;
+    if (!q || c->state != VB_C_ESTABLISHED)
+        return;
+    pthread_mutex_lock(&c->qp->sq_lock);
+    ndk_sv_begin(q);
+    vb_sv_name(q->u.qp.state, "RTS");
+    vb_sv_addr(&q->u.qp.local, rdma_get_local_addr(c->id));
+    vb_sv_addr(&q->u.qp.remote, rdma_get_peer_addr(c->id));
+    q->u.qp.ird = c->ird;
+    q->u.qp.ord = c->ord;
+    q->u.qp.connector = vb_sv_id(r);
+    ndk_sv_end(q);
+    pthread_mutex_unlock(&c->qp->sq_lock);
+}
+
 /* dev->lock held. false (and a log line) for a transition the machine does not define. */
 static bool vb_connector_set(struct vb_connector *c, enum vb_cstate to)
 {
@@ -46,6 +80,7 @@ static bool vb_connector_set(struct vb_connector *c, enum vb_cstate to)
         return false;
     }
     c->state = to;
+    vb_connector_sv(c);
     return true;
 }
 
@@ -149,7 +184,7 @@ static void vb_connector_peer_gone(struct vb_connector *c, int reason)
         vb_drain_error_seen(c->qp);
     }
     if (c->state == VB_C_ESTABLISHED)
-        VB_COUNT(c->obj.dev, connection_error);
+        VB_COUNT(c->obj.dev, ConnectionError);
     if (c->disc_ex || c->disc) {
         vb_obj_get(&c->obj);
         vb_work_queue(c->obj.dev, &c->disc_work);
@@ -204,7 +239,7 @@ void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *e
             int err = errno;
             vb_info(dev, "rdma_connect: %s", strerror(err));
             vb_connector_set(c, VB_C_FAILED);
-            VB_COUNT(dev, connect_failure);
+            VB_COUNT(dev, ConnectFailure);
             done = vb_connector_take_req(c, err == EINVAL ? STATUS_INVALID_PARAMETER : vb_status_from_errno(err));
         } else
             vb_connector_set(c, VB_C_CONNECTING);
@@ -214,13 +249,13 @@ void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *e
         if (c->state == VB_C_CONNECTING) {
             vb_connector_save_peer(c, ev, pd, pd_len);
             vb_connector_set(c, VB_C_CONNECTED);
-            VB_COUNT(dev, connect);
+            VB_COUNT(dev, Connect);
             done = vb_connector_take_req(c, STATUS_SUCCESS);
         } else if (c->state == VB_C_ACCEPTING && ev->event == RDMA_CM_EVENT_ESTABLISHED) {
             vb_connector_set(c, VB_C_ESTABLISHED);
             atomic_store(&c->qp->connected, true);
-            VB_COUNT(dev, accept);
-            atomic_fetch_add(&dev->counters.active_connection, 1);
+            VB_COUNT(dev, Accept);
+            VB_COUNT(dev, ActiveConnection);
             done = vb_connector_take_req(c, STATUS_SUCCESS);
         }
         break;
@@ -237,7 +272,7 @@ void vb_connector_on_event(struct vb_connector *c, const struct rdma_cm_event *e
                 vb_connector_save_peer(c, ev, pd, pd_len);
             vb_connector_set(c, VB_C_FAILED);
             if (!c->passive)
-                VB_COUNT(dev, connect_failure);
+                VB_COUNT(dev, ConnectFailure);
             done = vb_connector_take_req(c, st);
         } else if (c->state == VB_C_ESTABLISHED || c->state == VB_C_CONNECTED) {
             vb_connector_peer_gone(c, ev->status);
@@ -406,7 +441,7 @@ static NTSTATUS vb_connector_complete_common(NDK_CONNECTOR *n, NDK_FN_DISCONNECT
     }
     vb_connector_set(c, VB_C_ESTABLISHED);
     atomic_store(&c->qp->connected, true);
-    atomic_fetch_add(&dev->counters.active_connection, 1);
+    VB_COUNT(dev, ActiveConnection);
     vb_connector_set_disc(c, f, fx, dctx);
     pthread_mutex_unlock(&dev->lock);
     return STATUS_SUCCESS;
@@ -602,7 +637,7 @@ static NTSTATUS vb_connector_disconnect(NDK_CONNECTOR *n, NDK_FN_REQUEST_COMPLET
         pthread_mutex_unlock(&dev->lock);
         return st;
     }
-    atomic_fetch_sub(&dev->counters.active_connection, 1);
+    VB_COUNT_ADD(dev, ActiveConnection, -1);
     /* IB/RoCE: stop the QP first (rdma_cm leaves a self-managed QP alone, map D1). */
     if (!dev->iwarp)
         vb_qp_to_err(c->qp);
@@ -633,7 +668,7 @@ static void vb_connector_stop_work(struct vb_work *w)
 
     pthread_mutex_lock(&dev->lock);
     if (c->state == VB_C_ESTABLISHED || c->state == VB_C_DISCONNECTING)
-        atomic_fetch_sub(&dev->counters.active_connection, c->state == VB_C_ESTABLISHED);
+        VB_COUNT_ADD(dev, ActiveConnection, -(int)(c->state == VB_C_ESTABLISHED));
     /* A QP whose connection attempt failed or never started stays usable for another (§2.10). */
     if (c->qp && (c->state == VB_C_ESTABLISHED || c->state == VB_C_CONNECTED || c->state == VB_C_ACCEPTING ||
                   c->state == VB_C_DISCONNECTING || c->state == VB_C_DISCONNECTED || c->peer_disconnected))
@@ -666,6 +701,7 @@ static void vb_connector_close_start(struct vb_obj *o)
 
 static void vb_connector_destroy(struct vb_obj *o)
 {
+    vb_obj_sv_free(o);
     free(ndk_container_of(o, struct vb_connector, obj));
 }
 
@@ -701,6 +737,7 @@ static struct vb_connector *vb_connector_alloc(struct vb_adapter *ad)
         return NULL;
     vb_obj_init(&c->obj, &vb_connector_ops, VB_OBJ_CONNECTOR, ad, &c->ndk.Header, &vb_connector_dispatch);
     c->state = VB_C_IDLE;
+    vb_connector_sv(c);
     c->disc_work.fn = vb_connector_disc_work;
     ndk_list_init(&c->disc_work.link);
     c->start_work.fn = vb_connector_stop_work;
@@ -738,6 +775,7 @@ struct vb_connector *vb_connector_new_passive(struct vb_adapter *ad, struct rdma
     c->id = id;
     id->context = &c->obj;
     c->state = VB_C_REQUEST;
+    vb_connector_sv(c);
     pthread_mutex_unlock(&ad->dev->lock);
     (void)ev;
     return c;

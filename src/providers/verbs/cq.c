@@ -16,6 +16,7 @@ static void vb_cq_destroy(struct vb_obj *o)
 {
     struct vb_cq *cq = ndk_container_of(o, struct vb_cq, obj);
 
+    vb_obj_sv_free(o);
     if (cq->cq && ibv_destroy_cq(cq->cq))
         vb_err(o->dev, "ibv_destroy_cq: %s", strerror(errno));
     while (!ndk_list_empty(&cq->swc)) {
@@ -79,7 +80,7 @@ void vb_cq_on_event(struct vb_device *dev, struct ibv_cq *icq)
 /* Progress thread: a CQ error (overrun) or device failure. */
 void vb_cq_on_error(struct vb_cq *cq, NTSTATUS st)
 {
-    VB_COUNT(cq->obj.dev, cq_error);
+    VB_COUNT(cq->obj.dev, CQError);
     pthread_mutex_lock(&cq->lock);
     if (cq->armed < 0)
         cq->latched = st;
@@ -199,10 +200,29 @@ static ULONG vb_cq_pop_soft(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG got, ULO
     return got;
 }
 
+/* The poll's counts into the CQ's record: taken entries (the device's and the provider's, hidden
+ * ones included), results returned, and error results other than cancellations. Poll thread
+ * (the consumer serializes poll and arm, §5.4), so each word has one writer. */
+static void vb_cq_sv_count(struct vb_cq *cq, const NDK_RESULT_EX *out, ULONG got, uint64_t taken)
+{
+    struct ndk_sv_rec *r = cq->obj.sv;
+    uint64_t errs = 0;
+
+    if (!r || !taken)
+        return;
+    for (ULONG k = 0; k < got; k++)
+        errs += out[k].Status != STATUS_SUCCESS && out[k].Status != STATUS_CANCELLED;
+    ndk_sv_add(&r->u.cq.completions, taken);
+    ndk_sv_add(&r->u.cq.polled, got);
+    if (errs)
+        ndk_sv_add(&r->u.cq.errors, errs);
+}
+
 static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
 {
     struct vb_device *dev = cq->obj.dev;
-    ULONG got = 0;
+    ULONG got = 0, soft;
+    uint64_t taken = 0;
     bool empty = false;
     /* Read before polling: a QP marked at or before this epoch had its flush in the CQ already
      * (drain.c), so an empty device CQ below means its remaining requests were dropped. */
@@ -211,8 +231,10 @@ static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
     if (!n)
         return 0;
     got = vb_cq_pop_soft(cq, out, got, n);
+    taken = got;
     if (got < n && cq->have_ahead) {
         cq->have_ahead = false;
+        taken++;
         if (vb_cq_translate(cq, &cq->ahead, &out[got]))
             got++;
     }
@@ -224,6 +246,7 @@ static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
             empty = k == 0;
             break;
         }
+        taken += (uint64_t)k;
         for (int i = 0; i < k; i++)
             if (vb_cq_translate(cq, &wc[i], &out[got]))
                 got++;
@@ -232,8 +255,12 @@ static ULONG vb_cq_poll(struct vb_cq *cq, NDK_RESULT_EX *out, ULONG n)
             break;
         }
     }
-    if (empty && epoch && !cq->have_ahead && vb_drain_cq(cq, epoch))
+    if (empty && epoch && !cq->have_ahead && vb_drain_cq(cq, epoch)) {
+        soft = got;
         got = vb_cq_pop_soft(cq, out, got, n);
+        taken += got - soft;
+    }
+    vb_cq_sv_count(cq, out, got, taken);
     return got;
 }
 
@@ -264,6 +291,18 @@ static ULONG vb_cq_get_results_ex(NDK_CQ *c, NDK_RESULT_EX res[], ULONG n)
     return vb_cq_poll(to_vb_cq(c), res, n);
 }
 
+/* Create or resize (the consumer's thread): the depth the consumer asked for. */
+static void vb_cq_sv_depth(struct vb_cq *cq)
+{
+    struct ndk_sv_rec *r = cq->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.cq.depth = cq->depth;
+    ndk_sv_end(r);
+}
+
 static NTSTATUS vb_cq_resize(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct vb_cq *cq = to_vb_cq(c);
@@ -279,6 +318,7 @@ static NTSTATUS vb_cq_resize(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION c
     if (ibv_resize_cq(cq->cq, (int)(depth + VB_CQ_RESERVE)))
         return errno == EINVAL ? STATUS_INVALID_PARAMETER : vb_status_from_errno(errno);
     cq->depth = depth;
+    vb_cq_sv_depth(cq);
     return STATUS_SUCCESS;
 }
 
@@ -357,6 +397,7 @@ NTSTATUS vb_cq_create(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
         vb_obj_abort_create(&cq->obj);
         return vb_status_from_errno(err);
     }
+    vb_cq_sv_depth(cq);
     *out = &cq->ndk;
     return STATUS_SUCCESS;
 }

@@ -287,6 +287,7 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     dev->pnp_work.fn = vb_pnp_work;
     ndk_list_init(&dev->pnp_work.link);
     atomic_init(&dev->enabled, true);
+    vb_sv_device_init(dev);
     vb_device_set_addrs(dev, ifc);
     if ((err = vb_token_init(dev)) != 0)
         goto fail;
@@ -355,12 +356,11 @@ static NDIS_STATUS vb_oid_statistics(struct vb_device *dev, NDK_OID_REQUEST *req
 
     if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-    s->CounterSet.Connect = atomic_load(&dev->counters.connect);
-    s->CounterSet.Accept = atomic_load(&dev->counters.accept);
-    s->CounterSet.ConnectFailure = atomic_load(&dev->counters.connect_failure);
-    s->CounterSet.ConnectionError = atomic_load(&dev->counters.connection_error);
-    s->CounterSet.ActiveConnection = atomic_load(&dev->counters.active_connection);
-    s->CounterSet.CQError = atomic_load(&dev->counters.cq_error);
+    /* This process's counts; where they are in the adapter record the runtime answers with
+     * every process's sum instead (sysview.c). */
+    ULONG64 *w = (ULONG64 *)&s->CounterSet;
+    for (size_t k = 0; k < NDK_SV_COUNTERS; k++)
+        w[k] = __atomic_load_n(&dev->cnt[k], __ATOMIC_RELAXED);
     req->BytesWritten = (ULONG)sizeof(*s);
     return NDIS_STATUS_SUCCESS;
 }

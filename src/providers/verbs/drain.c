@@ -57,6 +57,7 @@ static void vb_drain_sq(struct vb_qp *qp)
             vb_cq_push_soft(qp->scq, &r);
     }
     qp->sq_tail = qp->sq_head;
+    vb_qp_sv_sq(qp);
     qp->forced_inflight = false;
     qp->chain = qp->chain_tail = NULL;      /* a DEFER chain never reached the device */
 }
@@ -70,6 +71,7 @@ static void vb_drain_rq(struct vb_qp *qp)
         vb_cq_push_soft(qp->rcq, &r);
     }
     qp->rq_tail = qp->rq_head;
+    vb_qp_sv_rq(qp);
 }
 
 /* The consumer's poll of cq (poll and arm serialized, §5.4) found the device CQ empty, and

@@ -38,6 +38,7 @@ static void vb_sep_destroy(struct vb_obj *o)
 {
     struct vb_sep *sep = ndk_container_of(o, struct vb_sep, obj);
 
+    vb_obj_sv_free(o);
     pthread_mutex_lock(&o->dev->lock);
     if (sep->link.next)
         ndk_list_del(&sep->link);
@@ -104,6 +105,12 @@ NTSTATUS vb_sep_create(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len, NDK_FN_C
     }
     ndk_list_add_tail(&dev->seps, &sep->link);
     pthread_mutex_unlock(&dev->lock);
+    if (sep->obj.sv) {
+        ndk_sv_begin(sep->obj.sv);
+        vb_sv_name(sep->obj.sv->u.ep.state, "BOUND");
+        vb_sv_addr(&sep->obj.sv->u.ep.local, (const struct sockaddr *)&sep->addr);
+        ndk_sv_end(sep->obj.sv);
+    }
     *out = &sep->ndk;
     return STATUS_SUCCESS;
 }

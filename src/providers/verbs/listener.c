@@ -32,6 +32,19 @@ void vb_listener_on_request(struct vb_listener *l, struct rdma_cm_id *id, const 
     l->connect_event(l->connect_ctx, &c->ndk);
 }
 
+/* dev->lock held, or the listener not yet shared: its state and address in its record. */
+static void vb_listener_sv(struct vb_listener *l)
+{
+    struct ndk_sv_rec *r = l->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    vb_sv_name(r->u.ep.state, !l->listening ? (l->nids ? "CLOSED" : "IDLE") : l->paused ? "PAUSED" : "LISTENING");
+    vb_sv_addr(&r->u.ep.local, l->nids ? (const struct sockaddr *)&l->addr : NULL);
+    ndk_sv_end(r);
+}
+
 static NTSTATUS vb_listener_listen(NDK_LISTENER *n, CONST PSOCKADDR addr, ULONG len, NDK_FN_REQUEST_COMPLETION cb,
                                    PVOID ctx)
 {
@@ -98,6 +111,7 @@ static NTSTATUS vb_listener_listen(NDK_LISTENER *n, CONST PSOCKADDR addr, ULONG 
         l->addr.Ipv4.sin_port = port;
     l->listening = true;
     ndk_list_add_tail(&dev->listeners, &l->link);
+    vb_listener_sv(l);
     pthread_mutex_unlock(&dev->lock);
     return STATUS_SUCCESS;
 }
@@ -123,6 +137,7 @@ static VOID vb_listener_pause(NDK_LISTENER *n, BOOLEAN pause)
 
     pthread_mutex_lock(&l->obj.dev->lock);
     l->paused = pause != FALSE;
+    vb_listener_sv(l);
     pthread_mutex_unlock(&l->obj.dev->lock);
 }
 
@@ -136,6 +151,7 @@ static void vb_listener_close_start(struct vb_obj *o)
     if (l->listening)
         ndk_list_del(&l->link);
     l->listening = false;
+    vb_listener_sv(l);
     pthread_mutex_unlock(&o->dev->lock);
 }
 
@@ -144,6 +160,7 @@ static void vb_listener_destroy(struct vb_obj *o)
 {
     struct vb_listener *l = ndk_container_of(o, struct vb_listener, obj);
 
+    vb_obj_sv_free(o);
     for (int k = 0; k < l->nids; k++)
         rdma_destroy_id(l->ids[k]);
     free(l);
@@ -180,6 +197,7 @@ NTSTATUS vb_listener_create(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK fn, PV
     l->connect_event = fn;
     l->connect_ctx = fctx;
     vb_obj_init(&l->obj, &vb_listener_ops, VB_OBJ_LISTENER, to_vb_adapter(a), &l->ndk.Header, &vb_listener_dispatch);
+    vb_listener_sv(l);
     *out = &l->ndk;
     return STATUS_SUCCESS;
 }

@@ -28,6 +28,22 @@ int vb_mr_access(ULONG f, bool iwarp, bool mw)
     return a;
 }
 
+/* mr->lock held, or the MR not yet shared: what the system view shows of it (never a key or an
+ * address): its PD, whether it is a fast-register MR, and the registered length. */
+static void vb_mr_sv(struct vb_mr *mr, uint64_t len)
+{
+    struct ndk_sv_rec *r = mr->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.mem.pd = vb_sv_id(mr->pd->obj.sv);
+    r->u.mem.fast_register = mr->fast;
+    r->u.mem.length = len;
+    r->u.mem.bound = len != 0;
+    ndk_sv_end(r);
+}
+
 static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct vb_mr *mr = to_vb_mr(m);
@@ -53,6 +69,7 @@ static NTSTATUS vb_mr_register(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     }
     mr->mr = r;
     mr->access = vb_mr_access(flags, dev->iwarp, dev->has_mw2);
+    vb_mr_sv(mr, len);
     pthread_mutex_unlock(&mr->lock);
     return STATUS_SUCCESS;
 }
@@ -71,8 +88,10 @@ static NTSTATUS vb_mr_deregister(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
         st = STATUS_INVALID_DEVICE_REQUEST;        /* windows still bound over it (§1.7) */
     else if (ibv_dereg_mr(mr->mr))
         st = vb_status_from_errno(errno);
-    else
+    else {
         mr->mr = NULL;
+        vb_mr_sv(mr, 0);
+    }
     pthread_mutex_unlock(&mr->lock);
     return st;
 }
@@ -183,6 +202,7 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
     mr->mw_backed = mw;
     mr->access = vb_mr_access(f, dev->iwarp, mw);
     vb_token_set(mr, r->lkey, delta);
+    vb_mr_sv(mr, len);
     pthread_mutex_unlock(&mr->lock);
     return 0;
 }
@@ -228,6 +248,7 @@ void vb_mr_bound(struct vb_mr *mr, uint32_t rkey)
         if (mr->mr && !ibv_dereg_mr(mr->mr))
             mr->mr = NULL;
         mr->mw_backed = false;
+        vb_mr_sv(mr, 0);
     }
     pthread_mutex_unlock(&mr->lock);
 }
@@ -248,6 +269,8 @@ int vb_mr_invalidate(struct vb_mr *mr, uint32_t *rkey)
         err = -errno;
     else
         mr->mr = NULL;
+    if (!err)
+        vb_mr_sv(mr, 0);
     pthread_mutex_unlock(&mr->lock);
     return err;
 }
@@ -279,6 +302,7 @@ static void vb_mr_destroy(struct vb_obj *o)
 {
     struct vb_mr *mr = ndk_container_of(o, struct vb_mr, obj);
 
+    vb_obj_sv_free(o);
     if (mr->mw_rkey)
         vb_rinv_take(o->dev, mr->mw_rkey);
     /* The window first: a registration with a window bound over it cannot go (rxe_dereg_mr). */
@@ -330,6 +354,7 @@ NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     mr->fast = fast != FALSE;
     vb_obj_init(&mr->obj, &vb_mr_ops, VB_OBJ_MR, pd->obj.adapter, &mr->ndk.Header, &vb_mr_dispatch);
     vb_obj_set_ante(&mr->obj, 0, &pd->obj);
+    vb_mr_sv(mr, 0);
     *out = &mr->ndk;
     return STATUS_SUCCESS;
 }

@@ -17,6 +17,23 @@ static UINT32 vb_mw_remote_token(NDK_MW *w)
     return atomic_load(&to_vb_mw(w)->rkey);
 }
 
+/* What the system view shows of a window (never its token or the bound address): its PD and
+ * the bound length, 0 when unbound. Writers: the window's create, and its binds and
+ * invalidations, which the consumer does not race (one binding at a time, §2.7); emulated
+ * windows call it under mw->lock. */
+void vb_mw_sv(struct vb_mw *mw, uint64_t len)
+{
+    struct ndk_sv_rec *r = mw->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.mem.pd = vb_sv_id(mw->pd->obj.sv);
+    r->u.mem.length = len;
+    r->u.mem.bound = len != 0;
+    ndk_sv_end(r);
+}
+
 /* Posting thread: (re)binds an emulated window. Returns 0 or -errno. */
 int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access)
 {
@@ -29,6 +46,7 @@ int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access)
     old = mw->emu;
     mw->emu = mr;
     atomic_store(&mw->rkey, mr->rkey);
+    vb_mw_sv(mw, len);
     pthread_mutex_unlock(&mw->lock);
     if (old)
         ibv_dereg_mr(old);
@@ -44,6 +62,7 @@ void vb_mw_emu_invalidate(struct vb_mw *mw)
     mw->emu = NULL;
     if (mw->ph)
         atomic_store(&mw->rkey, mw->ph->rkey);
+    vb_mw_sv(mw, 0);
     pthread_mutex_unlock(&mw->lock);
     if (old)
         ibv_dereg_mr(old);
@@ -53,6 +72,7 @@ static void vb_mw_destroy(struct vb_obj *o)
 {
     struct vb_mw *mw = ndk_container_of(o, struct vb_mw, obj);
 
+    vb_obj_sv_free(o);
     if (mw->mw)
         vb_rinv_take(o->dev, atomic_load(&mw->rkey));
     if (mw->mw && ibv_dealloc_mw(mw->mw))
@@ -93,6 +113,7 @@ NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     pthread_mutex_init(&mw->lock, NULL);
     vb_obj_init(&mw->obj, &vb_mw_ops, VB_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &vb_mw_dispatch);
     vb_obj_set_ante(&mw->obj, 0, &pd->obj);
+    vb_mw_sv(mw, 0);
     if (!pd->obj.dev->has_mw2) {
         mw->ph = vb_token_placeholder(pd->obj.dev, pd->pd);
         if (!mw->ph) {

@@ -19,6 +19,24 @@ static void vb_obj_finish(struct vb_work *w)
     ndk_prov_obj_run_close(&o->base);
 }
 
+static uint16_t vb_obj_sv_type(enum vb_obj_type t)
+{
+    switch (t) {
+    case VB_OBJ_QP: return NDK_SV_QP;
+    case VB_OBJ_CQ: return NDK_SV_CQ;
+    case VB_OBJ_SRQ: return NDK_SV_SRQ;
+    case VB_OBJ_PD: return NDK_SV_PD;
+    case VB_OBJ_MR: return NDK_SV_MR;
+    case VB_OBJ_MW: return NDK_SV_MW;
+    case VB_OBJ_CONNECTOR: return NDK_SV_CONNECTOR;
+    case VB_OBJ_LISTENER: return NDK_SV_LISTENER;
+    case VB_OBJ_SEP: return NDK_SV_SHARED_ENDPOINT;
+    }
+    return NDK_SV_FREE;
+}
+
+/* Create time, no provider lock held: the object's system view record is asked for here and
+ * given back by vb_obj_sv_free in its destroy. */
 void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch)
 {
@@ -26,4 +44,12 @@ void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_typ
     o->close_work = (struct vb_work){ .fn = vb_obj_finish };
     ndk_list_init(&o->close_work.link);
     ndk_prov_obj_init(&o->base, &ad->base, hdr, (NDK_OBJECT_TYPE)type, dispatch);
+    o->sv = vb_sv_alloc(o->dev, vb_obj_sv_type(type));
+}
+
+/* Destroy (progress thread): nothing writes the record any more. */
+void vb_obj_sv_free(struct vb_obj *o)
+{
+    vb_sv_free(o->dev, o->sv);
+    o->sv = NULL;
 }

@@ -19,6 +19,7 @@ static void vb_pd_destroy(struct vb_obj *o)
 {
     struct vb_pd *pd = ndk_container_of(o, struct vb_pd, obj);
 
+    vb_obj_sv_free(o);
     while (!ndk_list_empty(&pd->lam_mrs)) {
         struct vb_lam_mr *m = ndk_list_entry(pd->lam_mrs.next, struct vb_lam_mr, link);
         ndk_list_del(&m->link);

@@ -55,6 +55,7 @@ static NTSTATUS vb_post_chain(struct vb_qp *qp, struct ibv_send_wr *wr)
      * never reach the device, so the ring gives them back. */
     for (struct ibv_send_wr *w = bad; w; w = w->next)
         qp->sq_head--;
+    vb_qp_sv_sq(qp);
     vb_err(qp->obj.dev, "ibv_post_send: %s", strerror(err));
     return err == ENOMEM ? STATUS_INSUFFICIENT_RESOURCES : STATUS_INVALID_PARAMETER;
 }
@@ -135,6 +136,8 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
     s->ctx = ctx;
     s->type = (uint8_t)op;
     s->mw = mw;
+    s->len = (uint32_t)total;
+    s->posted_ns = qp->obj.sv ? vb_sv_now() : 0;
     s->silent = silent;
     s->forced = silent && ++qp->silent_run >= (qp->sq_depth + 1) / 2 && !qp->forced_inflight;
     s->signaled = !silent || s->forced;
@@ -150,6 +153,7 @@ static NTSTATUS vb_post_sq(struct vb_qp *qp, void *ctx, enum vb_sop op, CONST ND
         wr->send_flags |= IBV_SEND_SOLICITED;
     wr->wr_id = VB_WR_RING | ((uint64_t)qp->gen << 32) | (uint32_t)c;
     qp->sq_head++;
+    vb_qp_sv_sq(qp);
     if (flags & NDK_OP_FLAG_DEFER) {
         wr->next = NULL;
         if (qp->chain_tail)
@@ -247,6 +251,7 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     if (st == STATUS_SUCCESS) {
         atomic_store(&mw->rkey, t.bind_mw.rkey);
         mw->mw->rkey = t.bind_mw.rkey;     /* the window's name in the next bind (vb_mr_bound) */
+        vb_mw_sv(mw, len);
     }
     return st;
 }
@@ -340,7 +345,10 @@ NTSTATUS vb_post_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *target, ULO
                          STATUS_ACCESS_VIOLATION);
             return STATUS_SUCCESS;
         }
-        return vb_post_sq(qp, ctx, VB_SOP_INV, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
+        NTSTATUS st = vb_post_sq(qp, ctx, VB_SOP_INV, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, mw);
+        if (st == STATUS_SUCCESS)
+            vb_mw_sv(mw, 0);
+        return st;
     }
     if (target->ObjectType == NdkObjectTypeMr) {
         struct vb_mr *mr = to_vb_mr((NDK_MR *)target);
@@ -398,9 +406,12 @@ NTSTATUS vb_post_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         memset(sge, 0, sizeof sge[0]);
         wr.num_sge = 1;
     }
+    qp->rq_ns[c & (qp->rq_n - 1)] = qp->obj.sv ? vb_sv_now() : 0;
     err = ibv_post_recv(qp->qp, &wr, &bad);
-    if (!err)
+    if (!err) {
         qp->rq_head++;
+        vb_qp_sv_rq(qp);
+    }
     pthread_mutex_unlock(&qp->rq_lock);
     return err ? (err == ENOMEM ? STATUS_INSUFFICIENT_RESOURCES : STATUS_INVALID_PARAMETER) : STATUS_SUCCESS;
 }

@@ -31,6 +31,64 @@ struct vb_qp *vb_qp_lookup(struct vb_device *dev, uint32_t qpn)
     return NULL;
 }
 
+/* The completion-side words of one completion (dev->qpt_lock held, no ring lock): a receive's
+ * bytes, the error count, and the first protocol error with the state it leaves. */
+static void vb_qp_sv_done(struct vb_qp *qp, enum ibv_wc_status st, bool ok, uint32_t bytes, bool recv)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    if (!r)
+        return;
+    if (ok) {
+        if (recv) {
+            ndk_sv_add(&r->u.qp.ops_in, 1);
+            ndk_sv_add(&r->u.qp.bytes_in, bytes);
+        }
+        return;
+    }
+    if (st == IBV_WC_WR_FLUSH_ERR)
+        return;                     /* a flush ends requests; it is no error of theirs */
+    ndk_sv_add(&r->u.qp.errors, 1);
+    if (vb_sv_qp_error(r, vb_sv_wc_errno(st)))
+        vb_qp_sv_state(qp, "ERROR");
+}
+
+/* sq_lock and dev->qpt_lock held: the initiator requests a completion at ring counter c
+ * retires (the unsignaled ones before it too) into the byte and operation counts. */
+static void vb_qp_sv_retire(struct vb_qp *qp, uint32_t c, enum ibv_wc_status st)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    for (uint32_t k = (uint32_t)qp->sq_tail;; k++) {
+        const struct vb_sslot *s = &qp->sq[k & (qp->sq_n - 1)];
+        if (k == c && st != IBV_WC_SUCCESS)
+            break;
+        if (s->type == VB_SOP_SEND || s->type == VB_SOP_WRITE) {
+            ndk_sv_add(&r->u.qp.ops_out, 1);
+            ndk_sv_add(&r->u.qp.bytes_out, s->len);
+        } else if (s->type == VB_SOP_READ) {
+            ndk_sv_add(&r->u.qp.ops_out, 1);
+            ndk_sv_add(&r->u.qp.bytes_in, s->len);
+        }
+        if (k == c)
+            break;
+    }
+}
+
+/* Where the QP's state changes (create, connection, error); any thread, no ring lock held. */
+void vb_qp_sv_state(struct vb_qp *qp, const char *state)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    if (!r)
+        return;
+    pthread_mutex_lock(&qp->sq_lock);
+    ndk_sv_begin(r);
+    vb_sv_name(r->u.qp.state, state);
+    ndk_sv_end(r);
+    pthread_mutex_unlock(&qp->sq_lock);
+}
+
 /* Called by the CQ with dev->qpt_lock held: translates a completion of this QP. */
 bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
 {
@@ -53,6 +111,7 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
             }
             r->RequestContext = qp->rq[c & (qp->rq_n - 1)];
             qp->rq_tail += (uint32_t)(c - (uint32_t)qp->rq_tail) + 1;
+            vb_qp_sv_rq(qp);
             pthread_mutex_unlock(&qp->rq_lock);
         } else {
             uint32_t idx;
@@ -62,6 +121,7 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
             r->RequestContext = vb_srq_complete(srq, idx);
         }
         r->Type = NdkOperationTypeReceive;
+        vb_qp_sv_done(qp, wc->status, ok, ok ? wc->byte_len : 0, true);
         if (ok) {
             r->BytesTransferred = wc->byte_len;
             if ((wc->wc_flags & IBV_WC_WITH_INV) ||
@@ -81,11 +141,15 @@ bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r)
         return false;               /* already completed by the provider (drain.c) */
     }
     s = qp->sq[c & (qp->sq_n - 1)];
+    if (qp->obj.sv)
+        vb_qp_sv_retire(qp, c, wc->status);
     /* Verbs retires every unsignaled WR before a completed one (RC completes in order). */
     qp->sq_tail += (uint32_t)(c - (uint32_t)qp->sq_tail) + 1;
     if (s.forced)
         qp->forced_inflight = false;
+    vb_qp_sv_sq(qp);
     pthread_mutex_unlock(&qp->sq_lock);
+    vb_qp_sv_done(qp, wc->status, ok, 0, false);
     if (!ok) {
         atomic_store(&qp->peer_gone, true);   /* the QP is in error: later posts fail inline */
         vb_drain_error_seen(qp);
@@ -143,6 +207,7 @@ void vb_qp_to_err(struct vb_qp *qp)
         return;
     if (ibv_modify_qp(qp->qp, &a, IBV_QP_STATE))
         vb_warn(qp->obj.dev, "QP %u to ERR: %s", qp->qpn, strerror(errno));
+    vb_qp_sv_state(qp, "ERROR");
     vb_drain_arm(qp);
 }
 
@@ -169,10 +234,12 @@ static void vb_qp_destroy(struct vb_obj *o)
         if (ibv_destroy_qp(qp->qp))
             vb_err(o->dev, "ibv_destroy_qp: %s", strerror(errno));
     }
+    vb_obj_sv_free(o);     /* out of dev->qpt: no poll writes the record now */
     pthread_mutex_destroy(&qp->sq_lock);
     pthread_mutex_destroy(&qp->rq_lock);
     free(qp->sq);
     free(qp->rq);
+    free(qp->rq_ns);
     free(qp->inl);
     free(qp->chain_wrs);
     free(qp->chain_sges);
@@ -199,6 +266,24 @@ static const NDK_QP_DISPATCH vb_qp_dispatch = {
     .NdkWrite = vb_post_write,
     .NdkSendAndInvalidate = vb_post_send_inv,
 };
+
+/* Create time, no lock: what the QP is made of. */
+static void vb_qp_sv_init(struct vb_qp *qp)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    vb_sv_name(r->u.qp.state, "INIT");
+    r->u.qp.pd = vb_sv_id(qp->pd->obj.sv);
+    r->u.qp.rcq = vb_sv_id(qp->rcq->obj.sv);
+    r->u.qp.icq = vb_sv_id(qp->scq->obj.sv);
+    r->u.qp.srq = qp->srq ? vb_sv_id(qp->srq->obj.sv) : 0;
+    r->u.qp.sq_depth = qp->sq_depth;
+    r->u.qp.rq_depth = qp->rq_depth;
+    ndk_sv_end(r);
+}
 
 static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ *s, PVOID qpctx, ULONG rq_depth,
                                     ULONG sq_depth, ULONG max_rsge, ULONG max_ssge, ULONG inline_size, NDK_QP **out)
@@ -254,10 +339,11 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
         vb_obj_set_ante(&qp->obj, 3, &srq->obj);
     qp->sq = calloc(qp->sq_n, sizeof(*qp->sq));
     qp->rq = calloc(qp->rq_n, sizeof(*qp->rq));
+    qp->rq_ns = srq ? NULL : calloc(qp->rq_n, sizeof(*qp->rq_ns));
     qp->chain_wrs = calloc(qp->sq_n, sizeof(*qp->chain_wrs));
     qp->chain_sges = calloc((size_t)qp->sq_n * qp->wr_sges, sizeof(*qp->chain_sges));
     qp->inl = inline_size ? calloc(qp->sq_n, inline_size) : NULL;
-    if (!qp->sq || !qp->rq || !qp->chain_wrs || !qp->chain_sges || (inline_size && !qp->inl)) {
+    if (!qp->sq || !qp->rq || (!srq && !qp->rq_ns) || !qp->chain_wrs || !qp->chain_sges || (inline_size && !qp->inl)) {
         vb_obj_abort_create(&qp->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
@@ -293,6 +379,7 @@ static NTSTATUS vb_qp_create_common(NDK_PD *p, NDK_CQ *rcq, NDK_CQ *scq, NDK_SRQ
         vb_obj_abort_create(&qp->obj);
         return vb_status_from_errno(err);
     }
+    vb_qp_sv_init(qp);
     pthread_mutex_lock(&dev->qpt_lock);
     ndk_list_add_tail(&dev->qpt[qp->qpn % 64], &qp->qpt_link);
     pthread_mutex_unlock(&dev->qpt_lock);

@@ -71,6 +71,8 @@ void *vb_srq_complete(struct vb_srq *srq, uint32_t idx)
     srq->slots[idx].next_free = srq->free_head;
     srq->free_head = idx;
     srq->posted--;
+    if (srq->obj.sv)
+        ndk_sv_add(&srq->obj.sv->u.srq.completed, 1);
     if (srq->limit_armed && srq->posted < srq->threshold) {
         srq->limit_armed = false;
         vb_srq_queue_notify_locked(srq, STATUS_SUCCESS);
@@ -129,10 +131,26 @@ NTSTATUS vb_post_srq_receive(NDK_SRQ *s, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     if (err) {
         srq->slots[idx].next_free = srq->free_head;
         srq->free_head = idx;
-    } else
+    } else {
         srq->posted++;
+        if (srq->obj.sv)
+            ndk_sv_add(&srq->obj.sv->u.srq.posted, 1);
+    }
     pthread_mutex_unlock(&srq->lock);
     return err ? (err == ENOMEM ? STATUS_INSUFFICIENT_RESOURCES : STATUS_INVALID_PARAMETER) : STATUS_SUCCESS;
+}
+
+/* srq->lock held, or the SRQ not yet shared: its PD and depth in its record. */
+static void vb_srq_sv(struct vb_srq *srq)
+{
+    struct ndk_sv_rec *r = srq->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.srq.pd = vb_sv_id(vb_obj_ante(&srq->obj, 0) ? vb_obj_ante(&srq->obj, 0)->sv : NULL);
+    r->u.srq.depth = srq->depth;
+    ndk_sv_end(r);
 }
 
 static NTSTATUS vb_srq_modify(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -166,6 +184,7 @@ static NTSTATUS vb_srq_modify(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_R
     }
     if (depth)
         srq->depth = depth;
+    vb_srq_sv(srq);
     if (threshold > srq->depth) {
         pthread_mutex_unlock(&srq->lock);
         return STATUS_INVALID_PARAMETER;
@@ -183,6 +202,7 @@ static void vb_srq_destroy(struct vb_obj *o)
     if (srq->link.next)
         ndk_list_del(&srq->link);
     pthread_mutex_unlock(&o->dev->qpt_lock);
+    vb_obj_sv_free(o);     /* out of dev->srqs: no poll writes the record now */
     if (srq->srq && ibv_destroy_srq(srq->srq))
         vb_err(o->dev, "ibv_destroy_srq: %s", strerror(errno));
     pthread_mutex_destroy(&srq->lock);
@@ -263,6 +283,7 @@ NTSTATUS vb_srq_create(NDK_PD *p, ULONG depth, ULONG max_sge, ULONG threshold, N
     pthread_mutex_unlock(&srq->lock);
     if (err)
         vb_warn(dev, "SRQ limit %u: %s", threshold, strerror(-err));
+    vb_srq_sv(srq);
     *out = &srq->ndk;
     return STATUS_SUCCESS;
 }

@@ -39,6 +39,7 @@
 #include <ndkpi.h>
 #include <ndisndk.h>
 #include <ndk/provider.h>
+#include <ndk/sysview.h>
 
 #include "ndk_list.h"
 #include "ndk_status.h"
@@ -94,10 +95,11 @@ struct vb_call {
 };
 
 /* ---- device (device.c) ---- */
-struct vb_counters {
-    atomic_ulong connect, accept, connect_failure, connection_error, active_connection, cq_error;
-};
-#define VB_COUNT(dev, f) atomic_fetch_add_explicit(&(dev)->counters.f, 1, memory_order_relaxed)
+/* The NDK counters the provider keeps (OID_NDK_STATISTICS), by NDIS_NDK_PERFORMANCE_COUNTERS
+ * member: words of dev->cnt, added to from any thread (sysview.c). */
+#define VB_CNT(f) (offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, f) / sizeof(ULONG64))
+#define VB_COUNT_ADD(dev, f, n) ndk_sv_add_shared(&(dev)->cnt[VB_CNT(f)], (uint64_t)(n))
+#define VB_COUNT(dev, f) VB_COUNT_ADD(dev, f, 1)
 
 struct vb_device {
     struct vb_provider *prov;
@@ -128,7 +130,10 @@ struct vb_device {
     atomic_bool enabled;
     atomic_int pnp_pending_event;
     struct vb_work pnp_work;
-    struct vb_counters counters;
+    /* The NDK counters: the adapter record's (whole adapter, sysview.c) or own_cnt. */
+    uint64_t *cnt;
+    uint64_t own_cnt[NDK_SV_COUNTERS];
+    bool sv;                        /* the runtime offers the system view services */
 
     /* Addresses of the interface (from the runtime), for wildcard listens. Job of lock. */
     SOCKADDR_INET addrs[VB_MAX_LISTEN_IDS];
@@ -185,6 +190,18 @@ void vb_device_destroy(struct vb_device *dev);
 NDIS_STATUS vb_device_oid(struct vb_device *dev, NDK_OID_REQUEST *req);
 bool vb_device_has_address(struct vb_device *dev, const struct sockaddr *sa);
 int vb_device_scan(struct vb_provider *prov);
+
+/* ---- system view (sysview.c): records of the objects, the adapter's counters ---- */
+bool vb_sv_services(const NDK_RUNTIME_SERVICES *s);
+void vb_sv_device_init(struct vb_device *dev);
+struct ndk_sv_rec *vb_sv_alloc(struct vb_device *dev, uint16_t type);
+void vb_sv_free(struct vb_device *dev, struct ndk_sv_rec *rec);
+uint64_t vb_sv_id(const struct ndk_sv_rec *rec);
+void vb_sv_name(char dst[16], const char *name);
+void vb_sv_addr(struct ndk_sv_addr *out, const struct sockaddr *sa);
+uint64_t vb_sv_now(void);
+bool vb_sv_qp_error(struct ndk_sv_rec *rec, int err);
+int vb_sv_wc_errno(enum ibv_wc_status st);
 
 /* ---- token table (token.c, map D4) ---- */
 int vb_token_init(struct vb_device *dev);
@@ -246,11 +263,13 @@ struct vb_obj {
     struct vb_adapter *adapter;
     struct vb_device *dev;
     struct vb_work close_work;     /* runs the finish on the progress thread */
+    struct ndk_sv_rec *sv;         /* the system view record, NULL when none (sysview.c) */
 };
 /* The hooks of every verbs object (obj.c), named by every adapter instance. */
 extern const struct ndk_prov_obj_hooks vb_obj_hooks;
 void vb_obj_init(struct vb_obj *o, const struct vb_obj_ops *ops, enum vb_obj_type type, struct vb_adapter *ad,
                  NDK_OBJECT_HEADER *hdr, const void *dispatch);
+void vb_obj_sv_free(struct vb_obj *o);
 /* vb_obj_get, _put, _tryget, _set_ante, _ante, _close, _abort_create, _closing: ndk_prov_obj's
  * (same contexts; the provider's work-queue lock is dev->wq_lock). */
 NDK_PROV_OBJ_TYPED(vb_obj, struct vb_obj)
@@ -374,6 +393,8 @@ struct vb_sslot {                   /* a send-queue request's shadow (map D3) */
     bool signaled, silent;
     bool forced;                    /* a silent request signaled in secret (map §1.4) */
     struct vb_mw *mw;               /* bind / invalidate target, made valid on completion */
+    uint32_t len;                   /* payload bytes posted (the system view's byte counts) */
+    uint64_t posted_ns;             /* vb_sv_now() at post: the age of the oldest request */
 };
 struct vb_qp {
     NDK_QP ndk;
@@ -401,6 +422,7 @@ struct vb_qp {
     /* Job of rq_lock: the receive ring. */
     pthread_mutex_t rq_lock;
     void **rq;
+    uint64_t *rq_ns;                /* each receive's post time (vb_sv_now) */
     uint32_t rq_n;
     uint64_t rq_head, rq_tail;
     atomic_bool flushed;
@@ -424,6 +446,34 @@ void vb_qp_flush(NDK_QP *q);
 /* The CQ's translation of one ibv_wc of this QP; returns false for hidden entries. */
 bool vb_qp_complete(struct vb_qp *qp, const struct ibv_wc *wc, NDK_RESULT_EX *r);
 NDK_OPERATION_TYPE vb_qp_op_type(uint8_t sop);
+/* The QP's system view record (sysview.c): sq_lock is the lock of its descriptive fields, taken
+ * only where the state changes; vb_qp_sv_state must not be called with sq_lock held. The ring
+ * words are written under the ring's lock by the poster and the poller (every translation also
+ * holds dev->qpt_lock, which keeps the completion-side words to one writer). */
+void vb_qp_sv_state(struct vb_qp *qp, const char *state);
+/* sq_lock held: the send ring's posted/completed counts and the age of its oldest request. */
+static inline void vb_qp_sv_sq(struct vb_qp *qp)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    if (!r)
+        return;
+    ndk_sv_set(&r->u.qp.sq_posted, qp->sq_head);
+    ndk_sv_set(&r->u.qp.sq_completed, qp->sq_tail);
+    ndk_sv_set(&r->u.qp.sq_oldest_ns,
+               qp->sq_head == qp->sq_tail ? 0 : qp->sq[qp->sq_tail & (qp->sq_n - 1)].posted_ns);
+}
+/* rq_lock held: the same for the receive ring (a QP with an SRQ has none: the SRQ's record). */
+static inline void vb_qp_sv_rq(struct vb_qp *qp)
+{
+    struct ndk_sv_rec *r = qp->obj.sv;
+
+    if (!r || !qp->rq_ns)
+        return;
+    ndk_sv_set(&r->u.qp.rq_posted, qp->rq_head);
+    ndk_sv_set(&r->u.qp.rq_completed, qp->rq_tail);
+    ndk_sv_set(&r->u.qp.rq_oldest_ns, qp->rq_head == qp->rq_tail ? 0 : qp->rq_ns[qp->rq_tail & (qp->rq_n - 1)]);
+}
 
 /* ---- drain (drain.c): completions the device dropped after a QP error ---- */
 void vb_drain_arm(struct vb_qp *qp);
@@ -500,6 +550,7 @@ struct vb_mw {
 NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 int vb_mw_emu_bind(struct vb_mw *mw, void *va, size_t len, int access);
 void vb_mw_emu_invalidate(struct vb_mw *mw);
+void vb_mw_sv(struct vb_mw *mw, uint64_t len);
 
 /* ---- connection management (connector.c, listener.c, endpoint.c, cm.c) ---- */
 enum vb_cstate {
