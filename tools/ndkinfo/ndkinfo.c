@@ -2,12 +2,14 @@
  * ndkinfo - what the OpenNDK runtime sees on this machine: providers (loaded or why not),
  * adapters with their interface, addresses, NDK state and every NDK_ADAPTER_INFO field;
  * with --stats the NDK performance counters, with --connections / --endpoints the ND
- * connections and listeners (the `netstat -xan` view of Windows admins). --json for scripts.
+ * connections and listeners of every process (the `netstat -xan` view of Windows admins), with
+ * --resources every process's NDK objects (ndkinfo_sv.c, ndk-sysview(7)). --json for scripts.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <net/if.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,21 +19,29 @@
 
 #include "ndk_status.h"
 #include "ndk_tool_json.h"
+#include "ndkinfo_sv.h"
 
-static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_verbose;
+static int opt_json, opt_stats, opt_connections, opt_endpoints, opt_resources, opt_verbose;
+static long opt_pid;
 static const char *opt_provider, *opt_adapter;
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: ndkinfo [--json] [--stats] [--connections] [--endpoints] [--provider NAME]\n"
-            "               [--adapter IFNAME|ADDRESS] [--verbose]\n"
-            "Lists NDK providers and adapters as the OpenNDK runtime binds them.\n"
-            "  --stats        NDK performance counters (OID_NDK_STATISTICS)\n"
-            "  --connections  ND connections (OID_NDK_CONNECTIONS), like netstat -xan\n"
-            "  --endpoints    ND listeners and shared endpoints (OID_NDK_LOCAL_ENDPOINTS)\n"
+            "usage: ndkinfo [--json] [--stats] [--connections] [--endpoints] [--resources] [--pid PID]\n"
+            "               [--provider NAME] [--adapter IFNAME|ADDRESS] [--verbose]\n"
+            "Lists NDK providers and adapters as the OpenNDK runtime binds them, and what every\n"
+            "OpenNDK process on the machine publishes (the system view, ndk-sysview(7)).\n"
+            "  --stats        NDK performance counters (OID_NDK_STATISTICS, whole adapter) and\n"
+            "                 each process's counters\n"
+            "  --connections  ND connections of every process, like netstat -xan: owner, peer\n"
+            "  --endpoints    ND listeners and shared endpoints of every process\n"
+            "  --resources    each process's adapters, QPs, CQs, SRQs, PDs, MRs, MWs, connectors\n"
+            "                 and endpoints, like rdma res show (outstanding requests and their age)\n"
+            "  --pid PID      the system view of that process only (alone: --resources)\n"
             "  --json         one JSON document on stdout\n"
-            "Environment: NDK_PROVIDER_PATH, NDK_CONFIG, NDK_PROVIDERS, NDK_INTERFACES.\n");
+            "Environment: NDK_PROVIDER_PATH, NDK_CONFIG, NDK_PROVIDERS, NDK_INTERFACES,\n"
+            "NDK_RUNTIME_DIR (the registry read).\n");
 }
 
 static const char *addr_str(const SOCKADDR_INET *a, int with_port, char *buf, size_t len)
@@ -421,16 +431,27 @@ int main(int argc, char **argv)
         { "json", no_argument, NULL, 'j' },        { "stats", no_argument, NULL, 's' },
         { "connections", no_argument, NULL, 'c' }, { "endpoints", no_argument, NULL, 'e' },
         { "provider", required_argument, NULL, 'p' }, { "adapter", required_argument, NULL, 'a' },
+        { "resources", no_argument, NULL, 'r' },   { "pid", required_argument, NULL, 'P' },
         { "verbose", no_argument, NULL, 'v' },     { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     int c;
-    while ((c = getopt_long(argc, argv, "jscep:a:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jscerP:p:a:vh", opts, NULL)) != -1) {
+        char *end;
         switch (c) {
         case 'j': opt_json = 1; break;
         case 's': opt_stats = 1; break;
         case 'c': opt_connections = 1; break;
         case 'e': opt_endpoints = 1; break;
+        case 'r': opt_resources = 1; break;
+        case 'P':
+            errno = 0;
+            opt_pid = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || opt_pid <= 0) {
+                fprintf(stderr, "ndkinfo: --pid wants a process id, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'p': opt_provider = optarg; break;
         case 'a': opt_adapter = optarg; break;
         case 'v': opt_verbose = 1; break;
@@ -441,6 +462,23 @@ int main(int argc, char **argv)
     if (optind < argc) {
         usage(stderr);
         return 2;
+    }
+
+    if (opt_pid && !opt_stats && !opt_connections && !opt_endpoints)
+        opt_resources = 1;
+    struct ndkinfo_sv_opts sv = { opt_json, opt_connections, opt_endpoints, opt_stats, opt_resources, opt_pid };
+    int want_sv = opt_connections || opt_endpoints || opt_stats || opt_resources;
+    /* --resources (or --pid) alone is about other processes: no runtime of our own. */
+    if (opt_resources && !opt_stats && !opt_connections && !opt_endpoints && !opt_provider && !opt_adapter &&
+        !opt_verbose) {
+        if (opt_json) {
+            ndk_tool_json_init(&json, stdout);
+            ndk_tool_json_open(&json, NULL, '{');
+        }
+        int rc = ndkinfo_sv_show(&sv, &json);
+        if (opt_json)
+            ndk_tool_json_close(&json, '}');
+        return rc;
     }
 
     ndk_rt_config cfg = { 0 };
@@ -502,13 +540,16 @@ int main(int argc, char **argv)
         show_adapter(rt, &list[i]);
         shown++;
     }
-    if (opt_json) {
+    if (opt_json)
         ndk_tool_json_close(&json, ']');
-        ndk_tool_json_close(&json, '}');
-    } else if (!shown) {
+    else if (!shown)
         printf("\nNo adapters%s.\n", opt_adapter || opt_provider ? " match the selection" : "");
-    }
+    int rc = (opt_adapter || opt_provider) && !shown ? 1 : 0;
+    if (want_sv && ndkinfo_sv_show(&sv, &json) != 0)
+        rc = 1;
+    if (opt_json)
+        ndk_tool_json_close(&json, '}');
     free(list);
     ndk_rt_close(rt);
-    return (opt_adapter || opt_provider) && !shown ? 1 : 0;
+    return rc;
 }
