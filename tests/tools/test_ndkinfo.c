@@ -72,6 +72,10 @@ int main(int argc, char **argv)
     ndk_test_enter_netns();
     setenv("NDK_PROVIDER_PATH", dir, 1);
     setenv("NDK_CONFIG", "/nonexistent/openndk.conf", 1);
+    /* The system view of this test's processes only: nobody else publishes in its own directory. */
+    char rtdir[] = "/tmp/ndkinfo-test-XXXXXX";
+    CHECK(mkdtemp(rtdir));
+    setenv("NDK_RUNTIME_DIR", rtdir, 1);
 
     run(ndkinfo, "");
     HAS("Providers:");
@@ -95,6 +99,9 @@ int main(int argc, char **argv)
     HAS("RDMAOutFrames");
     HAS("ND connections (OID_NDK_CONNECTIONS)");
     HAS("ND local endpoints (OID_NDK_LOCAL_ENDPOINTS)");
+    /* Nobody else publishes here: the system view says so instead of an empty list. */
+    HAS("System view (ndk-sysview(7))");
+    HAS("no other OpenNDK process publishes here");
 
     run(ndkinfo, "--json --stats --connections --endpoints");
     const char *end = value(out);
@@ -108,6 +115,8 @@ int main(int argc, char **argv)
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s --adapter nosuch0 >/dev/null 2>&1", ndkinfo);
     CHECK(system(cmd) != 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", rtdir);
+    CHECK(system(cmd) == 0);
     printf("ndkinfo: lo with 127.0.0.1 and ::1, all adapter info fields, OIDs and JSON ok (%s)\n", provider);
     return 0;
 }
