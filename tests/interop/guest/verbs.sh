@@ -202,6 +202,69 @@ cell_wdk() {
 	fi
 }
 
+# ---- the system view (issue 38): while an ndkping pair runs over the device, ndkinfo in a third
+# process lists both ends' QPs from their registries (NDK_RUNTIME_DIR, a directory of this cell):
+# connected, with operations and bytes counted each way, and nothing that names a memory key;
+# and OID_NDK_STATISTICS there counts the whole adapter (the client's Connect, the server's Accept).
+# sv_qps FILE: one line per QP record "pid state ops_out ops_in bytes_out bytes_in remote", from
+# `ndkinfo --resources --json` (or --connections --json, which carries the same counters per QP).
+sv_qps() {
+	tr '{' '\n' <"$1" | awk '
+		function num(k) { return match($0, "\"" k "\":[0-9]+") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : -1 }
+		function str(k) { return match($0, "\"" k "\":\"[^\"]*\"") ? substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5) : "-" }
+		/^"pid":/ { pid = num("pid") }
+		/"pid":/ && /"qp":"[^"]*qp#/ { pid = num("pid") }
+		/"type":"qp"/ || (/"qp":"[^"]*qp#/ && /"ops_out":/) {
+			print pid, str("state"), num("ops_out"), num("ops_in"), num("bytes_out"), num("bytes_in"), str("remote")
+		}'
+}
+cell_sysview() {
+	local dev=$1 ip=$2 log=$RES/sysview-$1.log json=$RES/sysview-$1.json port=7331 rt sp cp k view=--resources
+	local good="" procs=0 stats="" why=""
+	rt=/tmp/ndk-rt-sysview-$dev
+	rm -rf "$rt" && mkdir -m 0700 "$rt"
+	: >"$log"
+	ndkinfo --help 2>&1 | grep -q -- --resources || view=--connections
+	echo "## NDK_RUNTIME_DIR=$rt, ndkinfo $view" >>"$log"
+	NDK_RUNTIME_DIR=$rt timeout -k 5 120 ndkping -s "$ip:$port" --once --provider verbs >/tmp/sv.server 2>&1 &
+	sp=$!
+	for k in $(seq 1 60); do
+		grep -qiE 'listen|waiting|server' /tmp/sv.server 2>/dev/null && break
+		kill -0 $sp 2>/dev/null || break
+		sleep 0.3
+	done
+	NDK_RUNTIME_DIR=$rt timeout -k 5 120 ndkping -c "$ip:$port" -C 60 -i 0.25 --provider verbs >/tmp/sv.client 2>&1 &
+	cp=$!
+	# a few snapshots while both run: the first with both ends connected and counting decides
+	for k in $(seq 1 25); do
+		sleep 1
+		kill -0 $cp 2>/dev/null || break
+		NDK_RUNTIME_DIR=$rt ndkinfo $view --json >"$json" 2>>"$log" || continue
+		good=$(sv_qps "$json" | awk -v ip="$ip" '($2 == "RTS" || $2 == "ESTABLISHED") && $3 > 0 && $4 > 0 && $5 > 0 && $6 > 0 && index($7, ip) == 1 { print $1 }' | sort -u)
+		procs=$(printf '%s\n' "$good" | grep -c .)
+		[ "$procs" -ge 2 ] || continue
+		NDK_RUNTIME_DIR=$rt NDK_PROVIDERS=verbs ndkinfo --stats --json >"$RES/sysview-$dev-stats.json" 2>>"$log"
+		stats=$(grep -o '"statistics":{[^}]*}' "$RES/sysview-$dev-stats.json" | awk '
+			function num(k) { return match($0, "\"" k "\":[0-9]+") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : 0 }
+			num("Connect") >= 1 && num("Accept") >= 1 && num("ActiveConnection") >= 2 { print "ok"; exit }')
+		break
+	done
+	{ echo "## snapshot ($view --json): QPs (pid state ops_out ops_in bytes_out bytes_in remote)"; sv_qps "$json"; } >>"$log"
+	wait $cp
+	local crc=$?
+	wait $sp
+	local src=$?
+	{ echo "## server (rc $src)"; cat /tmp/sv.server; echo "## client (rc $crc)"; cat /tmp/sv.client; } >>"$log"
+	[ "$procs" -ge 2 ] || why="$why; $procs process(es) with a connected QP counting both ways (need 2)"
+	if grep -Eiq '"[a-z_]*(stag|rkey|lkey|token)[a-z_]*":' "$json"; then why="$why; a key field in the JSON"; fi
+	[ "$stats" = ok ] || why="$why; OID_NDK_STATISTICS does not count both processes (Connect, Accept, ActiveConnection 2)"
+	[ "$src" = 0 ] && [ "$crc" = 0 ] || why="$why; ndkping server $src, client $crc"
+	rm -rf "$rt"
+	if [ -z "$why" ]; then
+		record PASS "sysview-$dev" "ndkinfo $view --json during ndkping: both ends' QPs RTS with ops and bytes each way, no key field; --stats counts the whole adapter"
+	else record FAIL "sysview-$dev" "${why#; } (results/sysview-$dev.log)"; fi
+}
+
 # ---- cost (issue 16 item 3, bench/verbs-guest.sh): ndkperf over verbs against perftest on the same
 # device, interleaved (the order flips every repetition). Both are timed the same way, from outside:
 # each measurement runs the client twice, with N1 and N2 iterations, and takes the difference of
@@ -297,6 +360,8 @@ for g in $CELLS; do
 	bench-siw) cell_bench siw "$SIW_IP" ;;
 	wdk-rxe) cell_wdk rxe "$RXE_IP" rxed0 ;;
 	wdk-siw) cell_wdk siw "$SIW_IP" siwd0 ;;
+	sysview-rxe) cell_sysview rxe "$RXE_IP" ;;
+	sysview-siw) cell_sysview siw "$SIW_IP" ;;
 	esac
 done
 say "done"
