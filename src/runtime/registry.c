@@ -100,6 +100,31 @@ void rt_adapter_fill_info(const struct rt_adapter *a, ndk_rt_adapter_info *out)
     out->capabilities.NdkInfo = &out->info;
 }
 
+/* Never blocks for long. The adapter's system-view record, before InitializeHandler (the
+ * provider may keep its counters in it from then on). */
+static void publish_adapter(struct rt_adapter *a)
+{
+    a->sv = rt_sysview_alloc(a->rt, 0, NDK_SV_ADAPTER);
+    if (!a->sv) {
+        a->sv = &a->sv_private;
+        a->sv->type = NDK_SV_ADAPTER;
+    }
+    ndk_sv_begin(a->sv);
+    snprintf(a->sv->u.adapter.provider, sizeof a->sv->u.adapter.provider, "%s", a->prov->info.name);
+    snprintf(a->sv->u.adapter.ifname, sizeof a->sv->u.adapter.ifname, "%s", a->netif.name);
+    a->sv->u.adapter.ifindex = (uint32_t)a->netif.ifindex;
+    ndk_sv_end(a->sv);
+}
+
+/* After the provider let go of the adapter (halted, or Initialize failed). */
+static void free_adapter(struct rt_adapter *a)
+{
+    if (a->sv != &a->sv_private)
+        rt_sysview_free(a->sv);
+    pthread_mutex_destroy(&a->call_lock);
+    free(a);
+}
+
 /* May block (provider halt); rt->lock not held; a is already unlinked and idle. */
 static void halt_adapter(struct rt_adapter *a)
 {
@@ -107,8 +132,7 @@ static void halt_adapter(struct rt_adapter *a)
     a->prov->chars.HaltHandler(a->miniport_context);
     pthread_mutex_unlock(&a->call_lock);
     rt_log(a->rt, NDK_LOG_INFO, "adapter %u (%s on %s) halted", a->id, a->prov->info.name, a->netif.name);
-    pthread_mutex_destroy(&a->call_lock);
-    free(a);
+    free_adapter(a);
 }
 
 /* rt->lock held: marks a removed and returns 1 if the caller must halt it now (after unlocking). */
@@ -150,6 +174,7 @@ static void try_bind(struct ndk_rt *rt, struct rt_provider *p, const struct ndk_
     a->prov = p;
     a->netif = *n;
     pthread_mutex_init(&a->call_lock, NULL);
+    publish_adapter(a);
 
     SOCKADDR_INET addrs[NDK_NETIF_MAX_ADDRS];
     NDK_PROVIDER_INTERFACE pi;
@@ -163,8 +188,7 @@ static void try_bind(struct ndk_rt *rt, struct rt_provider *p, const struct ndk_
     NDIS_STATUS st = p->chars.InitializeHandler(p->driver_context, (NDIS_HANDLE)a, &pi, &a->miniport_context, &attrs);
     pthread_mutex_unlock(&a->call_lock);
     if (st == NDIS_STATUS_NOT_SUPPORTED || st == STATUS_NOT_SUPPORTED) {
-        pthread_mutex_destroy(&a->call_lock);
-        free(a);
+        free_adapter(a);
         return;
     }
     const char *bad = NULL;
@@ -180,8 +204,7 @@ static void try_bind(struct ndk_rt *rt, struct rt_provider *p, const struct ndk_
             p->chars.HaltHandler(a->miniport_context);
             pthread_mutex_unlock(&a->call_lock);
         }
-        pthread_mutex_destroy(&a->call_lock);
-        free(a);
+        free_adapter(a);
         return;
     }
     a->caps = *attrs.NdkCapabilities;

@@ -147,6 +147,7 @@ NTSTATUS ndk_rt_open(const ndk_rt_config *config, ndk_rt **out)
     rt->interfaces_filter = pick(config->interfaces, "NDK_INTERFACES", rt, "interfaces", NULL);
     rt->filters = pick(NULL, "NDK_FILTERS", rt, "filters", NULL);
 
+    rt_sysview_acquire(rt);
     rt_loader_load_all(rt);
     rt_filters_load_all(rt);
 
@@ -177,6 +178,7 @@ void ndk_rt_close(ndk_rt *rt)
     rt_registry_halt_all(rt);
     rt_filters_unload_all(rt);
     rt_loader_unload_all(rt);
+    rt_sysview_release(rt);
     ndk_netif_monitor_close(rt->monitor);
     rt_config_free(rt->config);
     free(rt->provider_path);
@@ -448,6 +450,7 @@ NTSTATUS ndk_rt_open_adapter_ex(ndk_rt *rt, ndk_rt_adapter_id id, NDK_VERSION ve
     inst->adapter = a;
     pthread_mutex_lock(&rt->lock);
     a->open_instances++;
+    __atomic_store_n(&a->sv->u.adapter.open_instances, (uint32_t)a->open_instances, __ATOMIC_RELAXED);
     ndk_list_add_tail(&rt->instances, &inst->link);
     pthread_mutex_unlock(&rt->lock);
     rt_registry_release(a);
@@ -492,6 +495,7 @@ void ndk_rt_close_adapter(ndk_rt *rt, NDK_ADAPTER *adapter)
     free(inst);
     pthread_mutex_lock(&rt->lock);
     a->open_instances--;
+    __atomic_store_n(&a->sv->u.adapter.open_instances, (uint32_t)a->open_instances, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&rt->lock);
     rt_registry_release(a);
 }
@@ -506,7 +510,24 @@ static NTSTATUS oid_request(ndk_rt *rt, ndk_rt_adapter_id id, NDK_OID_REQUEST *r
     pthread_mutex_lock(&a->call_lock);
     st = a->prov->chars.OidRequestHandler(a->miniport_context, req);
     pthread_mutex_unlock(&a->call_lock);
+    int whole = st == NDIS_STATUS_SUCCESS && !req->IsSet && req->Oid == OID_NDK_STATISTICS &&
+                req->BytesWritten >= sizeof(NDIS_NDK_STATISTICS_INFO) &&
+                (__atomic_load_n(&a->sv->u.adapter.flags, __ATOMIC_RELAXED) & NDK_SV_ADAPTER_COUNTERS);
+    char provider[NDK_PROVIDER_NAME_MAX];
+    snprintf(provider, sizeof provider, "%s", a->prov->info.name);
+    uint32_t ifindex = a->sv->u.adapter.ifindex;
     rt_registry_release(a);
+    if (whole) {
+        /* As on Windows the adapter's counters are the machine's, not this process's. */
+        uint64_t peers[NDK_SV_COUNTERS] = { 0 };
+        rt_sysview_add_peers(provider, ifindex, peers);
+        NDIS_NDK_STATISTICS_INFO *s = req->InformationBuffer;
+        uint64_t c[NDK_SV_COUNTERS];
+        memcpy(c, &s->CounterSet, sizeof c);
+        for (int k = 0; k < NDK_SV_COUNTERS; k++)
+            c[k] += peers[k];
+        memcpy(&s->CounterSet, c, sizeof c);
+    }
     if (st == NDIS_STATUS_PENDING) {
         /* OID_NDK_SET_STATE must not pend (§6.5); we do not support pending queries either. */
         rt_log(rt, NDK_LOG_ERROR, "provider returned NDIS_STATUS_PENDING for OID 0x%08x", req->Oid);

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 
 #include "ndk_list.h"
+#include "sysview_internal.h"
 #include "netif.h"
 
 struct rt_kv {
@@ -49,6 +50,8 @@ struct rt_adapter {
     int                   removed;              /* interface gone: halt once idle; rt->lock */
     int                   halted;               /* rt->lock */
     pthread_mutex_t       call_lock;            /* serialises miniport handlers for this adapter */
+    struct ndk_sv_rec    *sv;                   /* its system-view record (SysviewAdapter) */
+    struct ndk_sv_rec     sv_private;           /* the record when none could be allocated */
 };
 
 struct nf_stack;

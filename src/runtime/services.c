@@ -55,6 +55,27 @@ static const char *svc_get_config(NDIS_HANDLE driver_handle, const char *key)
     return rt_config_provider_get((struct rt_provider *)driver_handle, key);
 }
 
+/* Any thread; a brief lock (object create and close, never the data path). */
+static struct ndk_sv_rec *svc_sysview_alloc(NDIS_HANDLE adapter_handle, uint16_t type)
+{
+    struct rt_adapter *a = adapter_handle;
+    if (type == NDK_SV_FREE || type == NDK_SV_ADAPTER || type >= NDK_SV_TYPE_COUNT)
+        return NULL;
+    return rt_sysview_alloc(a->rt, a->sv->id, type);
+}
+
+static VOID svc_sysview_free(NDIS_HANDLE adapter_handle, struct ndk_sv_rec *rec)
+{
+    struct rt_adapter *a = adapter_handle;
+    if (rec && rec != a->sv)
+        rt_sysview_free(rec);
+}
+
+static struct ndk_sv_rec *svc_sysview_adapter(NDIS_HANDLE adapter_handle)
+{
+    return ((struct rt_adapter *)adapter_handle)->sv;
+}
+
 void rt_services_init(NDK_RUNTIME_SERVICES *s)
 {
     memset(s, 0, sizeof *s);
@@ -64,4 +85,7 @@ void rt_services_init(NDK_RUNTIME_SERVICES *s)
     s->AdapterHasAddress = svc_adapter_has_address;
     s->Log = svc_log;
     s->GetConfig = svc_get_config;
+    s->SysviewAlloc = svc_sysview_alloc;
+    s->SysviewFree = svc_sysview_free;
+    s->SysviewAdapter = svc_sysview_adapter;
 }

@@ -6,6 +6,8 @@
  *   ndk-testnoentry.so   (NO_ENTRY) exports no NdkProviderEntry;
  *   ndk-testinitfail.so  (INIT_FAIL) whose NdkProviderEntry fails;
  *   ndk-testbadchars.so  (BAD_CHARS) registers characteristics without an open handler.
+ * With the setting "publish" (NDK_TESTGOOD_PUBLISH=1) it keeps its Connect counter (one per
+ * open) in the system view's adapter record and publishes a PD record per open instance.
  */
 #define _GNU_SOURCE
 #include <ndk/provider.h>
@@ -32,12 +34,14 @@ struct test_device {
     pthread_t             pnp_thread;
     int                   pnp_thread_live;
     ULONG                 pending_event;
+    struct ndk_sv_rec    *sv;             /* the adapter record, with "publish" */
 };
 
 struct test_adapter {
     NDK_ADAPTER         ndk;
     struct test_device *dev;
     NDK_VERSION         version;
+    struct ndk_sv_rec  *sv;               /* a PD record standing for the instance */
 };
 
 static NTSTATUS query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo, ULONG *pBufferSize)
@@ -94,6 +98,10 @@ static NDIS_STATUS open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETE
     if (!a)
         return NDIS_STATUS_RESOURCES;
     a->dev = dev;
+    if (dev->sv) {
+        ndk_sv_add_shared(&dev->sv->u.adapter.counters[0], 1);
+        a->sv = services->SysviewAlloc(dev->handle, NDK_SV_PD);
+    }
     a->version.Major = params->Version.Major;
     a->version.Minor = highest;
     a->ndk.Header.Version = a->version;
@@ -105,7 +113,10 @@ static NDIS_STATUS open_adapter(NDIS_HANDLE ctx, PNDIS_OPEN_NDK_ADAPTER_PARAMETE
 
 static VOID close_adapter(NDIS_HANDLE ctx, NDK_ADAPTER *adapter)
 {
-    (void)ctx;
+    struct test_device *dev = ctx;
+    struct test_adapter *a = (struct test_adapter *)adapter;
+    if (a->sv)
+        services->SysviewFree(dev->handle, a->sv);
     free(adapter);
 }
 
@@ -135,6 +146,10 @@ static NDIS_STATUS initialize(NDIS_HANDLE driver_ctx, NDIS_HANDLE handle, CONST 
     pthread_mutex_init(&dev->lock, NULL);
     dev->handle = handle;
     dev->enabled = TRUE;
+    if (services->GetConfig(driver_handle, "publish")) {
+        dev->sv = services->SysviewAdapter(handle);
+        dev->sv->u.adapter.flags |= NDK_SV_ADAPTER_COUNTERS;
+    }
     const char *vendor = services->GetConfig(driver_handle, "vendor");
     dev->info.VendorId = vendor ? (UINT32)strtoul(vendor, NULL, 0) : 0x5a5a;
     dev->info.DeviceId = itf->IfIndex;
@@ -206,7 +221,9 @@ static NDIS_STATUS oid_request(NDIS_HANDLE ctx, NDK_OID_REQUEST *req)
         s->Header.Revision = NDIS_NDK_STATISTICS_INFO_REVISION_1;
         s->Header.Size = (USHORT)NDIS_SIZEOF_NDK_STATISTICS_INFO_REVISION_1;
         pthread_mutex_lock(&dev->lock);
-        s->CounterSet.Connect = dev->opens;   /* lets the test see that the query reached us */
+        /* lets the test see that the query reached us */
+        s->CounterSet.Connect = dev->sv ? __atomic_load_n(&dev->sv->u.adapter.counters[0], __ATOMIC_RELAXED)
+                                        : dev->opens;
         pthread_mutex_unlock(&dev->lock);
         req->BytesWritten = sizeof *s;
         return NDIS_STATUS_SUCCESS;
