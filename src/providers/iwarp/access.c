@@ -305,10 +305,12 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
     } else if (o->type == IW_OBJ_MR) {
         pthread_mutex_lock(&dev->mem_lock);
         obj_mr(o)->registered = false;
+        iw_mem_sv_describe_locked(o);
         pthread_mutex_unlock(&dev->mem_lock);
     } else {
         pthread_mutex_lock(&dev->mem_lock);
         obj_mw(o)->bound = false;
+        iw_mem_sv_describe_locked(o);
         pthread_mutex_unlock(&dev->mem_lock);
     }
     (void)remote;
@@ -353,6 +355,7 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     mw->length = w->length;
     mw->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
     mw->bound = true;
+    iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     pthread_mutex_unlock(&mw->lock);
     return STATUS_SUCCESS;
@@ -379,6 +382,7 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
         mr->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
                                  NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK);
         mr->registered = true;
+        iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&dev->mem_lock);
     }
     pthread_mutex_unlock(&mr->lock);

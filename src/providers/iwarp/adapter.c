@@ -100,6 +100,7 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     dev->no_progress_ring = !prov->cfg.progress_ring;
     dev->poll_idle_ms = prov->cfg.poll_idle_ms;
     iw_fill_info(dev);
+    iw_sv_device_init(dev);
     atomic_init(&dev->enabled, true);
     dev->pnp_work.fn = iw_pnp_work;
     ndk_list_init(&dev->pnp_work.link);
@@ -151,7 +152,7 @@ static NDIS_STATUS iw_oid_statistics(struct iw_device *dev, NDK_OID_REQUEST *req
 
     if (!s)
         return NDIS_STATUS_BUFFER_TOO_SHORT;
-#define LD(f) atomic_load_explicit(&dev->counters.f, memory_order_relaxed)
+#define LD(f) atomic_load_explicit(&dev->ndk->f, memory_order_relaxed)
     s->CounterSet.Connect = LD(connect);
     s->CounterSet.Accept = LD(accept);
     s->CounterSet.ConnectFailure = LD(connect_failure);

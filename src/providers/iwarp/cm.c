@@ -61,6 +61,26 @@ static const uint32_t iw_cm_next[IW_CM_STATE_COUNT] = {
 };
 #undef B
 
+/* The connector's system-view description: its state, addresses, QP and read limits (what
+ * was negotiated once established, else what it asks for). Every transition rewrites it, by
+ * then the addresses of the state are known. dev->lock held. */
+static void iw_cm_sv_describe_locked(struct iw_connector *c)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(&c->obj);
+    bool eff = c->established_once || c->state == IW_CM_ESTABLISHED;
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    iw_sv_set_state(r->u.conn.state, iw_cm_state_name[c->state]);
+    iw_sv_set_addr(&r->u.conn.local, &c->local);
+    iw_sv_set_addr(&r->u.conn.remote, &c->peer);
+    r->u.conn.qp = c->qp ? iw_sv_id(&c->qp->obj) : 0;
+    r->u.conn.ird = eff ? c->eff_ird : c->my_ird;
+    r->u.conn.ord = eff ? c->eff_ord : c->my_ord;
+    ndk_sv_end(r);
+}
+
 /* The one transition function of the connector machine. dev->lock held. */
 int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
 {
@@ -75,6 +95,7 @@ int iw_cm_set_state(struct iw_connector *c, enum iw_cm_state to)
     c->state = to;
     if (to == IW_CM_CLOSED)
         iw_connector_unindex_locked(c);   /* its 4-tuple is free for a new connection */
+    iw_cm_sv_describe_locked(c);
     return 0;
 }
 
@@ -352,7 +373,7 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
 
     if (prev == IW_CM_ESTABLISHED || prev == IW_CM_DISCONNECTING) {
         if (c->counted_active) {
-            atomic_fetch_sub(&dev->counters.active_connection, 1);
+            atomic_fetch_sub_explicit(&dev->ndk->active_connection, 1, memory_order_relaxed);
             c->counted_active = false;
         }
         if (err && err != -ESHUTDOWN && !c->local_disconnect)

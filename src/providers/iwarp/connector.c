@@ -667,6 +667,12 @@ static struct iw_connector *iw_conn_alloc(struct iw_adapter *ad)
     ndk_list_init(&c->ep_link);
     pthread_mutex_lock(&ad->dev->lock);
     ndk_list_add_tail(&ad->dev->connectors, &c->link);
+    struct ndk_sv_rec *r = iw_sv_desc(&c->obj);
+    if (r) {                                 /* IDLE, nothing else known yet (dev->lock) */
+        ndk_sv_begin(r);
+        iw_sv_set_state(r->u.conn.state, iw_cm_state_name[c->state]);
+        ndk_sv_end(r);
+    }
     pthread_mutex_unlock(&ad->dev->lock);
     return c;
 }

@@ -79,6 +79,9 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
         cq->ring[iw_cq_index(cq, cq->count)] = *res;
         cq->count++;
         atomic_fetch_add_explicit(&cq->pushes, 1, memory_order_relaxed);
+        ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);   /* cq->lock orders the writers */
+        if (res->Status != STATUS_SUCCESS)
+            ndk_sv_add(&cq->obj.sv->u.cq.errors, 1);
         cq->unnotified_any++;
         if (solicited || res->Status != STATUS_SUCCESS)
             cq->unnotified_sol++;
@@ -142,9 +145,11 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
         cq->count--;
         got++;
     }
-    if (got) /* the lock orders writers: a plain add, no locked instruction */
+    if (got) { /* the lock orders writers: a plain add, no locked instruction */
         atomic_store_explicit(&cq->pops, atomic_load_explicit(&cq->pops, memory_order_relaxed) + got,
                               memory_order_relaxed);
+        ndk_sv_add(&cq->obj.sv->u.cq.polled, got);
+    }
     if (!cq->count) {
         cq->unnotified_any = 0;
         cq->unnotified_sol = 0;
@@ -213,6 +218,18 @@ static ULONG iw_get_cq_results_ex(NDK_CQ *c, NDK_RESULT_EX res[], ULONG n)
     return res ? iw_cq_get(to_iw_cq(c), res, NULL, n) : 0;
 }
 
+/* The CQ's system-view description (its depth). cq->lock held. */
+static void iw_cq_sv_describe_locked(struct iw_cq *cq)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(&cq->obj);
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.cq.depth = cq->depth;
+    ndk_sv_end(r);
+}
+
 static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct iw_cq *cq = to_iw_cq(c);
@@ -238,6 +255,7 @@ static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION c
     cq->ring = ring;
     cq->head = 0;
     cq->depth = depth;
+    iw_cq_sv_describe_locked(cq);
     pthread_mutex_unlock(&cq->lock);
     free(old);
     return STATUS_SUCCESS;
@@ -314,6 +332,9 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     cq->notify_ctx = cbctx;
     cq->notify_work.fn = iw_cq_notify_work;
     ndk_list_init(&cq->notify_work.link);
+    pthread_mutex_lock(&cq->lock);
+    iw_cq_sv_describe_locked(cq);
+    pthread_mutex_unlock(&cq->lock);
     *out = &cq->ndk;
     return STATUS_SUCCESS;
 }

@@ -306,15 +306,41 @@ void iw_log_bind_thread(const struct iw_device *dev);
 #define iw_dinfo(dev, ...)  iw_dev_log((dev), NDK_LOG_INFO, __VA_ARGS__)
 #define iw_ddbg(dev, ...)   iw_dev_log((dev), NDK_LOG_DEBUG, __VA_ARGS__)
 
-/* Performance counters (§6.6), as atomics so any thread may bump them lock-free. */
+/* Performance counters (§6.6), as atomics so any thread may bump them lock-free. The ten NDK
+ * counters are laid out as NDIS_NDK_PERFORMANCE_COUNTERS (30 words), so that they can live in
+ * the adapter's system-view record (sysview.c: every process's record of the adapter is summed
+ * for OID_NDK_STATISTICS); dev->ndk points there, or at counters.ndk below when the runtime has
+ * no system view. IW_COUNT goes through that pointer: one relaxed atomic add, as before. The
+ * rest are this process's own (tests and benches read them). */
+#define IW_NDK_COUNTER_WORDS                                                                          \
+    _Atomic uint64_t connect, accept, connect_failure, connection_error, active_connection;        \
+    _Atomic uint64_t reserved_[20];                                                                 \
+    _Atomic uint64_t cq_error, rdma_in_octets, rdma_out_octets, rdma_in_frames, rdma_out_frames
+struct iw_ndk_counters {
+    IW_NDK_COUNTER_WORDS;
+};
 struct iw_counters {
-    _Atomic uint64_t connect, accept, connect_failure, connection_error, active_connection;
-    _Atomic uint64_t cq_error, rdma_in_octets, rdma_out_octets, rdma_in_frames, rdma_out_frames;
+    union {                           /* the same words, by either name */
+        struct iw_ndk_counters ndk;
+        struct { IW_NDK_COUNTER_WORDS; };
+    };
     _Atomic uint64_t rdma_out_writes; /* sendmsg() calls of the TX engine (tx.c), issue 15 */
     _Atomic uint64_t rdma_in_reads;   /* recv()/recvmsg() calls of the RX engine (rx.c), issue 15 */
     _Atomic uint64_t rdma_in_bulk;    /* of those, reads of several segments through staging (rx.c) */
 };
-#define IW_COUNT(dev, field, n) atomic_fetch_add_explicit(&(dev)->counters.field, (uint64_t)(n), memory_order_relaxed)
+_Static_assert(sizeof(struct iw_ndk_counters) == NDK_SV_COUNTERS * sizeof(uint64_t) &&
+                   sizeof(struct iw_ndk_counters) == sizeof(NDIS_NDK_PERFORMANCE_COUNTERS) &&
+                   offsetof(struct iw_ndk_counters, active_connection) ==
+                       offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, ActiveConnection) &&
+                   offsetof(struct iw_ndk_counters, cq_error) == offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, CQError) &&
+                   offsetof(struct iw_ndk_counters, rdma_out_frames) ==
+                       offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, RDMAOutFrames) &&
+                   sizeof(_Atomic uint64_t) == sizeof(uint64_t),
+               "iw_ndk_counters is NDIS_NDK_PERFORMANCE_COUNTERS");
+/* An NDK counter (dev->ndk, any thread) and one of this process's own. */
+#define IW_COUNT(dev, field, n) atomic_fetch_add_explicit(&(dev)->ndk->field, (uint64_t)(n), memory_order_relaxed)
+#define IW_COUNT_OWN(dev, field, n) \
+    atomic_fetch_add_explicit(&(dev)->counters.field, (uint64_t)(n), memory_order_relaxed)
 
 /* One bound network interface (MiniportAdapterContext). */
 struct iw_device {
@@ -331,6 +357,9 @@ struct iw_device {
     struct iw_work pnp_work;          /* raises NetPnPEvent from the progress thread (§6.5) */
     atomic_int pnp_pending_event;     /* last requested NetEvent, 0 = none */
     struct iw_counters counters;
+    struct iw_ndk_counters *ndk;      /* the NDK counters' words: the adapter's system-view record
+                                       * or counters.ndk (sysview.c); set before any object */
+    struct ndk_sv_rec *sv;            /* the adapter's record (the runtime's), NULL without */
 
     /* Object-count caps (NDIS_NDK_CAPABILITIES); creates fail with INSUFFICIENT_RESOURCES. */
     atomic_uint nqp, ncq, npd, nmr, nmw, nsrq;
@@ -457,7 +486,49 @@ struct iw_obj {
     bool handed_out;                  /* FALSE for connectors not yet given to the consumer */
     struct iw_work close_work;        /* runs the finish on the progress thread */
     uint32_t id;                      /* for logs */
+    /* Its system-view record (sysview.c), from iw_obj_init until after ops->destroy: never
+     * NULL. Counters are written by whoever the object's file names; the descriptive fields
+     * only between ndk_sv_begin/ndk_sv_end, through iw_sv_desc, under the object's lock. */
+    struct ndk_sv_rec *sv;
+    uint8_t sv_kind;                  /* enum iw_sv_kind: who frees the record */
 };
+
+/* ====================================================================================
+ * The system view (sysview.c; ndk/sysview.h, ndk-iwarp(7) "System view"): a record per object
+ * and the adapter's NDK counters, published through the runtime's SysviewAlloc / SysviewFree /
+ * SysviewAdapter. Never an STag, a token, a buffer address or data.
+ * ==================================================================================== */
+enum iw_sv_kind { IW_SV_RUNTIME, IW_SV_PRIVATE, IW_SV_SINK };
+/* Points dev->ndk at the adapter record's counters (and flags them as ours), or at the
+ * device's own words with a runtime that has no system view. Runtime's thread, at bind. */
+void iw_sv_device_init(struct iw_device *dev);
+/* A zeroed record for an object of type: the runtime's, else private memory, else (out of
+ * memory) a shared sink whose counters anyone may bump and whose description nobody writes;
+ * never NULL. Any thread, at create (the runtime takes a lock briefly). */
+struct ndk_sv_rec *iw_sv_alloc(struct iw_device *dev, enum iw_obj_type type, uint8_t *kind);
+void iw_sv_free(struct iw_device *dev, struct ndk_sv_rec *r, uint8_t kind);
+/* The record whose descriptive fields o may rewrite: NULL for the sink (the ndk_sv_* helpers
+ * and the setters below take NULL). Any thread. */
+static inline struct ndk_sv_rec *iw_sv_desc(const struct iw_obj *o)
+{
+    return o->sv_kind == IW_SV_SINK ? NULL : o->sv;
+}
+/* The record id of an object (0 for none). */
+static inline uint64_t iw_sv_id(const struct iw_obj *o)
+{
+    return o ? o->sv->id : 0;
+}
+/* Descriptive setters: call between ndk_sv_begin and ndk_sv_end (r may be NULL). */
+void iw_sv_set_state(char dst[16], const char *name);
+void iw_sv_set_addr(struct ndk_sv_addr *dst, const SOCKADDR_INET *a);
+/* CLOCK_MONOTONIC_COARSE in ns: the post time of a request (a vDSO read, no system call). */
+static inline uint64_t iw_sv_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The hooks of every iwarp object (obj.c), named by every adapter instance. */
 extern const struct ndk_prov_obj_hooks iw_obj_hooks;
@@ -602,6 +673,7 @@ struct iw_wqe {
     uint32_t fbo;                     /* fast register */
     uint32_t page_count;              /* fast register: pages copied to page_list */
     uint64_t *page_list;              /* fast register (owned) */
+    uint64_t posted_ns;               /* iw_sv_now() at post: the queue's oldest age (sysview) */
 };
 
 /* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
@@ -738,6 +810,10 @@ static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, str
 #define IW_MW_ANTE_MR 1
 
 NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
+/* Rewrites an MR's or MW's system-view description (PD, length, fast register, registered or
+ * bound; never the STag or the address) after its registered / bound state changed.
+ * dev->mem_lock held (every writer of those fields holds it). */
+void iw_mem_sv_describe_locked(struct iw_obj *o);
 NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 
 /* What a registration or binding covers, read in one critical section with its validity. */
@@ -817,6 +893,12 @@ struct iw_qp {
     struct iw_conn_params params;
     int first_error;                  /* first protocol error (-errno), kept (siw init_terminate) */
     struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
+    /* obj.sv's QP part (sysview.c). Description: qp->lock. Counters: sq_posted (post_sq), rq_posted
+     * and the oldest ages (posters and completers), *_completed and errors (completers): all
+     * under qp->lock, but for the TX lean path's completion (tx_mutex, with the SQ empty and
+     * only its poster able to post, so no other completer runs); bytes_out / ops_out: the TX
+     * engine (tx_mutex); bytes_in / ops_in: the RX engine (rx_mutex). */
+    struct ndk_sv_qp *svq;
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
     atomic_bool polled;

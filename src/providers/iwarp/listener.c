@@ -130,6 +130,20 @@ static void iw_listener_kill_work(struct iw_work *w)
     iw_obj_put(&l->obj);                 /* the queuer's reference */
 }
 
+/* The listener's system-view description: LISTENING, PAUSED or CLOSED, and its address.
+ * dev->lock held. */
+static void iw_listener_sv_describe_locked(struct iw_listener *l)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(&l->obj);
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    iw_sv_set_state(r->u.ep.state, !l->listening ? "CLOSED" : l->paused ? "PAUSED" : "LISTENING");
+    iw_sv_set_addr(&r->u.ep.local, &l->local);
+    ndk_sv_end(r);
+}
+
 static void iw_listener_close_start(struct iw_obj *o)
 {
     struct iw_listener *l = ndk_container_of(o, struct iw_listener, obj);
@@ -137,6 +151,7 @@ static void iw_listener_close_start(struct iw_obj *o)
     /* §5.11.5: stop accepting the moment the close is requested. */
     pthread_mutex_lock(&o->dev->lock);
     l->listening = false;
+    iw_listener_sv_describe_locked(l);
     pthread_mutex_unlock(&o->dev->lock);
     iw_obj_get(o);
     if (!iw_progress_queue(o->dev, &l->kill_work))
@@ -201,6 +216,7 @@ static NTSTATUS iw_listen(NDK_LISTENER *nl, CONST PSOCKADDR addr, ULONG len, NDK
     l->poll.fd = fd;
     l->poll.handler = iw_listener_poll;
     l->listening = true;
+    iw_listener_sv_describe_locked(l);
     ndk_list_add_tail(&dev->listeners, &l->link);
     iw_obj_get(&l->obj);                 /* epoll registration */
     l->polled = true;
@@ -234,6 +250,7 @@ static VOID iw_control_connect_events(NDK_LISTENER *nl, BOOLEAN pause)
 
     pthread_mutex_lock(&l->obj.dev->lock);
     l->paused = pause != 0;
+    iw_listener_sv_describe_locked(l);
     pthread_mutex_unlock(&l->obj.dev->lock);
 }
 

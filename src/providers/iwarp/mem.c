@@ -102,6 +102,29 @@ void iw_mem_put(struct iw_obj *o)
     iw_obj_put(o);
 }
 
+/* ---- the system view ---- */
+
+void iw_mem_sv_describe_locked(struct iw_obj *o)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(o);
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.mem.pd = iw_sv_id(iw_obj_ante(o, 0));
+    if (o->type == IW_OBJ_MR) {
+        struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
+        r->u.mem.fast_register = mr->fast_register;
+        r->u.mem.bound = mr->registered;
+        r->u.mem.length = mr->registered ? mr->length : 0;
+    } else {
+        struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
+        r->u.mem.bound = mw->bound;
+        r->u.mem.length = mw->bound ? mw->length : 0;
+    }
+    ndk_sv_end(r);
+}
+
 /* ---- MR ---- */
 
 static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -129,6 +152,7 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
         pthread_mutex_lock(&mr->obj.dev->mem_lock);
         mr->stag = stag;
         mr->registered = true;
+        iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&mr->obj.dev->mem_lock);
     }
     pthread_mutex_unlock(&mr->lock);
@@ -149,6 +173,7 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     iw_mem_stag_free(dev, mr->stag, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);
     mr->registered = false;
+    iw_mem_sv_describe_locked(&mr->obj);
     mr->dereg_cb = cb;
     mr->dereg_ctx = ctx;
     atomic_store(&mr->dereg_waiting, true);
@@ -235,6 +260,7 @@ static void iw_mr_close_start(struct iw_obj *o)
         iw_mem_stag_free(o->dev, mr->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     mr->registered = false;
+    iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);
 }
@@ -287,6 +313,9 @@ NTSTATUS iw_create_mr(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     mr->dereg_work.fn = iw_mr_dereg_work;
     ndk_list_init(&mr->dereg_work.link);
     iw_obj_set_ante(&mr->obj, 0, &pd->obj);
+    pthread_mutex_lock(&dev->mem_lock);
+    iw_mem_sv_describe_locked(&mr->obj);
+    pthread_mutex_unlock(&dev->mem_lock);
     *out = &mr->ndk;
     return STATUS_SUCCESS;
 }
@@ -316,6 +345,7 @@ static void iw_mw_close_start(struct iw_obj *o)
     iw_mem_stag_free(o->dev, mw->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     mw->bound = false;
+    iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
 }
 
@@ -366,6 +396,7 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     }
     pthread_mutex_lock(&dev->mem_lock);
     mw->stag = stag;
+    iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     *out = &mw->ndk;
     return STATUS_SUCCESS;

@@ -115,9 +115,14 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
     } else if (iw_tx_lean_claim_locked(qp, w, &sgl)) {
         qp->dp->deferred = false;             /* nothing is queued: the SQ is empty */
         lean = true;
+        ndk_sv_add(&qp->svq->sq_posted, 1);   /* never queued: no post time to keep */
     } else {
         if (pre)
             pre(qp, w);
+        w->posted_ns = iw_sv_now();
+        if (!qp->sq.count)
+            ndk_sv_set(&qp->svq->sq_oldest_ns, w->posted_ns);
+        ndk_sv_add(&qp->svq->sq_posted, 1);
         iw_wq_push(&qp->sq, w);
         if (w->flags & NDK_OP_FLAG_DEFER) {
             qp->dp->deferred = true;
@@ -254,6 +259,7 @@ static void bind_rekey(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_lock(&dev->mem_lock);
     old = mw->stag;
     mw->bound = false;
+    iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
@@ -306,6 +312,7 @@ static void frmr_rekey(struct iw_qp *qp, struct iw_wqe *w)
     pthread_mutex_lock(&dev->mem_lock);
     old = mr->stag;
     mr->registered = false;
+    iw_mem_sv_describe_locked(&mr->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
@@ -411,10 +418,17 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
         memcpy(w.sge, sgl, nsge * sizeof(NDK_SGE));
     /* §8 item 28: receives may be posted before the connection exists; the RX engine takes
      * them when a Send arrives. On an ERROR QP they complete at once, CANCELLED (§8 item 29). */
+    w.posted_ns = iw_sv_now();
     pthread_mutex_lock(&qp->lock);
     if (iw_wq_push(&qp->rq, &w) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
-    } else if (qp->state == IW_QP_ERROR) {
+    } else {
+        /* 0 exactly when no receive is outstanding, queued or being filled (rx.c). */
+        if (!__atomic_load_n(&qp->svq->rq_oldest_ns, __ATOMIC_RELAXED))
+            ndk_sv_set(&qp->svq->rq_oldest_ns, w.posted_ns);
+        ndk_sv_add(&qp->svq->rq_posted, 1);
+    }
+    if (st == STATUS_SUCCESS && qp->state == IW_QP_ERROR) {
         iw_qp_flush_locked(qp);
     }
     pthread_mutex_unlock(&qp->lock);

@@ -38,6 +38,28 @@ static const uint8_t iw_qp_next[IW_QP_STATE_COUNT] = {
 
 static void iw_qp_unpoll_locked(struct iw_qp *qp);
 
+/* Rewrites the QP's system-view description: its state, and once connected its connection (the
+ * CM holds dev->lock whenever the QP moves to RTS, so qp->conn's addresses are stable). qp->lock
+ * held. */
+static void iw_qp_sv_describe_locked(struct iw_qp *qp)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(&qp->obj);
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    iw_sv_set_state(r->u.qp.state, iw_qp_state_name[qp->state]);
+    if (qp->state == IW_QP_RTS && qp->conn) {
+        iw_sv_set_addr(&r->u.qp.local, &qp->conn->local);
+        iw_sv_set_addr(&r->u.qp.remote, &qp->conn->peer);
+        r->u.qp.connector = iw_sv_id(&qp->conn->obj);
+        r->u.qp.ird = qp->params.ird;
+        r->u.qp.ord = qp->params.ord;
+    }
+    r->u.qp.first_error = qp->first_error;
+    ndk_sv_end(r);
+}
+
 int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
 {
     enum iw_qp_state from = qp->state;
@@ -51,6 +73,7 @@ int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
     }
     iw_dbg("QP[%u] %s => %s", qp->obj.id, iw_qp_state_name[from], iw_qp_state_name[to]);
     qp->state = to;
+    iw_qp_sv_describe_locked(qp);
     /* A local disconnect waits for the peer's FIN: the progress thread reads the socket again
      * even for a polling consumer, who may stop polling now. */
     if (to == IW_QP_CLOSING)
@@ -60,15 +83,19 @@ int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
 
 void iw_qp_set_error_locked(struct iw_qp *qp, int err)
 {
-    if (!qp->first_error && err)
+    if (!qp->first_error && err) {
         qp->first_error = err;
+        iw_qp_sv_describe_locked(qp);
+    }
 }
 
 /* Pops every entry of q and completes it on cq with STATUS_CANCELLED. qp->lock held. */
 static void iw_qp_flush_wq_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_cq *cq)
 {
     struct iw_wqe w;
+    uint64_t *done = q == &qp->sq ? &qp->svq->sq_completed : &qp->svq->rq_completed;
 
+    ndk_sv_set(q == &qp->sq ? &qp->svq->sq_oldest_ns : &qp->svq->rq_oldest_ns, 0);
     while (iw_wq_pop(q, &w) == 0) {
         NDK_RESULT_EX r = {
             .Status = STATUS_CANCELLED,
@@ -79,6 +106,8 @@ static void iw_qp_flush_wq_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_c
         /* A flushed request failed, so it is reported even with SILENT_SUCCESS (§5.5.2). */
         iw_cq_push(cq, &r, false);
         iw_wq_entry_release(&w);
+        ndk_sv_add(done, 1);
+        ndk_sv_add(&qp->svq->errors, 1);
     }
 }
 
@@ -129,6 +158,10 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp)
             iw_cq_push(qp->icq, &r, false);
         if (dp->sq_issued)
             dp->sq_issued--;
+        ndk_sv_add(&qp->svq->sq_completed, 1);
+        if (status != STATUS_SUCCESS)
+            ndk_sv_add(&qp->svq->errors, 1);
+        ndk_sv_set(&qp->svq->sq_oldest_ns, qp->sq.count ? iw_wq_at(&qp->sq, 0)->posted_ns : 0);
     }
 }
 
@@ -802,6 +835,21 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
     iw_obj_set_ante(&qp->obj, IW_QP_ANTE_ICQ, &qp->icq->obj);
     if (srq)
         iw_obj_set_ante(&qp->obj, IW_QP_ANTE_SRQ, &srq->obj);
+    qp->svq = &qp->obj.sv->u.qp;
+    struct ndk_sv_rec *r = iw_sv_desc(&qp->obj);
+    if (r) {                                  /* nobody else has the QP yet */
+        ndk_sv_begin(r);
+        r->u.qp.pd = iw_sv_id(&pd->obj);
+        r->u.qp.rcq = iw_sv_id(&qp->rcq->obj);
+        r->u.qp.icq = iw_sv_id(&qp->icq->obj);
+        r->u.qp.srq = srq ? iw_sv_id(&srq->obj) : 0;
+        r->u.qp.sq_depth = sq_depth;
+        r->u.qp.rq_depth = srq ? 0 : rq_depth;
+        ndk_sv_end(r);
+    }
+    pthread_mutex_lock(&qp->lock);
+    iw_qp_sv_describe_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
     *out = &qp->ndk;
     return STATUS_SUCCESS;
 }

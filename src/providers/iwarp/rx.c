@@ -185,6 +185,10 @@ static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uin
             w = iw_wq_at(&qp->rq, 0);
     }
     if (got == 0) {
+        if (qp->srq) {                             /* outstanding on this QP from now on */
+            ndk_sv_add(&qp->svq->rq_posted, 1);
+            ndk_sv_set(&qp->svq->rq_oldest_ns, w->posted_ns);
+        }
         rx->have_recv = true;
         rx->recv_ctx = w->request_context;
         rx->recv_status = STATUS_SUCCESS;
@@ -343,6 +347,16 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
 }
 
+/* The system view's count of a completed receive; the oldest outstanding one is now the RQ's
+ * head (none with an SRQ: a QP fills one receive at a time). qp->lock held. */
+static void rx_sv_recv_done_locked(struct iw_qp *qp, NTSTATUS st)
+{
+    ndk_sv_add(&qp->svq->rq_completed, 1);
+    if (st != STATUS_SUCCESS)
+        ndk_sv_add(&qp->svq->errors, 1);
+    ndk_sv_set(&qp->svq->rq_oldest_ns, !qp->srq && qp->rq.count ? iw_wq_at(&qp->rq, 0)->posted_ns : 0);
+}
+
 /* Completes the receive at the end of its message. RX engine; qp->lock held when locked, else
  * taken for the completion. */
 static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h, bool locked)
@@ -375,6 +389,7 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
+    rx_sv_recv_done_locked(qp, STATUS_SUCCESS);
     if (!locked)
         pthread_mutex_unlock(&qp->lock);
 }
@@ -444,6 +459,12 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
             rx_kick_tx(qp, dp);
     }
     IW_COUNT(qp->obj.dev, rdma_in_frames, 1);
+    if (h->opcode == IW_OP_WRITE || h->opcode == IW_OP_READ_RESP || h->opcode == IW_OP_SEND ||
+        h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) {
+        ndk_sv_add(&qp->svq->bytes_in, h->payload_len);   /* RX engine: the one writer */
+        if (h->last)
+            ndk_sv_add(&qp->svq->ops_in, 1);
+    }
     switch (h->opcode) {
     case IW_OP_WRITE:
         iw_access_sgl_release(&rx->wsgl);
@@ -983,7 +1004,7 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b
             rx_lay_stage(rx, b, &l);
         }
         ssize_t got = rx_read(dp, dp->fd, &l);
-        IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
+        IW_COUNT_OWN(qp->obj.dev, rdma_in_reads, 1);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
         if (got < 0) {
@@ -997,7 +1018,7 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b
         IW_COUNT(qp->obj.dev, rdma_in_octets, got);
         rx->tail_last = l.kind[l.n - 1] == RXP_TAIL;
         if (l.kind[l.n - 1] == RXP_STAGE && l.iov[l.n - 1].iov_base == b->bulk)
-            IW_COUNT(qp->obj.dev, rdma_in_bulk, 1);
+            IW_COUNT_OWN(qp->obj.dev, rdma_in_bulk, 1);
         rx->bulk = (uint64_t)got == l.asked;
         err = rx_run_layout(qp, dp, &l, (size_t)got);
         if (err)
@@ -1099,7 +1120,7 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap)
     else if (rx->state != DP_RX_RUN)
         err = rx->state == DP_RX_TERMINATED ? -ECONNRESET : -EBADMSG;
     else {
-        IW_COUNT(qp->obj.dev, rdma_in_reads, 1);
+        IW_COUNT_OWN(qp->obj.dev, rdma_in_reads, 1);
         IW_COUNT(qp->obj.dev, rdma_in_octets, res);
         rx->rx_bytes += (uint64_t)res;
         /* Read as the staging buffer would be: the next read of the engine is laid out anew. */
@@ -1175,6 +1196,7 @@ void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
         iw_access_sgl_release(&dp->rx.recv_sgl);
         iw_cq_push(qp->rcq, &r, false);
         dp->rx.have_recv = false;
+        rx_sv_recv_done_locked(qp, r.Status);
     }
     iw_access_sgl_release(&dp->rx.wsgl);
     iw_access_sgl_release(&dp->rx.rr.src);

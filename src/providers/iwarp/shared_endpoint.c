@@ -102,6 +102,13 @@ NTSTATUS iw_create_shared_endpoint(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG l
     iw_obj_init(&s->obj, &iw_sep_ops, IW_OBJ_SHARED_ENDPOINT, ad, &s->ndk.Header, &iw_sep_dispatch);
     s->local = s->ep->addr;
     s->fd = fd;
+    struct ndk_sv_rec *r = iw_sv_desc(&s->obj);
+    if (r) {                                 /* fixed from here on; nobody else has s yet */
+        ndk_sv_begin(r);
+        iw_sv_set_state(r->u.ep.state, "BOUND");
+        iw_sv_set_addr(&r->u.ep.local, &s->local);
+        ndk_sv_end(r);
+    }
     *out = &s->ndk;
     return STATUS_SUCCESS;
 }

@@ -35,6 +35,8 @@ int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out)
 
     pthread_mutex_lock(&srq->lock);
     err = iw_wq_pop(&srq->rq, out);
+    if (!err)   /* "completed" here: handed to a QP, whose record counts its completion */
+        ndk_sv_add(&srq->obj.sv->u.srq.completed, 1);
     iw_srq_check_limit_locked(srq);
     pthread_mutex_unlock(&srq->lock);
     return err;
@@ -58,11 +60,27 @@ static NTSTATUS iw_srq_receive(NDK_SRQ *s, PVOID rctx, CONST NDK_SGE *sgl, ULONG
     w.nsge = nsge;
     if (nsge)
         memcpy(w.sge, sgl, nsge * sizeof(NDK_SGE));
+    w.posted_ns = iw_sv_now();
     pthread_mutex_lock(&srq->lock);
     if (iw_wq_push(&srq->rq, &w) < 0)
         st = STATUS_INSUFFICIENT_RESOURCES;
+    else
+        ndk_sv_add(&srq->obj.sv->u.srq.posted, 1);   /* srq->lock orders the writers */
     pthread_mutex_unlock(&srq->lock);
     return st;
+}
+
+/* The SRQ's system-view description. srq->lock held. */
+static void iw_srq_sv_describe_locked(struct iw_srq *srq)
+{
+    struct ndk_sv_rec *r = iw_sv_desc(&srq->obj);
+
+    if (!r)
+        return;
+    ndk_sv_begin(r);
+    r->u.srq.pd = iw_sv_id(iw_obj_ante(&srq->obj, 0));
+    r->u.srq.depth = srq->rq.depth;
+    ndk_sv_end(r);
 }
 
 static NTSTATUS iw_modify_srq(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -80,6 +98,7 @@ static NTSTATUS iw_modify_srq(NDK_SRQ *s, ULONG depth, ULONG threshold, NDK_FN_R
         pthread_mutex_unlock(&srq->lock);
         return ndk_status_from_errno(err);
     }
+    iw_srq_sv_describe_locked(srq);
     if (threshold) {
         /* §5.9: a nonzero threshold (re)arms; fire at once if already below it. */
         srq->threshold = threshold;
@@ -149,6 +168,9 @@ NTSTATUS iw_create_srq(NDK_PD *p, ULONG depth, ULONG max_sge, ULONG threshold, N
     srq->threshold = threshold;
     srq->armed = threshold && cb;
     iw_obj_set_ante(&srq->obj, 0, &pd->obj);
+    pthread_mutex_lock(&srq->lock);
+    iw_srq_sv_describe_locked(srq);
+    pthread_mutex_unlock(&srq->lock);
     *out = &srq->ndk;
     return STATUS_SUCCESS;
 }

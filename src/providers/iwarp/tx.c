@@ -558,6 +558,8 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
             /* A Read may have had its Response and gone meanwhile (rx.c), its slot with it. */
             s = iw_wq_slot_queued(&qp->sq, m->slot) ? iw_dp_sqe(qp, m->slot) : NULL;
             if (s && s->state == DP_SQE_ACTIVE) {
+                ndk_sv_add(&qp->svq->bytes_out, s->sgl.total);   /* TX engine: the one writer */
+                ndk_sv_add(&qp->svq->ops_out, 1);
                 /* A failure recorded meanwhile (the peer's Terminate named this request) stays. */
                 s->state = DP_SQE_DONE;
                 if (!s->failed)
@@ -566,6 +568,8 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
             }
             break;
         case DP_MSG_RRESP:
+            ndk_sv_add(&qp->svq->bytes_out, dp->irq[dp->irq_head].size);
+            ndk_sv_add(&qp->svq->ops_out, 1);
             drop = dp->irq[dp->irq_head].src;
             memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
             dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
@@ -634,7 +638,7 @@ gather:;
  * write again, -EAGAIN when the socket is full, else -errno. Engine-private (tx_mutex). */
 static int tx_wrote(struct iw_qp *qp, ssize_t n)
 {
-    IW_COUNT(qp->obj.dev, rdma_out_writes, 1);
+    IW_COUNT_OWN(qp->obj.dev, rdma_out_writes, 1);
     if (n < 0) {
         if (errno == EINTR)
             return -EINTR;
@@ -874,6 +878,17 @@ static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *
     };
     bool report = !(st == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_SILENT_SUCCESS));
 
+    /* The system view: no other SQ completion can run now (iw_qp.svq). The error word is the
+     * RX completions' too, so a failure (never on the lean path's way) counts under qp->lock. */
+    ndk_sv_add(&qp->svq->sq_completed, 1);
+    if (st == STATUS_SUCCESS) {
+        ndk_sv_add(&qp->svq->bytes_out, sgl->total);
+        ndk_sv_add(&qp->svq->ops_out, 1);
+    } else {
+        pthread_mutex_lock(&qp->lock);
+        ndk_sv_add(&qp->svq->errors, 1);
+        pthread_mutex_unlock(&qp->lock);
+    }
     iw_access_sgl_release(sgl);
     if (w->inline_buf)
         iw_wq_entry_release(w);                    /* all a Send / Write WQE owns (post.c) */
@@ -928,7 +943,9 @@ static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w
     pthread_mutex_lock(&qp->lock);
     /* Cannot fail: post_sq reserved the slot under qp->lock, and an empty SQ has nothing to pop
      * while only this thread posts (§5.4). */
+    w->posted_ns = iw_sv_now();                    /* queued after all: outstanding */
     if (iw_wq_push(&qp->sq, w) == 0) {
+        ndk_sv_set(&qp->svq->sq_oldest_ns, iw_wq_at(&qp->sq, 0)->posted_ns);
         s = iw_dp_sqe(qp, tx->slot);
         s->sgl.n = sgl->n;
         s->sgl.total = sgl->total;
