@@ -2,8 +2,11 @@
 #include "iwtest.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -359,4 +362,34 @@ void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms)
     CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkDeregisterMr(mr, iwt_req_cb, &rq), timeout_ms), STATUS_SUCCESS);
     iwt_close_obj(mr, timeout_ms);
     IoFreeMdl(mdl);
+}
+
+static char iwt_rt_dir[64];
+static pid_t iwt_rt_dir_owner;
+
+/* atexit: only the process that made the directory removes it (forked children exit too). */
+static void iwt_rt_dir_remove(void)
+{
+    DIR *d;
+    struct dirent *e;
+    char path[512];
+
+    if (getpid() != iwt_rt_dir_owner || !(d = opendir(iwt_rt_dir)))
+        return;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", iwt_rt_dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(iwt_rt_dir);
+}
+
+void iwt_private_runtime_dir(void)
+{
+    snprintf(iwt_rt_dir, sizeof iwt_rt_dir, "/tmp/ndk-iwtest-XXXXXX");
+    CHECK(mkdtemp(iwt_rt_dir));
+    setenv("NDK_RUNTIME_DIR", iwt_rt_dir, 1);
+    iwt_rt_dir_owner = getpid();
+    atexit(iwt_rt_dir_remove);
 }

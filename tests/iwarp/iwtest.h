@@ -107,6 +107,11 @@ void iwt_run_pair(int (*server)(void *), int (*client)(void *), void *arg, int t
 /* Runs body(family) for AF_INET and, when available, AF_INET6, printing what ran. */
 void iwt_for_each_family(void (*body)(int family));
 
+/* Points NDK_RUNTIME_DIR at a fresh directory of the test's own, so that the system view (and
+ * OID_NDK_STATISTICS, which sums it over every process of the adapter) sees only the test's
+ * processes; the directory is removed when the calling process exits. Call before forking. */
+void iwt_private_runtime_dir(void);
+
 /* Raises RLIMIT_NOFILE to at least n (or the hard limit); returns the new soft limit. */
 unsigned long iwt_raise_nofile(unsigned long n);
 
