@@ -114,7 +114,7 @@ void ndk_tool_cq_kick(ndk_tool_cq *c, bool disconnected)
 {
     pthread_mutex_lock(&c->lock);
     if (disconnected)
-        __atomic_store_n(&c->disconnected, 1, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&c->disconnected, 1, __ATOMIC_RELEASE);
     c->events++;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);

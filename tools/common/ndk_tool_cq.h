@@ -39,7 +39,7 @@ typedef struct ndk_tool_cq {
     pthread_cond_t  cond;
     uint64_t        events;         /* notifications and kicks, under lock */
     NTSTATUS        cq_error;       /* CqStatus of a failed notification */
-    volatile int    disconnected;   /* set through ndk_tool_cq_kick by a disconnect event */
+    volatile int    disconnected;   /* disconnect events, counted by ndk_tool_cq_kick */
     uint64_t        notifications;  /* notifications delivered, under lock */
     /* ndk_tool_cq_run in the callback: */
     bool            cb_owned;       /* under lock: the notification callback owns the CQ */

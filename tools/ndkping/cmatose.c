@@ -50,7 +50,10 @@ static int cm_setup(struct cm_node *n, ndk_tool_adapter *ad)
                                  .area_len = ping_opt.size };
     NTSTATUS st = ndk_tool_session_open(&n->s.t, ad, &cfg);
     for (unsigned k = 0; st == STATUS_SUCCESS && ping_opt.count && k < cnt; k++)
+    {
         st = ndk_tool_session_post_slot(&n->s.t, k, (PVOID)(uintptr_t)TAG_RECV0);
+        n->s.posted[TAG_RECV0] += st == STATUS_SUCCESS;
+    }
     if (st != STATUS_SUCCESS) {
         ndk_tool_err("setting up a queue pair failed: %s", ndk_tool_status(st));
         return -1;

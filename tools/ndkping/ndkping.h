@@ -53,6 +53,13 @@ extern const char *const session_tag_name[TAG_COUNT];
 struct session {
     ndk_tool_session t;
     unsigned         done[TAG_COUNT];
+    /* For the report of a broken session (session_fail): requests posted and completions of
+     * any status, per tag; who we are ("ndkping --rping client"), the adapter to close and the
+     * ping in progress. */
+    unsigned         posted[TAG_COUNT], completed[TAG_COUNT];
+    const char      *who;
+    ndk_tool_adapter *ad;
+    unsigned         ping;
     /* receive completions, in order: which slot and how many bytes */
     unsigned         rq_head, rq_tail;
     int              rq_slot[64];   /* a pump books at most 16 at a time; callers consume them */
@@ -62,7 +69,9 @@ struct session {
     NTSTATUS         recv_fail;
 };
 
-/* Prints the reason and exits 1 without an orderly teardown: the peer sees the connection drop. */
+/* Prints the reason and exits 1. Once connected (s->who set), it first flushes the QP, waits up
+ * to 5 s for every posted request to complete, closes the session and s->ad, and prints one line
+ * with the disconnect events and the requests posted and completed (any completed twice). */
 void session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 /* Waits for one batch of completions and books them all; STATUS_SUCCESS or why the first failed
  * one failed (*failed_tag: which request). Blocks. */

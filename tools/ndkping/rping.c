@@ -125,6 +125,8 @@ int rping_client(ndk_rt *rt)
     /* rping asks for one read each way and sends no private data. */
     if (session_connect(&s, &ad, &src, &dst, NULL, 0) != 0)
         return 1;
+    s.who = "ndkping --rping client";
+    s.ad = &ad;
     if (ping_opt.cli.verbose > 1 || (!ping_opt.quiet && ping_opt.cli.verbose))
         fprintf(stderr, "%s: connected to %s from %s via %s (%s)\n", ndk_tool_progname(), dst_s,
                 ndk_tool_addr_str(&s.t.conn.local, true, why, sizeof why), ad.ifname, ad.provider);
@@ -134,6 +136,7 @@ int rping_client(ndk_rt *rt)
     for (ping = 0; ping_opt.count == 0 || ping < ping_opt.count; ping++) {
         if (ndk_tool_stopped())
             break;
+        s.ping = ping;
         rping_fill(start_buf, ping_opt.size, ping);
         memset(rdma_buf, 0, ping_opt.size);
         /* 1. Advertise the source; the server RDMA-Reads it and says go ahead. */
@@ -194,6 +197,8 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     if (session_accept(&s, incoming, NULL, 0) != 0)
         return 1;
     snprintf(peer, sizeof peer, "%s", s.t.where);
+    s.who = "ndkping --rping server";
+    s.ad = ad;
     if (ping_opt.cli.verbose)
         fprintf(stderr, "%s: connection from %s\n", ndk_tool_progname(), peer);
     uint8_t *rdma_buf = ndk_tool_session_area(&s.t) + RP_DATA;
@@ -233,6 +238,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         if (gone)
             break;
         recvs++;
+        s.ping = ping;
         struct rping_info src = rping_take_recv(&s);
         if (src.size == 0 || src.size > cap)
             session_fail(&s, "%s: ping %u: client advertised %u bytes; this server takes 1..%u", peer, ping, src.size,
@@ -240,6 +246,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
         /* RDMA Read the client's data. */
         NDK_SGE sge = ndk_sync_mem_sge(&s.t.mem, s.t.off_area + RP_DATA, src.size);
         st = s.t.conn.qp->Dispatch->NdkRead(s.t.conn.qp, (PVOID)(uintptr_t)TAG_READ, &sge, 1, src.buf, src.rkey, 0);
+        s.posted[TAG_READ] += st == STATUS_SUCCESS;
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting RDMA Read failed: %s", peer, ndk_tool_status(st));
         session_wait(&s, TAG_READ, ++reads, session_wait_ms(), "RDMA Read completion");
@@ -278,6 +285,7 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
                       dst.size, wlen);
         sge = ndk_sync_mem_sge(&s.t.mem, s.t.off_area + RP_DATA, wlen);
         st = s.t.conn.qp->Dispatch->NdkWrite(s.t.conn.qp, (PVOID)(uintptr_t)TAG_WRITE, &sge, 1, dst.buf, dst.rkey, 0);
+        s.posted[TAG_WRITE] += st == STATUS_SUCCESS;
         if (st != STATUS_SUCCESS)
             session_fail(&s, "%s: posting RDMA Write failed: %s", peer, ndk_tool_status(st));
         session_wait(&s, TAG_WRITE, ++writes, session_wait_ms(), "RDMA Write completion");

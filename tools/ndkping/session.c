@@ -6,10 +6,43 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ndk_sync_time.h"
 #include "ndk_tool.h"
 #include "ndkping.h"
 
 const char *const session_tag_name[TAG_COUNT] = { "?", "Send", "RDMA Read", "RDMA Write", "Receive" };
+
+static ULONG tag_of(const NDK_RESULT *r)
+{
+    uintptr_t tag = (uintptr_t)r->RequestContext;
+    if (tag >= TAG_RECV0 && tag < TAG_RECV0 + PING_SLOTS)
+        return TAG_RECV0;
+    return tag > 0 && tag < TAG_COUNT ? (ULONG)tag : 0;
+}
+
+static unsigned sum(const unsigned *v)
+{
+    unsigned n = 0;
+    for (int t = 1; t < TAG_COUNT; t++)
+        n += v[t];
+    return n;
+}
+
+/* Main thread. Flushes (NdkFlush completes what is queued, §2.9) and polls until every posted
+ * request has completed, at most 5 s. */
+static void session_drain(struct session *s)
+{
+    NDK_QP *qp = s->t.conn.qp;
+    qp->Dispatch->NdkFlush(qp);
+    uint64_t end = ndk_sync_time_now_ns() + 5000000000ull;
+    while (sum(s->completed) < sum(s->posted) && ndk_sync_time_now_ns() < end) {
+        NDK_RESULT r[16];
+        NTSTATUS st;
+        ULONG n = ndk_tool_cq_wait(s->t.conn.cq, r, 16, 100, &st);
+        for (ULONG i = 0; i < n; i++)
+            s->completed[tag_of(&r[i])]++;
+    }
+}
 
 void session_fail(struct session *s, const char *fmt, ...)
 {
@@ -19,7 +52,20 @@ void session_fail(struct session *s, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     ndk_tool_err("%s", line);
-    (void)s;
+    if (s && s->who && s->t.conn.qp && s->t.conn.established) {
+        session_drain(s);
+        unsigned twice = 0;
+        for (int t = 1; t < TAG_COUNT; t++)
+            twice += s->completed[t] > s->posted[t] ? s->completed[t] - s->posted[t] : 0;
+        int disc = __atomic_load_n(&s->t.conn.cq->disconnected, __ATOMIC_ACQUIRE);
+        unsigned posted = sum(s->posted), completed = sum(s->completed);
+        ndk_tool_session_close(&s->t);
+        if (s->ad)
+            ndk_tool_adapter_close(s->ad);
+        printf("%s: connection lost at ping %u: %s; disconnect events %d; requests posted %u, completed %u "
+               "(twice %u); closed\n",
+               s->who, s->ping, line, disc, posted, completed, twice);
+    }
     fflush(stdout);
     _exit(1);
 }
@@ -38,6 +84,7 @@ static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
     if (!n)
         return st;
     for (ULONG i = 0; i < n; i++) {
+        s->completed[tag_of(&r[i])]++;
         int tag = (int)(uintptr_t)r[i].RequestContext, slot = 0;
         if (tag >= TAG_RECV0 && tag < TAG_RECV0 + PING_SLOTS) {
             slot = tag - TAG_RECV0;
@@ -82,12 +129,16 @@ NTSTATUS session_pump(struct session *s, int timeout_ms, int *failed_tag)
 
 NTSTATUS session_post_slot(struct session *s, int slot)
 {
-    return ndk_tool_session_post_slot(&s->t, (uint32_t)slot, (PVOID)(uintptr_t)(TAG_RECV0 + slot));
+    NTSTATUS st = ndk_tool_session_post_slot(&s->t, (uint32_t)slot, (PVOID)(uintptr_t)(TAG_RECV0 + slot));
+    s->posted[TAG_RECV0] += st == STATUS_SUCCESS;
+    return st;
 }
 
 NTSTATUS session_send(struct session *s, size_t off, ULONG len)
 {
-    return ndk_tool_session_send(&s->t, (PVOID)(uintptr_t)TAG_SEND, off, len, 0);
+    NTSTATUS st = ndk_tool_session_send(&s->t, (PVOID)(uintptr_t)TAG_SEND, off, len, 0);
+    s->posted[TAG_SEND] += st == STATUS_SUCCESS;
+    return st;
 }
 
 int session_take(struct session *s, ULONG *bytes)
