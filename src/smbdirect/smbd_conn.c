@@ -404,11 +404,33 @@ int smbd_connect(NDK_ADAPTER *adapter, const SOCKADDR_INET *src, const SOCKADDR_
     return smbd_negotiate(c);
 }
 
+/* Requests of the initiator queue still in flight: Sends, fast-registers and invalidates. */
+static bool smbd_initiator_busy(const smbd_conn *c)
+{
+    if (c->send_free != c->p.send_slots)
+        return true;
+    for (unsigned i = 0; i < c->frmr_count; i++)
+        if (c->frmrs[i].pending > 0)
+            return true;
+    return false;
+}
+
 void smbd_close(smbd_conn *c)
 {
     if (!c)
         return;
     ndk_sync_op *op;
+    /* A disconnect with initiator requests outstanding cuts them off (NdkDisconnect: the
+     * consumer lets them complete first); a connection still healthy completes them at once,
+     * so wait a little for that before disconnecting. */
+    if (c->connector && c->established && c->cq && !c->error) {
+        uint64_t until = ndk_sync_time_now_ns() + 1000000000u;
+        while (smbd_initiator_busy(c) && ndk_sync_time_now_ns() < until)
+            if (!smbd_poll(c)) {
+                struct timespec ts = { 0, 200000 };
+                nanosleep(&ts, NULL);
+            }
+    }
     /* Without memory for the op the graceful disconnect is skipped: closing the connector
      * aborts the connection anyway. */
     if (c->connector && c->established && (op = ndk_sync_op_new()) != NULL) {
