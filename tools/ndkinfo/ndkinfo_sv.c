@@ -581,7 +581,10 @@ int ndkinfo_sv_show(const struct ndkinfo_sv_opts *o, ndk_tool_json *j)
             ndk_tool_json_str(j, "error", "no registry directory: no OpenNDK process has published here");
         else
             printf("  no registry directory: no OpenNDK process has published here\n");
-        rc = o->pid ? 1 : 0;
+        if (o->pid) {
+            fprintf(stderr, "ndkinfo: no OpenNDK process with pid %ld publishes in %s\n", o->pid, sv_dir_hint(sv));
+            rc = 1;
+        }
         goto out;
     }
     if (st != STATUS_SUCCESS) {
@@ -603,8 +606,17 @@ int ndkinfo_sv_show(const struct ndkinfo_sv_opts *o, ndk_tool_json *j)
     if (o->json)
         ndk_tool_json_u64(j, "skipped", sv->skipped);
     if (!o->json && sv->skipped)
-        printf("  %u registr%s of other users skipped: you may not read them (root may)\n", sv->skipped,
-               sv->skipped == 1 ? "y" : "ies");
+        printf("  %u registr%s skipped: another user's (root may read them), or in a directory others may "
+               "write\n", sv->skipped, sv->skipped == 1 ? "y" : "ies");
+    if (!shown && sv->skipped && !o->pid) {
+        /* Something is there, and none of it may be read: an error, not an empty machine. */
+        fprintf(stderr, "ndkinfo: cannot read the system view in %s: %u registr%s skipped\n", sv_dir_hint(sv),
+                sv->skipped, sv->skipped == 1 ? "y" : "ies");
+        if (o->json)
+            ndk_tool_json_str(j, "error", "no registry here may be read");
+        rc = 1;
+        goto out;
+    }
     if (!shown) {
         const char *why = o->pid ? "no OpenNDK process with that pid publishes here"
                                  : "no other OpenNDK process publishes here";
