@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A dead process's registry: an ndkperf server killed with SIGKILL leaves <pid>.ndk behind (it
 # cannot remove it); the next ndkinfo ignores it (the process is not listed) and removes it,
-# while a live server's registry stays and is listed.
+# while a live server's registry stays and is listed. A registry directory others may write is
+# refused with an error.
 # Usage: sysview_dead.sh BUILD_DIR
 set -euo pipefail
 . "$(dirname "$0")/sysview_lib.sh" "$@"
@@ -37,4 +38,9 @@ wait "$live" 2>/dev/null || true
 info --resources || fail "ndkinfo --resources failed with only a dead registry: $(cat "$tmp/err")"
 grep -q "no other OpenNDK process publishes here" "$tmp/out" || fail "no clear line for an empty registry: $(cat "$tmp/out")"
 [ ! -e "$NDK_RUNTIME_DIR/$live.ndk" ] || fail "the second dead registry was not removed"
+# A directory others may write is not read: an error that says so, not an empty machine.
+mkdir -m 0777 "$tmp/unsafe"
+chmod 0777 "$tmp/unsafe"
+if NDK_RUNTIME_DIR=$tmp/unsafe info --resources; then fail "a world-writable registry directory was accepted"; fi
+grep -q "cannot read the system view in $tmp/unsafe" "$tmp/err" || fail "no clear error for an unsafe directory: $(cat "$tmp/err")"
 echo "sysview: a SIGKILLed process's registry is ignored and removed; a live one stays"

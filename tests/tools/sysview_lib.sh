@@ -32,11 +32,12 @@ nsrv=0
 start_server() {
   nsrv=$((nsrv + 1))
   srv_log=$tmp/server$nsrv.log
-  "$ndkperf" -s 127.0.0.1:0 "$@" >"$srv_log" 2>&1 &
+  : >"$srv_log"     # the background child opens it in its own time
+  "$ndkperf" -s 127.0.0.1:0 "$@" >>"$srv_log" 2>&1 &
   srv_pid=$!
   pids+=("$srv_pid")
   for _ in $(seq 200); do
-    port=$(sed -n 's/^ndkperf server listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$srv_log")
+    port=$(sed -n 's/^ndkperf server listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$srv_log" || true)
     [ -n "$port" ] && return 0
     kill -0 "$srv_pid" 2>/dev/null || fail "the ndkperf server exited: $(cat "$srv_log")"
     sleep 0.05
