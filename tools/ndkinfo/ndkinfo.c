@@ -256,7 +256,7 @@ static void show_connections(ndk_rt *rt, const ndk_rt_adapter_info *a)
             }
         }
         if (!opt_json && c->Count == 0)
-            printf("      (none)\n");
+            printf("      (none in ndkinfo's own process; the system view below has every process's)\n");
     }
     if (opt_json)
         ndk_tool_json_close(&json, ']');
@@ -295,7 +295,7 @@ static void show_endpoints(ndk_rt *rt, const ndk_rt_adapter_info *a)
             }
         }
         if (!opt_json && e->Count == 0)
-            printf("      (none)\n");
+            printf("      (none in ndkinfo's own process; the system view below has every process's)\n");
     }
     if (opt_json)
         ndk_tool_json_close(&json, ']');
