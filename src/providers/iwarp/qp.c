@@ -113,8 +113,10 @@ static void iw_qp_flush_wq_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_c
 
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
-    if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0)
+    if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0) {
         qp->state = IW_QP_ERROR;   /* flush always wins; the transition was logged */
+        iw_qp_sv_describe_locked(qp);
+    }
     /* Running engines still send from the SQ's sources (an entry's resolved SGL holds memory
      * references that only iw_qp_stop gives back) and complete the receive being filled first.
      * A flush between the CM's move to ERROR and its iw_qp_connection_lost (a receive posted
