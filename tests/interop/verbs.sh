@@ -7,7 +7,7 @@
 # verbs-over-siw against our iwarp provider in both directions,
 # rdma-core's own tools against verbs, and the WDK kit's rdmapair drivers (tests/wdk) under ndkdrv
 # over each device (WSK's NDK extension opening the verbs adapter by interface index), and the
-# system view (ndkinfo --resources from a third process while an ndkping pair runs over rxe).
+# system view (ndkinfo --resources from a third process while an ndkping pair runs over rxe and over siw).
 #
 # Usage: tests/interop/verbs.sh BUILD_DIR
 # Exit status: 0 every cell passed; 1 a cell failed; 77 the harness cannot run here (one
@@ -31,7 +31,7 @@ case "$CACHE/" in "$SRC_ROOT"/*) echo "INTEROP_CACHE ($CACHE) must be outside th
 export INTEROP_CACHE="$CACHE"
 OUT="${INTEROP_OUT:-$BUILD/interop-verbs}"
 VM_TIMEOUT="${INTEROP_VM_TIMEOUT:-1500}"
-CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw reads-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw wdk-rxe wdk-siw sysview-rxe}"
+CELLS="${VERBS_CELLS:-ndkinfo conform-rxe conform-siw perf-rxe perf-siw reads-siw ping-rxe ping-siw cross-siw tools-rxe tools-siw wdk-rxe wdk-siw sysview-rxe sysview-siw}"
 CONFORM_CASES="${VERBS_CONFORM_CASES:-all}"
 
 [ -e "$BUILD/providers/ndk-verbs.so" ] || skip "ndk-verbs.so was not built (libibverbs-dev/librdmacm-dev missing: scripts/deps.sh build)"
