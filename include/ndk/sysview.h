@@ -163,19 +163,18 @@ struct ndk_sv_rec {
     } u;
 };
 
-/* The owner's side. All are lock-free and never block; the record may be NULL (the registry is
- * off or full: the object works unpublished), so providers need no checks of their own. */
+/* The owner's side. All are lock-free and never block; NULL is ignored. begin/end are for state
+ * changes, not the data path: the read-modify-writes keep the record's stores between them
+ * (acquire: none moves above the first; release: none moves below the second). */
 static inline void ndk_sv_begin(struct ndk_sv_rec *r)
 {
-    if (r) {
-        __atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_RELEASE);
-    }
+    if (r)
+        __atomic_fetch_add(&r->seq, 1, __ATOMIC_ACQ_REL);
 }
 static inline void ndk_sv_end(struct ndk_sv_rec *r)
 {
     if (r)
-        __atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&r->seq, 1, __ATOMIC_RELEASE);
 }
 /* A counter word with one writer at a time: a plain load and store, no locked instruction. */
 static inline void ndk_sv_add(uint64_t *w, uint64_t n)

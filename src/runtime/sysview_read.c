@@ -65,6 +65,19 @@ static void sanitize(struct ndk_sv_rec *r)
     }
 }
 
+/* The sequence number again, ordered after the copy's loads. gcc rejects fences under
+ * -fsanitize=thread, so TSan builds (test builds on x86-64, where loads are not reordered with
+ * older loads) take a plain sequentially consistent load instead. */
+static inline uint32_t rt_sv_seq_after_copy(const struct ndk_sv_rec *src)
+{
+#if defined(__SANITIZE_THREAD__)
+    return __atomic_load_n(&src->seq, __ATOMIC_SEQ_CST);
+#else
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&src->seq, __ATOMIC_RELAXED);
+#endif
+}
+
 /* Copies a record its owner may be rewriting: 1 with a consistent copy, 0 for a free or
  * unknown record, or one that kept changing. */
 static int copy_record(const struct ndk_sv_rec *src, struct ndk_sv_rec *dst)
@@ -74,8 +87,7 @@ static int copy_record(const struct ndk_sv_rec *src, struct ndk_sv_rec *dst)
         if (s1 & 1)
             continue;
         memcpy(dst, (const void *)src, sizeof *dst);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&src->seq, __ATOMIC_RELAXED) != s1)
+        if (rt_sv_seq_after_copy(src) != s1)
             continue;
         if (dst->type == NDK_SV_FREE || dst->type >= NDK_SV_TYPE_COUNT)
             return 0;
