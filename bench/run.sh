@@ -26,7 +26,9 @@
 # measurement once per repetition, half the time, no drift cancellation), BENCH_SYSCALLS (1:
 # after the table, bench/syscalls.sh counts system calls per MiB, ours and the peers; 0: not),
 # BENCH_MSGCOST (1: then bench/msgcost.sh, what a message costs ours in user space beside
-# sockperf, from syscall tracepoints; 0: not), BENCH_SCALE (1: then bench/scale.sh; 0: not),
+# sockperf, from syscall tracepoints; 0: not), BENCH_COST (1: then bench/cost.sh, the cost table
+# in counts: instructions, system calls, mutex pairs per operation; 0: not), BENCH_COST_ONLY (1:
+# only bench/cost.sh, nothing else), BENCH_SCALE (1: then bench/scale.sh; 0: not),
 # BENCH_CC (a TCP congestion control, e.g. cubic: every tool runs in a private network
 # namespace whose default it is; empty: the machine's).
 set -euo pipefail
@@ -52,6 +54,11 @@ done
 build=${build:-build/release}
 [ -d "$build" ] || { echo "bench: build directory $build does not exist (run make build)" >&2; exit 1; }
 build=$(cd "$build" && pwd)
+
+# BENCH_COST_ONLY=1 (BENCH_COST_ONLY=1 make bench): only the cost table, counts rather than times.
+if [ "${BENCH_COST_ONLY:-0}" = 1 ]; then
+  exec "$here/cost.sh" "$build"
+fi
 
 reps=${BENCH_REPS:-5}
 secs=${BENCH_SECONDS:-1}
@@ -745,6 +752,13 @@ fi
 # ---------- per-message cost (bench/msgcost.sh; BENCH_MSGCOST=0 leaves it out) ----------
 if [ "${BENCH_MSGCOST:-1}" = 1 ]; then
   "$here/msgcost.sh" "$build" || say "the per-message cost section failed"
+fi
+
+# ---------- cost table (bench/cost.sh; BENCH_COST=0 leaves it out) ----------
+if [ "${BENCH_COST:-1}" = 1 ]; then
+  cost_msg=0
+  [ "${BENCH_MSGCOST:-1}" = 1 ] && cost_msg=reuse
+  BENCH_COST_MSGCOST=$cost_msg "$here/cost.sh" "$build" || say "the cost table failed"
 fi
 
 # ---------- scale section (bench/scale.sh; BENCH_SCALE=0 leaves it out) ----------
