@@ -19,6 +19,14 @@
 #include "rttest.h"
 #include "testlib.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static char dir[256];
 
 static ndk_rt *open_rt(void)
@@ -215,6 +223,9 @@ static void case_perm(void)
 /* A fork child publishes its own file and leaves the parent's alone. */
 static void case_fork(void)
 {
+#ifdef UNDER_TSAN
+    ndk_test_skip("ThreadSanitizer cannot start threads in a child forked from a threaded process");
+#endif
     ndk_rt *rt = open_rt();
     NDK_ADAPTER *a = NULL;
     CHECK_STATUS(ndk_rt_open_adapter(rt, lo_adapter(rt), v21, &a), STATUS_SUCCESS);
