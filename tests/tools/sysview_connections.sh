@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 38's "done when": an ndkperf server and three ndkperf clients in four processes over
-# 127.0.0.1, each publishing in the test's own NDK_RUNTIME_DIR; one
+# 127.0.0.1 (the third client with two connections: four connections in all), each publishing in the test's own NDK_RUNTIME_DIR; one
 # `ndkinfo --connections --endpoints --stats --resources --json` from a fifth process lists every
 # client's connection from both ends, each with its owner's and its peer's pid and non-zero
 # traffic counters, the server's listener, and each process's QP and counters.
@@ -12,7 +12,8 @@ start_server
 clients=()
 for i in 1 2 3; do
   # Long enough for ndkinfo to see all three at once on a loaded machine; killed at the end.
-  "$ndkperf" -c "127.0.0.1:$port" -t send -z 4096 -d 16 -D 600 >"$tmp/client$i.log" 2>&1 &
+  q=1; [ "$i" = 3 ] && q=2
+  "$ndkperf" -c "127.0.0.1:$port" -t send -z 4096 -d 16 -D 600 -q "$q" >"$tmp/client$i.log" 2>&1 &
   clients+=("$!")
   pids+=("$!")
 done
@@ -34,20 +35,22 @@ procs = {p["pid"]: p for p in sv.get("processes", [])}
 problems = []
 def traffic(c):
     return c.get("bytes_out", 0) + c.get("bytes_in", 0) > 0 and c.get("ops_out", 0) + c.get("ops_in", 0) > 0
+want = dict(zip(clients, [1, 1, 2]))
 for cl in clients:
     mine = [c for c in conns if c["pid"] == cl and c.get("peer_pid") == server]
     theirs = [c for c in conns if c["pid"] == server and c.get("peer_pid") == cl]
-    if len(mine) != 1:
-        problems.append("client %d: %d connections to the server (want 1)" % (cl, len(mine)))
-    if len(theirs) != 1:
-        problems.append("server: %d connections with client %d as peer (want 1)" % (len(theirs), cl))
+    if len(mine) != want[cl]:
+        problems.append("client %d: %d connections to the server (want %d)" % (cl, len(mine), want[cl]))
+    if len(theirs) != want[cl]:
+        problems.append("server: %d connections with client %d as peer (want %d)" % (len(theirs), cl, want[cl]))
     for c in mine + theirs:
         if not traffic(c):
             problems.append("connection %s of pid %d has no traffic counted: %s" % (c.get("object"), c["pid"], c))
         if c.get("comm") != "ndkperf" or not c.get("local") or not c.get("remote") or not c.get("state"):
             problems.append("connection lacks owner or addresses: %s" % c)
-    if mine and theirs and (mine[0]["local"] != theirs[0]["remote"] or mine[0]["remote"] != theirs[0]["local"]):
-        problems.append("the two ends of client %d's connection do not cross: %s / %s" % (cl, mine[0], theirs[0]))
+    for m in mine:
+        if not any(m["local"] == t["remote"] and m["remote"] == t["local"] for t in theirs):
+            problems.append("client %d's connection %s has no crossing end at the server: %s" % (cl, m, theirs))
 if not any(e["pid"] == server and e["kind"] == "listener" for e in sv.get("endpoints", [])):
     problems.append("the server's listener is not in endpoints: %s" % sv.get("endpoints"))
 for pid in [server] + clients:
@@ -56,7 +59,7 @@ for pid in [server] + clients:
         problems.append("pid %d is not in processes" % pid)
         continue
     qps = [r for r in p.get("resources", []) if r["type"] == "qp"]
-    if len(qps) != (3 if pid == server else 1):
+    if len(qps) != (4 if pid == server else want[pid]):
         problems.append("pid %d lists %d QPs" % (pid, len(qps)))
     cnt = p.get("counters", {})
     if cnt.get("bytes_out", 0) + cnt.get("bytes_in", 0) == 0 or cnt.get("sq_posted", 0) + cnt.get("rq_posted", 0) == 0:
@@ -69,7 +72,7 @@ if not stats or "error" in stats[0]:
 if problems:
     print("\n".join(problems))
     sys.exit(1)
-print("4 processes: %d connection ends with both pids and traffic, listener, QPs and counters" % len(conns))
+print("4 processes, 4 connections: %d connection ends with both pids and traffic, listener, QPs and counters" % len(conns))
 PY
 }
 rc=1
@@ -92,4 +95,4 @@ for c in "${clients[@]}"; do
   grep -Eq " $c ndkperf +$srv_pid " "$tmp/out" || fail "no line owned by $c with peer $srv_pid: $(cat "$tmp/out")"
   grep -Eq " $srv_pid ndkperf +$c " "$tmp/out" || fail "no line owned by $srv_pid with peer $c: $(cat "$tmp/out")"
 done
-echo "sysview: ndkinfo lists an ndkperf server's and three clients' connections with both ends' pids"
+echo "sysview: ndkinfo lists the four connections of an ndkperf server and three clients with both ends' pids"
