@@ -12,6 +12,9 @@
  *   corrupt-offset            without CRC, a byte of FPDU 3's message offset: refused,
  *                             nothing placed outside the granted receive buffer (guards intact)
  *   stall                     the client's sends stall 400 ms after 2 FPDUs: all arrive, late
+ *   stall-rx                  the server stops reading for 400 ms after 8600 bytes: the client's
+ *                             Sends go on into TCP's buffers, all arrive, the last at least
+ *                             400 ms after the accept
  *   terminate                 the client sends a TERMINATE (DDP, untagged, code 1) in place
  *                             of FPDU 3
  *   drop-reply / delay-reply  the server's MPA Reply never comes / comes after the client's
@@ -52,6 +55,7 @@ static const struct scenario scenarios[] = {
     { "corrupt-header", "corrupt:fpdu=3,offset=12", NULL, 0, DATA_BREAKS },
     { "corrupt-offset", "corrupt:fpdu=3,offset=17", NULL, 0, DATA_BREAKS },
     { "stall", "stall:dir=tx,ms=400,bytes=8600", NULL, 1, DATA_OK },
+    { "stall-rx", NULL, "stall:dir=rx,ms=400,bytes=8600", 1, DATA_OK },
     { "terminate", "terminate:fpdu=3,layer=1,type=2,code=1", NULL, 1, DATA_BREAKS },
     { "drop-reply", NULL, "drop_reply", 1, CONNECT_FAILS },
     { "delay-reply", NULL, "delay_reply:ms=1500", 1, CONNECT_FAILS },
@@ -262,6 +266,7 @@ static void server(const struct scenario *sc)
         return;
     }
     CHECK_STATUS(st, STATUS_SUCCESS);
+    uint64_t t_acc = now_ms();
     int ok;
     if (sc->out == DATA_OK) {
         /* all NMSG arrive; then the client disconnects first: one event here */
@@ -273,6 +278,11 @@ static void server(const struct scenario *sc)
             CHECK_EQ(r.BytesTransferred, MSG);
             ok++;
         }
+        /* the stall began after the accept, so the last message cannot be earlier than it */
+        uint64_t took = now_ms() - t_acc;
+        if (!strcmp(sc->name, "stall-rx"))
+            CHECK_MSG(took >= 400, "the receives with a 400 ms rx stall took only %llu ms", (unsigned long long)took);
+        printf("server: all %d receives %llu ms after the accept\n", NMSG, (unsigned long long)took);
         iwt_send(iwt_srv_tx(&a.ch), 1);
         CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event on the server");
         iwt_req_init(&rq);
