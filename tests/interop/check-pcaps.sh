@@ -12,6 +12,38 @@ OUT=$1
 TS=(timeout 300 tshark -n --disable-protocol rpcordma)
 PDATA=openndk-interop   # what guest/matrix.sh gives ndkping --cmatose --pdata
 PDATA_HEX=$(printf %s "$PDATA" | od -An -tx1 | tr -d ' \n')
+# fault_check: the wire faults' cells (guest/faults.sh, fault-KIND-DIR): the fault as the
+# capture shows it, from our port (the client's in ours2siw, the server's in siw2ours). Adds to
+# line and bad.
+fault_check() {
+	local ours siw f n t
+	case "$c" in *-ours2siw) ours=$cliport siw=$srvport ;; *) ours=$srvport siw=$cliport ;; esac
+	[ -n "$ours" ] || { bad+=("fault cell without an MPA Request: ports unknown"); return; }
+	f="tcp.srcport == $ours"
+	# Terminates per sender: ours decoded as RFC 5040 §4.8 lays it out (siw's are not: README)
+	t=$("${TS[@]}" -r "$p" -Y "iwarp_rdma.opcode == 0x07" -T fields -E separator='|' -e tcp.srcport -e iwarp_rdma.term_layer \
+		-e iwarp_rdma.term_etype_rdma -e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_etype_llp -e iwarp_rdma.term_errcode_rdma \
+		-e iwarp_rdma.term_errcode_ddp_tagged -e iwarp_rdma.term_errcode_ddp_untagged -e iwarp_rdma.term_errcode_llp 2>/dev/null |
+		while IFS='|' read -r sp l e1 e2 e3 c1 c2 c3 c4; do
+			e="$e1$e2$e3" k="$c1$c2$c3$c4"
+			echo "$sp/$((${l:-0}))/$((${e:-0}))/$((${k:-0}))"
+		done | sort | uniq -c | awk '{printf "%s%sx %s", s, $1, $2; s=", "}')
+	line+="; fault: Terminates [${t:-none}] (count port/layer/type/code)"
+	case "$c" in
+	fault-reset-*)
+		n=$("${TS[@]}" -r "$p" -Y "tcp.flags.reset == 1 and $f" 2>/dev/null | wc -l)
+		line+=", RSTs from our port $ours: $n"
+		[ "$n" -ge 1 ] || bad+=("no RST from our port $ours") ;;
+	fault-terminate-*)
+		# the rule's layer/type/code, from the cell's name: guest/faults.sh fault_rule
+		local want; case "$c" in *-ours2siw) want="$ours/1/2/1" ;; *) want="$ours/0/2/1" ;; esac
+		[[ "$t" == *"x $want"* ]] || bad+=("no Terminate $want (port/layer/type/code) from our side") ;;
+	fault-corrupt-crc-*|fault-corrupt-stag-*)
+		[[ "$t" == *"x $siw/"* ]] || bad+=("siw (port $siw) sent no Terminate") ;;
+	fault-corrupt-payload-*)
+		[[ "$t" == *"x $siw/"* ]] && bad+=("siw sent a Terminate for a payload byte without CRC") ;;
+	esac
+}
 rc=0
 for p in "$OUT"/*/pcaps/*.pcap; do
 	[ -e "$p" ] || { echo "no captures under $OUT"; exit 1; }
@@ -23,11 +55,11 @@ for p in "$OUT"/*/pcaps/*.pcap; do
 		-e iwarp_mpa.key.req -e iwarp_mpa.key.rep -e iwarp_mpa.rev -e iwarp_mpa.res -e iwarp_mpa.crc_flag \
 		-e iwarp_mpa.rej_flag -e iwarp_mpa.pdlength -e iwarp_mpa.privatedata -e iwarp_rdma.opcode \
 		>/tmp/check-pcaps.$$ 2>/dev/null
-	nreq=0 nrep=0 crc_on=0 desc="" srvport="" ddp=0 from_srv=0
+	nreq=0 nrep=0 crc_on=0 desc="" srvport="" cliport="" ddp=0 from_srv=0
 	declare -A OPS=()
 	while IFS='|' read -r src dst kreq krep rev res cflag rej pdl pd op; do
 		if [ -n "$kreq" ] || [ -n "$krep" ]; then
-			if [ -n "$kreq" ]; then kind=Req; nreq=$((nreq + 1)); srvport=$dst; else kind=Rep; nrep=$((nrep + 1)); fi
+			if [ -n "$kreq" ]; then kind=Req; nreq=$((nreq + 1)); srvport=$dst; cliport=$src; else kind=Rep; nrep=$((nrep + 1)); fi
 			case "$cflag" in 1|True|true) cf=1 ;; *) cf=0 ;; esac
 			[ "$kind" = Rep ] && [ "$cf" = 1 ] && crc_on=1
 			enh=0; [ "$rev" = 2 ] && [ $(( ${res:-0} & 0x10 )) != 0 ] && enh=4
@@ -71,11 +103,15 @@ for p in "$OUT"/*/pcaps/*.pcap; do
 	[ "$ddp" -gt 0 ] || bad+=("no DDP/RDMAP frames decoded")
 	[ "$mal" = 0 ] || bad+=("$mal malformed frames")
 	[ "$terms" = 0 ] || line+="; Terminate frames $terms (siw lays out the Terminate control word differently from RFC 5040 §4.8: tests/interop/README.md)"
+	case "$c" in fault-*) fault_check ;; esac
 	if [ "$crc_on" = 1 ]; then
 		crcs=$("${TS[@]}" -r "$p" -Y iwarp_mpa.crc_check -V -O iwarp_mpa 2>/dev/null | grep -oE '(Good|Bad) CRC32' | sort | uniq -c | awk '{printf "%s%s %s", s, $1, $2; s=", "}')
 		good=$(echo "$crcs" | grep -oE '[0-9]+ Good' | cut -d' ' -f1); bad_n=$(echo "$crcs" | grep -oE '[0-9]+ Bad' | cut -d' ' -f1)
 		line+="; CRC on: ${crcs:-no CRC fields}"
-		[ "${bad_n:-0}" = 0 ] || bad+=("${bad_n} bad CRCs")
+		case "$c" in
+		fault-corrupt-crc-*) [ "${bad_n:-0}" = 1 ] || bad+=("${bad_n:-0} bad CRCs, expected the one corrupted FPDU") ;;
+		*) [ "${bad_n:-0}" = 0 ] || bad+=("${bad_n} bad CRCs") ;;
+		esac
 		[ "${good:-0}" -gt 0 ] || bad+=("CRC negotiated but no CRC verified")
 	else
 		line+="; CRC off"

@@ -28,7 +28,8 @@
 #                     "26 4096" for mpav1 and p2p), INTEROP_RPING_ITERS (1000),
 #   INTEROP_UCMA_SIZES ("1 65536"), INTEROP_UCMA_ITERS (100), INTEROP_VM_TIMEOUT (s per boot, 720)
 #   INTEROP_CELLS     groups of cells to run (default all): some of ndkinfo siw-siw rping ucmatose
-#                     rdmacm first-fpdu (tests/wire/captures/regenerate.sh runs rping and ucmatose)
+#                     rdmacm first-fpdu fault (tests/wire/captures/regenerate.sh runs rping and
+#                     ucmatose; fault: the wire faults of guest/faults.sh, in default and crc)
 #   INTEROP_LO_MTU    lo's MTU in the guest (default: as booted, ~64 KiB); 1500 sizes the FPDUs of
 #                     both sides as an Ethernet link would
 #   INTEROP_REPORT_ONLY=1  no boots: decode the captures and print the table of the last run in OUT
@@ -136,6 +137,7 @@ run_variant() {
 	cp "$img/build-info.txt" "$share/image-info.txt" 2>/dev/null || true
 	cp -r "$STAGE" "$share/ndk"
 	install -m 755 "$HERE/guest/matrix.sh" "$share/matrix.sh"
+	install -m 644 "$HERE/guest/faults.sh" "$share/faults.sh"
 	cat >"$share/params.env" <<EOF
 VARIANT=$v
 OUR_ENV="$our_env"

@@ -5,9 +5,10 @@
 # Inputs (the share, prepared by tests/interop/run.sh):
 #   params.env   VARIANT (default|crc|mpav1|p2p), OUR_ENV (NDK_IWARP_* settings of our side),
 #                RPING_SIZES, RPING_ITERS, UCMA_SIZES, UCMA_ITERS, CELL_GROUPS (the groups to run:
-#                "all" or some of ndkinfo siw-siw rping ucmatose rdmacm first-fpdu), LO_MTU (empty:
+#                "all" or some of ndkinfo siw-siw rping ucmatose rdmacm first-fpdu fault), LO_MTU (empty:
 #                lo as booted; else lo's MTU for the whole boot)
-#   ndk/{bin,lib,providers}   our freshly built tools, libndk.so and providers
+#   ndk/{bin,lib,providers}   our freshly built tools, libndk.so, providers and filters
+#   faults.sh    the wire-fault cells (group "fault"), sourced
 # Outputs: results/cells.txt (one line per cell: RESULT|variant|cell|bytes|detail),
 #          results/<cell>.log (commands, outputs, exit codes), pcaps/<variant>-<cell>.pcap
 # Everything runs inside the guest on 198.18.0.1 (siw0 on the dummy siwd0); nothing leaves it.
@@ -397,6 +398,13 @@ ff_cell() {
 # in the p2p variant, whose other cells are the shortest (the cell sets our side's MPA settings
 # itself: siw's build knobs only change siw as an initiator)
 if [ "$VARIANT" = p2p ] && want first-fpdu && have_ndkping; then ff_cell; fi
+
+# ---------------------------------------------------------------- wire faults against siw (default and crc)
+# guest/faults.sh: ndkping with an iwarp.fault rule against siw's rping; both sides must end
+if want fault; then
+	# shellcheck disable=SC1091
+	. ./faults.sh
+fi
 
 dmesg >"$RES/dmesg.txt"
 say "variant $VARIANT done in $(elapsed)s"
