@@ -129,5 +129,28 @@ wait_listen $port
 wait $sp || true
 n=$(fields "$tmp/one.pcapng" | awk -F';' '$4 == 1 && $5 == 0 { print $2 }' | sort -u)
 [ "$n" = "$port" ] || fail "capture_port=$port: SYNs to [$n]"
-echo "capture_port: only the named port's connection is captured"
+# On a client the key names the client's own (ephemeral) port, never the server's: a client
+# given the server's port writes nothing, and one given its local port captures its connection.
+# The namespace's ephemeral range is narrowed to one port so that the client's port is known.
+port=$((port + 1))
+"$ndkperf" -s 127.0.0.1:$port --once >"$tmp/s.log" 2>&1 &
+sp=$!; pids+=($sp)
+wait_listen $port
+NDK_IWARP_CAPTURE_PORT=$port NDK_IWARP_CAPTURE=$tmp/cnone.pcapng "$ndkperf" -c 127.0.0.1:$port -t write -z 4096 -n 10 \
+  >"$tmp/c.log" 2>&1 || fail "ndkperf client (capture_port = the server's port)"
+wait $sp || true
+[ ! -e "$tmp/cnone.pcapng" ] || fail "a client with capture_port=$port (the server's port) captured its connection"
+cport=40123
+echo "$cport $cport" >/proc/sys/net/ipv4/ip_local_port_range || fail "cannot narrow ip_local_port_range in the test's namespace"
+port=$((port + 1))
+"$ndkperf" -s 127.0.0.1:$port --once >"$tmp/s.log" 2>&1 &
+sp=$!; pids+=($sp)
+wait_listen $port
+NDK_IWARP_CAPTURE_PORT=$cport NDK_IWARP_CAPTURE=$tmp/cone.pcapng "$ndkperf" -c 127.0.0.1:$port -t write -z 4096 -n 10 \
+  >"$tmp/c.log" 2>&1 || { cat "$tmp/c.log"; fail "ndkperf client (capture_port = its own port $cport)"; }
+wait $sp || true
+[ -s "$tmp/cone.pcapng" ] || fail "a client with capture_port=$cport (its own port) captured nothing"
+n=$(fields "$tmp/cone.pcapng" | awk -F';' '$4 == 1 && $5 == 0 { print $1 "->" $2 }' | sort -u)
+[ "$n" = "$cport->$port" ] || fail "client capture_port=$cport: SYNs [$n], expected $cport->$port"
+echo "capture_port: only the named port's connection is captured (a server's listener port, a client's own port)"
 echo "PASS: captures decode as MPA/DDP/RDMAP (IPv4, IPv6, CRC on and off), bytes and ISNs agree between the two sides"
