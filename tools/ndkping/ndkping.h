@@ -70,8 +70,9 @@ struct session {
 };
 
 /* Prints the reason and exits 1. Once connected (s->who set), it first flushes the QP, waits up
- * to 5 s for every posted request to complete, closes the session and s->ad, and prints one line
- * with the disconnect events and the requests posted and completed (any completed twice). */
+ * to 5 s for every posted request to complete and up to 2 s for a disconnect event, closes the
+ * session and s->ad, and prints one line with the disconnect events and the requests posted and
+ * completed (any completed twice). */
 void session_fail(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 /* Waits for one batch of completions and books them all; STATUS_SUCCESS or why the first failed
  * one failed (*failed_tag: which request). Blocks. */

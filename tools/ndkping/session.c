@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ndk_sync_time.h"
@@ -57,6 +58,12 @@ void session_fail(struct session *s, const char *fmt, ...)
         unsigned twice = 0;
         for (int t = 1; t < TAG_COUNT; t++)
             twice += s->completed[t] > s->posted[t] ? s->completed[t] - s->posted[t] : 0;
+        /* The provider tells of a connection it lost on its own thread, maybe only now. */
+        uint64_t until = ndk_sync_time_now_ns() + 2000000000ull;
+        while (!__atomic_load_n(&s->t.conn.cq->disconnected, __ATOMIC_ACQUIRE) && ndk_sync_time_now_ns() < until) {
+            struct timespec ts = { 0, 10000000 };
+            nanosleep(&ts, NULL);
+        }
         int disc = __atomic_load_n(&s->t.conn.cq->disconnected, __ATOMIC_ACQUIRE);
         unsigned posted = sum(s->posted), completed = sum(s->completed);
         ndk_tool_session_close(&s->t);
