@@ -6,7 +6,7 @@ set -euo pipefail
 # rdma-core: the verbs provider builds against libibverbs/librdmacm (issue 16).
 build_pkgs=(gcc make cmake pkg-config nettle-dev liburing-dev libibverbs-dev librdmacm-dev rdma-core ibverbs-providers)
 # dpkg-dev, debhelper, fakeroot: tests/install builds the Debian packages and installs them into a scratch root.
-test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base mandoc dpkg-dev debhelper fakeroot)
+test_pkgs=("${build_pkgs[@]}" samba clang libclang-rt-14-dev iproute2 tshark procps qemu-system-x86 qemu-utils cpio kmod zstd xz-utils binutils libc6-dev man-db groff-base mandoc dpkg-dev debhelper fakeroot valgrind strace)
 fuzz_pkgs=("${build_pkgs[@]}" clang libclang-rt-14-dev)
 bench_pkgs=("${build_pkgs[@]}" iperf3 sockperf ucx-utils libfabric-dev iproute2 util-linux strace linux-perf valgrind)
 deb_pkgs=("${build_pkgs[@]}" dpkg-dev debhelper fakeroot lintian)
