@@ -347,9 +347,15 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
 }
 
+/* The messages whose payload the system view counts (bytes_in / ops_in): all but the Read
+ * Request and the Terminate. */
+#define RX_SV_PAYLOAD_OPS                                                                           \
+    (1u << IW_OP_WRITE | 1u << IW_OP_READ_RESP | 1u << IW_OP_SEND | 1u << IW_OP_SEND_INV |           \
+     1u << IW_OP_SEND_SE | 1u << IW_OP_SEND_SE_INV)
+
 /* The system view's count of a completed receive; the oldest outstanding one is now the RQ's
  * head (none with an SRQ: a QP fills one receive at a time). qp->lock held. */
-static void rx_sv_recv_done_locked(struct iw_qp *qp, NTSTATUS st)
+static inline void rx_sv_recv_done_locked(struct iw_qp *qp, NTSTATUS st)
 {
     ndk_sv_add(&qp->svq->rq_completed, 1);
     if (st != STATUS_SUCCESS)
@@ -459,8 +465,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
             rx_kick_tx(qp, dp);
     }
     IW_COUNT(qp->obj.dev, rdma_in_frames, 1);
-    if (h->opcode == IW_OP_WRITE || h->opcode == IW_OP_READ_RESP || h->opcode == IW_OP_SEND ||
-        h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV) {
+    if ((1u << (h->opcode & 31u)) & RX_SV_PAYLOAD_OPS) {
         ndk_sv_add(&qp->svq->bytes_in, h->payload_len);   /* RX engine: the one writer */
         if (h->last)
             ndk_sv_add(&qp->svq->ops_in, 1);
