@@ -690,6 +690,11 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err)
         iw_qp_unwatch(qp);
     }
     iw_qp_sock_close(qp);
+    /* A capture holds the connection's last frames in its buffer: they reach the file now,
+     * before the consumer hears of the loss (a process that then ends with _exit or crashes
+     * would lose them). The engines are stopped: nothing is framed for it any more. */
+    if (dp && dp->wire && dp->wire->file)
+        iw_pcapng_flush(dp->wire->file);
 }
 
 /* Frees the engines' state (QP destroy; nothing runs them any more). */
