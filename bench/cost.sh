@@ -25,7 +25,9 @@
 #   busy-polled as bench/syscalls.sh runs them (all, and the receiver's reads).
 # - mutex lock/unlock pairs per 8 B round trip: bench/lockcount.c, an LD_PRELOAD shim counting
 #   pthread_mutex_lock/trylock/unlock per thread (pairs = unlocks), native speed.
-# - atomic read-modify-writes: not measured (the reason is in the row).
+# - atomic read-modify-writes per 8 B round trip: from the same callgrind runs, each
+#   instruction's executions (--dump-instr=yes) joined to objdump's disassembly: LOCK-prefixed
+#   instructions and xchg with memory, the mutexes' own included.
 # - msgcost: bench/msgcost.sh's ns per message above sockperf (skipped with BENCH_COST_QUICK=1;
 #   BENCH_COST_MSGCOST=reuse takes the msgcost.csv bench/run.sh has just written).
 # Results: BUILD_DIR/bench/cost.md (the table), cost.json (one object per row), raw/cost/.
@@ -120,12 +122,16 @@ port=18580 # a port of its own, so that this can run beside bench/run.sh's serve
 # row WHAT SIDE UNIT OURS PEER PEER_NAME TARGET NOTE: TARGET is "<= X" or "" (none); met is
 # computed here from OURS (empty OURS: not measured).
 row() {
-  local met=
+  local met=''
+  set -- "$1" "$2" "$3" "$(zero "$4")" "$(zero "$5")" "$6" "$7" "$8"
   if [ -n "$7" ] && [ -n "$4" ]; then
     met=$(awk -v v="$4" -v t="${7#<= }" 'BEGIN { print (v + 0 <= t + 0) ? "yes" : "no" }')
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$met" "$8" >>"$rows"
 }
+
+# zero V: V, with a negative zero ("-0", "-0.0") written as 0.
+zero() { case "$1" in -0 | -0.0 | -0.00) echo 0 ;; *) echo "$1" ;; esac; }
 
 listening() {
   local hex
@@ -159,17 +165,21 @@ trap stop_srv EXIT
 pair() {
   local tag=$1 sw=$2 srv=$3 cw=$4 cli=$5 oneshot=$6 rc=0 f=$raw/$1
   listening "$port" && { say "$tag: port $port is in use by another program"; return 1; }
+  set -f # the word lists may hold a callgrind pattern with a *
   # shellcheck disable=SC2086 # word lists
   "${srv_pin[@]}" $sw $srv >"$f.srv.log" 2>&1 &
   srv_pid=$!
+  set +f
   for _ in $(seq 1 1200); do # valgrind takes seconds to start
     listening "$port" && break
     kill -0 "$srv_pid" 2>/dev/null || break
     sleep 0.05
   done
   listening "$port" || { say "$tag: the server did not come up: $(tail -n 1 "$f.srv.log")"; stop_srv; return 1; }
+  set -f
   # shellcheck disable=SC2086
   timeout -k 5 600 "${cli_pin[@]}" $cw $cli >"$f.out" 2>"$f.cli.log" || rc=$?
+  set +f
   if [ "$oneshot" = 1 ]; then
     for _ in $(seq 1 600); do kill -0 "$srv_pid" 2>/dev/null || break; sleep 0.1; done
   fi
@@ -201,9 +211,11 @@ sock_cmds() {
   fi
   oneshot=0
 }
+# FI_PROVIDER=tcp is exported, not given through env(1): valgrind would measure env, not fi_peer.
+export FI_PROVIDER=tcp
 fi_cmds() {
-  srv="env FI_PROVIDER=tcp $fi_peer -s -a $lo -p $port -1"
-  cli="env FI_PROVIDER=tcp $fi_peer -c $lo -p $port -t $1 -z $2 -n $3 -d 8 -w 0"
+  srv="$fi_peer -s -a $lo -p $port -1"
+  cli="$fi_peer -c $lo -p $port -t $1 -z $2 -n $3 -d 8 -w 0"
   oneshot=1
 }
 # sock_msgs FILE: round trips sockperf's client completed ([Total Run] ReceivedMessages).
@@ -223,17 +235,24 @@ case "$instr_tool" in
   callgrind) instr_method="valgrind --tool=callgrind, all threads of the side (perf's instructions:u is not supported on this machine)" ;;
   *) die "BENCH_COST_INSTR must be auto, perf or callgrind" ;;
 esac
+atomic_method="callgrind --dump-instr=yes: executions of each instruction, joined to objdump's disassembly of its object; LOCK-prefixed instructions and xchg with memory (mutexes' own included), all threads of the side, progress_ring=0"
 have_instr=1
 if [ "$instr_tool" = callgrind ] && ! command -v valgrind >/dev/null 2>&1; then
   have_instr=0
   say "note: valgrind is not installed: no instruction counts"
 fi
 
-# iwrap TAG: the measured side's wrapper for instruction counts (file raw/TAG.ins).
+# iwrap TAG [FUNCTION]: the measured side's wrapper for instruction counts (file raw/TAG.ins);
+# with FUNCTION (a callgrind pattern), only what runs inside it is counted.
 iwrap() {
   if [ "$instr_tool" = perf ]; then echo "perf stat -x , -e instructions:u -o $raw/$1.ins --"
-  else echo "valgrind -q --tool=callgrind --callgrind-out-file=$raw/$1.ins"; fi
+  else echo "valgrind -q --tool=callgrind --dump-instr=yes --dump-line=no ${2:+--toggle-collect=$2} --callgrind-out-file=$raw/$1.ins"; fi
 }
+# sockperf sizes a buffer of packet times by the run's length, fills its messages with rand()
+# and sorts the samples after the loop: work that grows with the run, not the messages. So its
+# instructions are counted inside its message loop only (client: doSendThenReceiveLoop, server:
+# doLoop), which holds every message's work; ours are counted over the whole process.
+sock_loop() { if [ "$1" = server ]; then echo '*::doLoop()'; else echo '*::doSendThenReceiveLoop()'; fi; }
 # ins_total TAG: instructions counted in raw/TAG.ins.
 ins_total() {
   if [ "$instr_tool" = perf ]; then awk -F, '$3 ~ /instructions/ { print $1 + 0 }' "$raw/$1.ins"
@@ -250,11 +269,45 @@ ins_calls() {
     END { printf "%d\n", t }' "$raw/$1.ins"
 }
 
+# ins_atomics TAG: executions of atomic read-modify-writes in raw/TAG.ins (callgrind only): the
+# per-instruction counts (--dump-instr=yes: addresses as in the object file) joined to objdump's
+# disassembly of each object, counting LOCK-prefixed instructions and xchg with a memory operand
+# (locked without the prefix).
+ins_atomics() {
+  local f=$raw/$1.ins counts=$raw/$1.addr p c
+  awk '
+    function hex(s,    i, c, v) { v = 0; s = tolower(s); for (i = 3; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }; return v }
+    # ob= and cob= share one table of compressed names.
+    /^c?ob=/ { s = $0; sub(/^c?ob=/, "", s); id = s; sub(/ .*/, "", id); nm = s; sub(/^\([0-9]+\) ?/, "", nm)
+               if (nm != "") ob[id] = nm; if ($0 ~ /^ob=/) cur = ob[id]; next }
+    # The cost line after calls= is the call'"'"'s inclusive cost, not executions of the call.
+    /^calls=/ { skip = 1; next }
+    /^(0x|\+|-|\*)/ {
+      a = $1
+      if (a ~ /^0x/) addr = hex(a); else if (a ~ /^\+/) addr += substr(a, 2) + 0; else if (a ~ /^-/) addr -= substr(a, 2) + 0
+      if (skip) { skip = 0; next }
+      n[cur SUBSEP addr] += $2; next }
+    END { for (k in n) { split(k, p, SUBSEP); printf "%s %d %d\n", p[1], p[2], n[k] } }' "$f" >"$counts"
+  mkdir -p "$raw/locked"
+  awk '{ print $1 }' "$counts" | sort -u | while read -r p; do
+    [ -f "$p" ] || continue
+    c=$raw/locked/$(printf '%s' "$p" | tr '/' '_')
+    [ -e "$c" ] && continue
+    objdump -d --no-show-raw-insn "$p" 2>/dev/null | awk -v p="$p" -F'\t' '
+      function hex(s,    i, c, v) { v = 0; for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; if (c < 0) break; v = v * 16 + c }; return v }
+      NF >= 2 && $1 ~ /^ *[0-9a-f]+:$/ && ($2 ~ /^lock / || ($2 ~ /^xchg/ && $2 ~ /\(/)) {
+        a = $1; gsub(/[ :]/, "", a); printf "%s %d\n", p, hex(a) }' >"$c"
+  done
+  cat "$raw/locked/"* 2>/dev/null | awk 'NR == FNR { L[$1 SUBSEP $2] = 1; next } (($1 SUBSEP $2) in L) { t += $3 }
+    END { printf "%d\n", t }' - "$counts"
+}
+
 # instr_run TAG SIDE: one run of the commands in srv/cli with SIDE measured; prints the count.
 instr_run() {
-  local tag=$1 side=$2 sw='' cw=''
+  local tag=$1 side=$2 sw='' cw='' only=''
   export NDK_IWARP_PROGRESS_RING=0
-  if [ "$side" = server ]; then sw=$(iwrap "$tag"); else cw=$(iwrap "$tag"); fi
+  case "$srv" in sockperf*) [ "$instr_tool" = callgrind ] && only=$(sock_loop "$side") ;; esac
+  if [ "$side" = server ]; then sw=$(iwrap "$tag" "$only"); else cw=$(iwrap "$tag" "$only"); fi
   pair "$tag" "$sw" "$srv" "$cw" "$cli" "$oneshot" || return 1
   [ -s "$raw/$tag.ins" ] || { say "$tag: no instruction count"; return 1; }
   ins_total "$tag"
@@ -270,11 +323,11 @@ instr_ours() {
     'BEGIN { d = (b - a) / n; if (u == "kib") d /= z / 1024; printf "%.0f\n", d }'
 }
 
-# fit FILE: lines "ops polls instructions"; least squares of instructions = s + a*ops + b*polls.
+# fit FILE [DECIMALS]: lines "ops polls count"; least squares of count = s + a*ops + b*polls.
 # Prints "a b polls_per_op" or fails when the polls do not vary enough apart from the
 # operations to tell a from b.
 fit() {
-  awk '{ n++; x[n] = $1; y[n] = $2; z[n] = $3 }
+  awk -v d="${2:-0}" '{ n++; x[n] = $1; y[n] = $2; z[n] = $3 }
     END {
       if (n < 3) exit 1
       for (i = 1; i <= n; i++) {
@@ -291,7 +344,7 @@ fit() {
       Db = S * (Sxx * Syz - Sxy * Sxz) - Sx * (Sx * Syz - Sxy * Sz) + Sz * (Sx * Sxy - Sxx * Sy)
       a = Da / D; b = Db / D
       if (b < 0) exit 1
-      printf "%.0f %.1f %.2f\n", a, b, rs / n
+      printf "%." d "f %.1f %.2f\n", a, b, rs / n
     }' "$1"
 }
 
@@ -346,13 +399,24 @@ if [ "$have_instr" = 1 ]; then
     [ "$side" = client ] && target="<= 2500"
     v=$(instr_ours x "$side" lat-notify 8 send "$n_rt" rt) || v=
     peer=
-    pnote="sockperf ping-pong --tcp (blocking recv)"
+    pnote="sockperf ping-pong --tcp (blocking recv), its message loop only (callgrind --toggle-collect)"
     if [ "$quick" = 0 ]; then
       if [ "$have_sockperf" = 1 ]; then peer=$(instr_sock_block "$side") || peer=; else pnote=$sock_missing; fi
     else
       pnote="(not run in quick mode)"
     fi
     row "user-space instructions per 8 B Send round trip, notifications" "$side" "instructions" "$v" "$peer" "sockperf" "$target" "$instr_method; progress_ring=0 (epoll); peer: $pnote"
+    if [ "$instr_tool" = callgrind ] && [ -n "$v" ]; then
+      a1=$(ins_atomics "ins.lat-notify.send.8.$side.n") && a2=$(ins_atomics "ins.lat-notify.send.8.$side.2n") &&
+        v=$(awk -v a="$a1" -v b="$a2" -v n="$n_rt" 'BEGIN { printf "%.1f\n", (b - a) / n }') || v=''
+      peer=''
+      if [ -e "$raw/ins.block.sock.$side.2.ins" ] && m1=$(sock_msgs "$raw/ins.block.sock.$side.1.out") &&
+        m2=$(sock_msgs "$raw/ins.block.sock.$side.2.out") && [ -n "$m1" ] && [ -n "$m2" ] && [ "$m2" -gt "$m1" ]; then
+        a1=$(ins_atomics "ins.block.sock.$side.1") && a2=$(ins_atomics "ins.block.sock.$side.2") &&
+          peer=$(awk -v a="$a1" -v b="$a2" -v m="$m1" -v M="$m2" 'BEGIN { printf "%.1f\n", (b - a) / (M - m) }') || peer=''
+      fi
+      row "atomic read-modify-writes per 8 B Send round trip, notifications" "$side" "operations" "$v" "$peer" "sockperf" "" "$atomic_method; the same runs as the instruction row; peer: $pnote"
+    fi
     [ "$quick" = 1 ] && continue
 
     target=
@@ -374,6 +438,38 @@ if [ "$have_instr" = 1 ]; then
       note="$note; peer: $sock_missing"
     fi
     row "user-space instructions per 8 B Send round trip, busy-polled" "$side" "instructions" "$v" "$peer" "sockperf" "$target" "$note"
+    if [ "$instr_tool" = callgrind ]; then
+      v='' peer=''
+      # The same four runs, fitted the same way with the atomics in place of the instructions.
+      for who in ours sockperf; do
+        fd=$raw/ins.poll.$who.$side.fit
+        [ -s "$fd" ] && [ "$(wc -l <"$fd")" = 4 ] || continue
+        k=0
+        while read -r m p _; do
+          k=$((k + 1)); x=$(ins_atomics "ins.poll.$who.$side.$k") || continue
+          echo "$m $p $x"
+        done <"$fd" >"$fd.atomics"
+        f=$(fit "$fd.atomics" 1) || f=$(awk 'NR == 1 { a = $3; n1 = $1 } NR == 2 { printf "raw %.1f\n", ($3 - a) / ($1 - n1) }' "$fd.atomics")
+        f=${f#raw }
+        read -r x _ <<<"$f"
+        if [ "$who" = ours ]; then v=$x; else peer=$x; fi
+      done
+      row "atomic read-modify-writes per 8 B Send round trip, busy-polled" "$side" "operations" "$v" "$peer" "sockperf" "" "$atomic_method; the instruction row's four runs, fitted the same way over the polls"
+      # Mutex pairs of the same runs: calls to pthread_mutex_unlock, fitted the same way; the
+      # LD_PRELOAD count below runs at full speed, where the empty polls' pairs come on top.
+      v=''
+      fd=$raw/ins.poll.ours.$side.fit
+      if [ -s "$fd" ] && [ "$(wc -l <"$fd")" = 4 ]; then
+        k=0
+        while read -r m p _; do
+          k=$((k + 1)); echo "$m $p $(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"
+        done <"$fd" >"$fd.mutex"
+        f=$(fit "$fd.mutex" 2) || f=$(awk 'NR == 1 { a = $3; n1 = $1 } NR == 2 { printf "raw %.2f\n", ($3 - a) / ($1 - n1) }' "$fd.mutex")
+        f=${f#raw }
+        read -r v b _ <<<"$f"
+      fi
+      echo "$v" >"$raw/mutex.poll.$side.fitted"
+    fi
 
     for z in 65536 1048576; do
       if [ "$z" = 65536 ]; then n=$n_64k; zl="64 KiB"; else n=$n_1m; zl="1 MiB"; fi
@@ -515,15 +611,28 @@ for mode in $modes; do
     if [ "$ok" = 1 ] && a=$(lc_total "lc.$mode.n" "$side") && b=$(lc_total "lc.$mode.2n" "$side"); then
       v=$(awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.2f\n", (b - a) / n }')
     fi
-    target=
+    target=''
     [ "$mode" = lat-poll ] && [ "$side" = client ] && target="<= 4"
     ml="busy-polled"; [ "$mode" = lat-notify ] && ml="notifications"
-    row "mutex lock/unlock pairs per 8 B round trip, $ml" "$side" "pairs" "$v" "" "" "$target" \
-      "bench/lockcount.c (LD_PRELOAD): pthread_mutex_unlock calls of all threads, n=$n and $((n * 2)); per-thread counts in raw/cost/lc.*; sockperf takes no mutex on its path"
+    note="bench/lockcount.c (LD_PRELOAD): pthread_mutex_unlock calls of all threads, n=$n and $((n * 2)); per-thread counts in raw/cost/lc.*; sockperf takes no mutex on its path"
+    if [ "$mode" = lat-poll ]; then
+      # Busy-polled, the count at full speed holds the pairs of the empty polls, as many as the
+      # wait takes: the row shows the callgrind runs' pairs fitted over the polls when there.
+      f=$(cat "$raw/mutex.poll.$side.fitted" 2>/dev/null || true)
+      if [ -n "$f" ]; then
+        note="calls to pthread_mutex_unlock in the busy-polled instruction row's four callgrind runs, fitted the same way over the CQ polls (the empty polls' pairs taken out); bench/lockcount.c at full speed, empty polls included: ${v:-not measured}; sockperf takes no mutex on its path"
+        v=$f
+      else
+        note="$note; empty polls included (as many as the wait takes)"
+      fi
+    fi
+    row "mutex lock/unlock pairs per 8 B round trip, $ml" "$side" "pairs" "$v" "" "" "$target" "$note"
   done
 done
-row "atomic read-modify-writes per 8 B round trip" client "operations" "" "" "" "" \
-  "not measured: no hardware counter for locked instructions in this VM, and valgrind's tools count instructions without telling a LOCK-prefixed one apart"
+if [ "$instr_tool" != callgrind ] || [ "$have_instr" = 0 ]; then
+  row "atomic read-modify-writes per 8 B Send round trip, notifications" client "operations" "" "" "" "" \
+    "not measured: counted from callgrind's per-instruction counts, and the instructions were not counted with callgrind here"
+fi
 
 # ---------- msgcost ----------
 if [ "$do_msgcost" = 1 ] || [ "$do_msgcost" = reuse ]; then

@@ -2,8 +2,9 @@
 # tool_perf_cost_quick: bench/cost.sh in its quick mode (BENCH_COST_QUICK=1: small n, one row each
 # of instructions, system calls and mutex pairs) against the build under test, in a copy of the
 # build's layout in a temporary directory so that the build's own bench/ results stay untouched.
-# Checks that cost.json parses, has those rows, and that their counts are positive. Never checks
-# a target or a timing: the counts are what issue 39 is to lower.
+# Checks that cost.json parses, has those rows (and the atomics row of the same callgrind runs),
+# and that their counts are positive. Never checks a target or a timing: the counts are what
+# issue 39 is to lower.
 #   cost_quick.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -13,6 +14,7 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
 command -v strace >/dev/null 2>&1 || skip "strace is not installed"
 command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (it parses the JSON)"
+command -v objdump >/dev/null 2>&1 || skip "objdump is not installed (binutils: it finds the atomic instructions)"
 strace -f -c -o /dev/null true >/dev/null 2>&1 || skip "strace cannot trace here (ptrace not permitted)"
 
 tmp=$(mktemp -d)
@@ -41,6 +43,7 @@ want = {
     "user-space instructions per 8 B Send round trip": False,
     "system calls per 8 B round trip": False,
     "mutex lock/unlock pairs per 8 B round trip": False,
+    "atomic read-modify-writes per 8 B Send round trip": False,
 }
 bad = []
 for r in rows:
@@ -65,5 +68,5 @@ for prefix, seen in want.items():
 if bad:
     print("FAIL: " + "; ".join(bad))
     sys.exit(1)
-print("cost.json: %d rows, instructions, system calls and mutex pairs counted" % len(rows))
+print("cost.json: %d rows, instructions, system calls, mutex pairs and atomics counted" % len(rows))
 EOF
