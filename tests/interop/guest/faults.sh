@@ -3,14 +3,11 @@
 # ndkping --rping (10 pings of 26 bytes) against siw's rping with one fault rule on our side,
 # NDK_FILTERS=trace writing results/<cell>.trace, and judges:
 #   our side   ends by itself (no hang: not the cell's timeout, not the harness's stall stop)
-#              with exit status 1 and an error line; the trace shows no more disconnect events
-#              than the README says (1 where the peer went first, 0 where our tool went first;
-#              ndkping may exit on the failed request before the event arrives), no
-#              request completed twice and none more than posted (it also counts the requests
-#              posted and polled, and the objects closed, which ndkping's exit on a broken
-#              connection leaves open); ndkping's own summary line, when it prints one
-#              ("disconnect events D; requests posted P, completed C (twice T); closed"), must
-#              say exactly that many events, C = P and T = 0
+#              with exit status 1 and its line "connection lost at ping N: REASON; disconnect
+#              events D; requests posted P, completed C (twice T); closed", where D is what the
+#              README says (1 where the peer went first, 0 where our tool went first), C = P,
+#              T = 0; its trace agrees: no more disconnect events, no request completed twice
+#              or beyond those posted, every object it saw created closed
 #   siw's side its rping exits by itself (not killed after the client ended)
 #   the wire   check-pcaps.sh on the host looks for the fault in the capture: the RST, our
 #              TERMINATE with the chosen layer/type/code, the bad CRC and siw's TERMINATE
@@ -31,6 +28,7 @@ fault_rule() {
 	fault-terminate-siw2ours) echo "terminate:fpdu=2,layer=0,type=2,code=1" ;;   # RDMAP, remote operation, unexpected opcode
 	fault-corrupt-crc-ours2siw|fault-corrupt-payload-ours2siw) echo "corrupt:fpdu=2,offset=20" ;;   # data byte 4
 	fault-corrupt-stag-ours2siw) echo "corrupt:fpdu=2,offset=6" ;;   # a byte of the Read Response's STag
+	fault-corrupt-crc-siw2ours) echo "corrupt:fpdu=1,offset=20" ;;   # a header byte of our RDMA Read Request
 	esac
 }
 # fault_ours_lines FILE: ndkping's summary or error lines
@@ -38,7 +36,7 @@ fault_ours_lines() { grep -ahE '^ndkping' "$1" "$1.err" 2>/dev/null | head -3 | 
 
 fault_cell() {
 	local name=$1 dir=$2 want_disc=$3 rule oursf ourrc siwf siwrc trace env scmd ccmd problems=() notes=()
-	local ndisc=0 twice=0 nposts=0 ncqes=0 nnew=0 nend=0 summary odisc posted completed ctwice
+	local ndisc=0 twice=0 nposts=0 ncqes=0 nnew=0 nend=0 summary odisc="" posted="" completed="" ctwice=""
 	rule=$(fault_rule "$name")
 	PORT=$((PORT + 1))
 	trace=$RES/$name.trace
@@ -59,6 +57,7 @@ fault_cell() {
 	# our side: ended by itself, failing, with its reason
 	case $ourrc in
 	124) problems+=("our ndkping hung (stopped by the cell's timeout or the stall watchdog)") ;;
+	143) problems+=("our ndkping did not end: killed by the harness after siw's rping ended") ;;
 	1) ;;
 	*) problems+=("our ndkping exited $ourrc, not 1") ;;
 	esac
@@ -84,13 +83,18 @@ fault_cell() {
 	fi
 	summary=$(grep -ahoE 'disconnect events [0-9]+; requests posted [0-9]+, completed [0-9]+ \(twice [0-9]+\); closed' "$oursf" | head -1)
 	if [ -n "$summary" ]; then
-		read -r odisc posted completed ctwice < <(sed -E 's/disconnect events ([0-9]+); requests posted ([0-9]+), completed ([0-9]+) \(twice ([0-9]+)\).*/\1 \2 \3 \4/' <<<"$summary")
-		[ "$odisc" = "$want_disc" ] && [ "$posted" = "$completed" ] && [ "$ctwice" = 0 ] || problems+=("ndkping: $summary (expected $want_disc disconnect events)")
+		# (a here-string, not a process substitution: the guest has no /dev/fd)
+		read -r odisc posted completed ctwice <<<"$(sed -E 's/disconnect events ([0-9]+); requests posted ([0-9]+), completed ([0-9]+) \(twice ([0-9]+)\).*/\1 \2 \3 \4/' <<<"$summary")"
+		[ "${odisc:-}" = "$want_disc" ] && [ "${posted:-}" = "${completed:-}" ] && [ "${ctwice:-}" = 0 ] \
+			|| problems+=("ndkping: $summary (expected $want_disc disconnect events)")
+		# and the trace agrees: every object the trace saw created was closed
+		[ "$nend" = "$nnew" ] || problems+=("trace: $nend of $nnew objects closed although ndkping says closed")
 	else
-		notes+=("ndkping does not report its releases yet (tests/interop/README.md, fault cells)")
+		problems+=("ndkping printed no 'disconnect events D; requests posted P, completed C (twice T); closed' line")
 	fi
 	# siw's side: its rping ended by itself
-	grep -q 'still running after the client ended: killed' "$RES/$name.log" && problems+=("siw's rping server did not end")
+	[ "$dir" = ours2siw ] && grep -q 'still running after the client ended: killed' "$RES/$name.log" \
+		&& problems+=("siw's rping server did not end")
 	[ "$siwrc" = 124 ] && problems+=("siw's rping hung")
 	local detail="rule '$rule'; ours rc=$ourrc: $(fault_ours_lines "$oursf")| trace: disconnect events $ndisc, requests posted $nposts, completions polled $ncqes, twice $twice, objects closed $nend of $nnew | siw rping rc=$siwrc, $(grep -ac 'ping data: rdma-ping-' "$siwf") pings$( [ ${#notes[@]} = 0 ] || printf '; %s' "${notes[@]}")"
 	if [ ${#problems[@]} = 0 ]; then
@@ -115,6 +119,7 @@ if have_ndkping; then
 		;;
 	crc)
 		fault_cell fault-corrupt-crc-ours2siw ours2siw 1
+		fault_cell fault-corrupt-crc-siw2ours siw2ours 1
 		;;
 	esac
 else
