@@ -17,14 +17,17 @@
 #   Read and Send at 64 KiB and 1 MiB with notifications (per KiB). A busy-polling side spins on
 #   empty polls for as long as its peer takes, which depends on the machine's load, so the
 #   busy-polled figure is fitted over four runs as instructions = start-up + a * round trips +
-#   b * polls, and a (the round trip without its empty polls) is reported; b and the empty polls
-#   per round trip are in the JSON.
+#   b * polls, and a (the round trip without its empty polls) is reported; b and the polls per
+#   round trip are in the JSON. Where the polls did not vary enough between the runs, or the fit
+#   gives an empty poll more than the mean poll's cost, the row is the mean difference with the
+#   spinning in it, and says so.
 # - system calls: strace -c -f on both sides at once, the provider as configured (io_uring on
 #   where it works). Per 8 B round trip (busy-polled: the calls that moved bytes, and all of
 #   them; notifications: all, and the waits), and per MiB for 1 MiB Write, Read and Send
 #   busy-polled as bench/syscalls.sh runs them (all, and the receiver's reads).
 # - mutex lock/unlock pairs per 8 B round trip: bench/lockcount.c, an LD_PRELOAD shim counting
-#   pthread_mutex_lock/trylock/unlock per thread (pairs = unlocks), native speed.
+#   pthread_mutex_lock/trylock/unlock per thread (pairs = unlocks), native speed; busy-polled,
+#   the calls to pthread_mutex_unlock in the instruction runs, fitted as the instructions are.
 # - atomic read-modify-writes per 8 B round trip: from the same callgrind runs, each
 #   instruction's executions (--dump-instr=yes) joined to objdump's disassembly: LOCK-prefixed
 #   instructions and xchg with memory, the mutexes' own included.
@@ -258,15 +261,17 @@ ins_total() {
   if [ "$instr_tool" = perf ]; then awk -F, '$3 ~ /instructions/ { print $1 + 0 }' "$raw/$1.ins"
   else awk '/^summary:/ { print $2 }' "$raw/$1.ins"; fi
 }
-# ins_calls TAG REGEX: calls the side made to the functions whose names match REGEX (callgrind
-# only: its call arcs "cfn=(id) name" then "calls=N ...").
+# ins_calls TAG REGEX: calls the side made to the functions whose names match REGEX, and their
+# inclusive instructions (callgrind only: its call arcs "cfn=(id) name", "calls=N ...", cost).
 ins_calls() {
   awk -v re="$2" '
     # fn= and cfn= share one table of compressed names: "(id) name" the first time, "(id)" after.
     /^c?fn=/ { s = $0; sub(/^c?fn=/, "", s); id = s; sub(/ .*/, "", id); nm = s; sub(/^\([0-9]+\) ?/, "", nm)
                if (nm != "") name[id] = nm; cur = ($0 ~ /^cfn=/) ? id : ""; next }
-    /^calls=/ { if (cur != "" && name[cur] ~ re) { c = $1; sub(/^calls=/, "", c); t += c } cur = ""; next }
-    END { printf "%d\n", t }' "$raw/$1.ins"
+    /^calls=/ { hit = (cur != "" && name[cur] ~ re); if (hit) { c = $1; sub(/^calls=/, "", c); t += c } cur = ""; next }
+    # The line after calls= is the inclusive cost of those calls.
+    hit { incl += $2; hit = 0 }
+    END { printf "%d %d\n", t, incl }' "$raw/$1.ins"
 }
 
 # ins_atomics TAG: executions of atomic read-modify-writes in raw/TAG.ins (callgrind only): the
@@ -327,23 +332,26 @@ instr_ours() {
 # Prints "a b polls_per_op" or fails when the polls do not vary enough apart from the
 # operations to tell a from b.
 fit() {
-  awk -v d="${2:-0}" '{ n++; x[n] = $1; y[n] = $2; z[n] = $3 }
+  awk -v d="${2:-0}" '{ n++; x[n] = $1; y[n] = $2; z[n] = $3; if (NF >= 4) { ci += $4; cp += $2 } }
     END {
       if (n < 3) exit 1
+      bound = cp > 0 ? ci / cp : 0
       for (i = 1; i <= n; i++) {
         S += 1; Sx += x[i]; Sy += y[i]; Sxx += x[i] * x[i]; Syy += y[i] * y[i]; Sxy += x[i] * y[i]
         Sz += z[i]; Sxz += x[i] * z[i]; Syz += y[i] * z[i]; r[i] = y[i] / x[i]; rs += r[i]
       }
-      # The ratio polls/ops must move by 5 % or more between runs.
+      # The ratio polls/ops must move by 10 % or more between runs.
       lo = hi = r[1]; for (i = 2; i <= n; i++) { if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i] }
-      if (hi - lo < 0.05 * rs / n) exit 1
+      if (hi - lo < 0.10 * rs / n) exit 1
       # Cramer on the normal equations [S Sx Sy; Sx Sxx Sxy; Sy Sxy Syy] [s a b] = [Sz Sxz Syz].
       D = S * (Sxx * Syy - Sxy * Sxy) - Sx * (Sx * Syy - Sxy * Sy) + Sy * (Sx * Sxy - Sxx * Sy)
       if (D == 0) exit 1
       Da = S * (Sxz * Syy - Syz * Sxy) - Sz * (Sx * Syy - Sxy * Sy) + Sy * (Sx * Syz - Sxz * Sy)
       Db = S * (Sxx * Syz - Sxy * Sxz) - Sx * (Sx * Syz - Sxy * Sz) + Sz * (Sx * Sxy - Sxx * Sy)
       a = Da / D; b = Db / D
-      if (b < 0) exit 1
+      # An empty poll cannot cost more than the mean poll (4th column: the inclusive cost of the
+      # polls, where given); a fit that says so has not separated them.
+      if (b < 0 || (bound > 0 && b > bound)) exit 1
       printf "%." d "f %.1f %.2f\n", a, b, rs / n
     }' "$1"
 }
@@ -365,11 +373,28 @@ instr_poll() {
     fi
     t=$(instr_run "$tag" "$side") || return 1
     [ "$who" = ours ] || { m=$(sock_msgs "$raw/$tag.out"); [ -n "$m" ] || return 1; }
-    p=$(ins_calls "$tag" "$re")
-    echo "$m $p $t" >>"$data"
+    read -r p c <<<"$(ins_calls "$tag" "$re")"
+    echo "$m $p $t $c" >>"$data"
   done
-  fit "$data" && return 0
-  awk 'NR == 1 { a = $3; n1 = $1 } NR == 2 { printf "raw %.0f\n", ($3 - a) / ($1 - n1) }' "$data"
+  if fit "$data" >"$data.result"; then
+    echo 1 >"$data.ok"
+    cat "$data.result"
+    return 0
+  fi
+  echo 0 >"$data.ok"
+  plain "$data" 0
+}
+# plain FILE DECIMALS: the fit's fallback, the mean of the two pairs' differences (runs 1-2 and
+# 3-4), empty polls included, then the polls per operation: "raw VALUE POLLS".
+plain() {
+  awk -v d="$2" '{ x[NR] = $1; y[NR] = $2; z[NR] = $3 }
+    END { v = ((z[2] - z[1]) / (x[2] - x[1]) + (z[4] - z[3]) / (x[4] - x[3])) / 2
+          printf "raw %." d "f %.2f\n", v, (y[1] / x[1] + y[2] / x[2] + y[3] / x[3] + y[4] / x[4]) / 4 }' "$1"
+}
+# fitted FILE DATA DECIMALS: FILE fitted if DATA's instruction fit held, else the plain mean.
+fitted() {
+  if [ "$(cat "$2.ok" 2>/dev/null)" = 1 ] && fit "$1" "$3"; then return 0; fi
+  plain "$1" "$3"
 }
 
 # instr_sock MODE SIDE: sockperf blocking round trip, (count(2 s) - count(1 s)) / round trips.
@@ -424,14 +449,14 @@ if [ "$have_instr" = 1 ]; then
     f=$(instr_poll ours "$side" "$n_rt") || f=
     v='' note="$instr_method; progress_ring=0; fitted over 4 runs (n, 2n, n, 2n) as start-up + a*round trips + b*CQ polls, a shown"
     case "$f" in
-      raw*) v=${f#raw }; note="$instr_method; progress_ring=0; the empty polls could not be separated: the plain difference, spinning included" ;;
+      raw*) read -r _ v e <<<"$f"; note="$instr_method; progress_ring=0; the empty polls could not be told apart over 4 runs (n, 2n, n, 2n): the mean difference, spinning included, $e CQ polls per round trip" ;;
       ?*) read -r v b e <<<"$f"; note="$note; an empty poll costs $b instructions; $e CQ polls per round trip (mean of the runs)" ;;
     esac
     peer=
     if [ "$have_sockperf" = 1 ]; then
       f=$(instr_poll sockperf "$side" 0) || f=
       case "$f" in
-        raw*) peer=${f#raw }; note="$note; sockperf (--nonblocked, 1 and 2 s): plain difference, spinning included" ;;
+        raw*) read -r _ peer e <<<"$f"; note="$note; sockperf (--nonblocked, 1, 2, 1, 2 s): the mean difference, spinning included, $e recv calls per round trip" ;;
         ?*) read -r peer b e <<<"$f"; note="$note; sockperf --nonblocked fitted the same way over recv calls (1, 2, 1, 2 s): $b per empty recv, $e recv calls per round trip" ;;
       esac
     else
@@ -449,12 +474,12 @@ if [ "$have_instr" = 1 ]; then
           k=$((k + 1)); x=$(ins_atomics "ins.poll.$who.$side.$k") || continue
           echo "$m $p $x"
         done <"$fd" >"$fd.atomics"
-        f=$(fit "$fd.atomics" 1) || f=$(awk 'NR == 1 { a = $3; n1 = $1 } NR == 2 { printf "raw %.1f\n", ($3 - a) / ($1 - n1) }' "$fd.atomics")
+        f=$(fitted "$fd.atomics" "$fd" 1)
         f=${f#raw }
         read -r x _ <<<"$f"
         if [ "$who" = ours ]; then v=$x; else peer=$x; fi
       done
-      row "atomic read-modify-writes per 8 B Send round trip, busy-polled" "$side" "operations" "$v" "$peer" "sockperf" "" "$atomic_method; the instruction row's four runs, fitted the same way over the polls"
+      row "atomic read-modify-writes per 8 B Send round trip, busy-polled" "$side" "operations" "$v" "$peer" "sockperf" "" "$atomic_method; the instruction row's four runs, fitted over the polls where its fit held, else the mean difference"
       # Mutex pairs of the same runs: calls to pthread_mutex_unlock, fitted the same way; the
       # LD_PRELOAD count below runs at full speed, where the empty polls' pairs come on top.
       v=''
@@ -462,9 +487,10 @@ if [ "$have_instr" = 1 ]; then
       if [ -s "$fd" ] && [ "$(wc -l <"$fd")" = 4 ]; then
         k=0
         while read -r m p _; do
-          k=$((k + 1)); echo "$m $p $(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"
+          k=$((k + 1)); read -r u _ <<<"$(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"; echo "$m $p $u"
         done <"$fd" >"$fd.mutex"
-        f=$(fit "$fd.mutex" 2) || f=$(awk 'NR == 1 { a = $3; n1 = $1 } NR == 2 { printf "raw %.2f\n", ($3 - a) / ($1 - n1) }' "$fd.mutex")
+        f=$(fitted "$fd.mutex" "$fd" 2)
+        case "$f" in raw*) echo "empty polls included" >"$raw/mutex.poll.$side.how" ;; esac
         f=${f#raw }
         read -r v b _ <<<"$f"
       fi
@@ -620,7 +646,9 @@ for mode in $modes; do
       # wait takes: the row shows the callgrind runs' pairs fitted over the polls when there.
       f=$(cat "$raw/mutex.poll.$side.fitted" 2>/dev/null || true)
       if [ -n "$f" ]; then
-        note="calls to pthread_mutex_unlock in the busy-polled instruction row's four callgrind runs, fitted the same way over the CQ polls (the empty polls' pairs taken out); bench/lockcount.c at full speed, empty polls included: ${v:-not measured}; sockperf takes no mutex on its path"
+        how="fitted the same way over the CQ polls (the empty polls' pairs taken out)"
+        [ -e "$raw/mutex.poll.$side.how" ] && how="the mean difference, empty polls included (the fit did not hold)"
+        note="calls to pthread_mutex_unlock in the busy-polled instruction row's four callgrind runs, $how; bench/lockcount.c at full speed, empty polls included: ${v:-not measured}; sockperf takes no mutex on its path"
         v=$f
       else
         note="$note; empty polls included (as many as the wait takes)"
