@@ -244,9 +244,11 @@ static int grow(void)
         return -ENOSPC;
     size_t chunk = (size_t)NDK_SV_CHUNK_RECORDS * NDK_SV_RECORD_SIZE;
     off_t off = (off_t)NDK_SV_PAGE + (off_t)sv.nchunks * (off_t)chunk;
-    if (sv.free_cap < sv.nfree + NDK_SV_CHUNK_RECORDS) {
+    /* Room for every record of the file: all of them may be free at once. */
+    size_t total = ((size_t)sv.nchunks + 1) * NDK_SV_CHUNK_RECORDS;
+    if (sv.free_cap < total) {
         size_t cap = sv.free_cap ? sv.free_cap * 2 : 256;
-        while (cap < sv.nfree + NDK_SV_CHUNK_RECORDS)
+        while (cap < total)
             cap *= 2;
         struct ndk_sv_rec **n = realloc(sv.free_recs, cap * sizeof *n);
         if (!n)

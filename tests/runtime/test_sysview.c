@@ -258,6 +258,28 @@ static void case_fork(void)
     ndk_rt_close(rt);
 }
 
+/* Hundreds of records: the file grows chunk by chunk, and every record can be free at once. */
+static void case_many(void)
+{
+    enum { N = 300 };
+    static NDK_ADAPTER *a[N];
+    ndk_rt *rt = open_rt();
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++)
+            CHECK_STATUS(ndk_rt_open_adapter(rt, lo_adapter(rt), v21, &a[i]), STATUS_SUCCESS);
+        ndk_rt_sysview *sv = NULL;
+        CHECK_STATUS(ndk_rt_sysview_read(NULL, &sv), STATUS_SUCCESS);
+        CHECK_EQ(count_type(find_pid(sv, getpid()), NDK_SV_PD), N);
+        ndk_rt_sysview_free(sv);
+        for (int i = 0; i < N; i++)
+            ndk_rt_close_adapter(rt, a[i]);
+        CHECK_STATUS(ndk_rt_sysview_read(NULL, &sv), STATUS_SUCCESS);
+        CHECK_EQ(count_type(find_pid(sv, getpid()), NDK_SV_PD), 0);
+        ndk_rt_sysview_free(sv);
+    }
+    ndk_rt_close(rt);
+}
+
 /* A live process's file that lies (chunk count beyond the file, strings without an end, a
  * record type out of range) is read within its bounds. */
 static void case_hostile(void)
@@ -337,6 +359,8 @@ int main(int argc, char **argv)
         case_perm();
     else if (!strcmp(argv[1], "fork"))
         case_fork();
+    else if (!strcmp(argv[1], "many"))
+        case_many();
     else if (!strcmp(argv[1], "hostile"))
         case_hostile();
     else
