@@ -197,8 +197,9 @@ int rping_serve_one(NDK_CONNECTOR *incoming, ndk_tool_adapter *ad)
     if (session_accept(&s, incoming, NULL, 0) != 0)
         return 1;
     snprintf(peer, sizeof peer, "%s", s.t.where);
+    /* The adapter is the server's, which still listens on it: a broken session closes only its own
+     * objects (s.ad stays NULL). */
     s.who = "ndkping --rping server";
-    s.ad = ad;
     if (ping_opt.cli.verbose)
         fprintf(stderr, "%s: connection from %s\n", ndk_tool_progname(), peer);
     uint8_t *rdma_buf = ndk_tool_session_area(&s.t) + RP_DATA;
