@@ -120,6 +120,22 @@ void iwt_req_cb(void *ctx, NTSTATUS status)
     atomic_fetch_add(&r->done, 1);
 }
 
+_Atomic(NDK_CONNECTOR *) iwt_incoming;
+atomic_int iwt_connect_events, iwt_disconnect_events;
+
+void iwt_on_connect(void *ctx, NDK_CONNECTOR *c)
+{
+    (void)ctx;
+    atomic_store(&iwt_incoming, c);
+    atomic_fetch_add(&iwt_connect_events, 1);
+}
+
+void iwt_on_disconnect(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&iwt_disconnect_events, 1);
+}
+
 bool iwt_wait_atomic(atomic_int *flag, int value, int timeout_ms)
 {
     uint64_t end = ndk_test_now_ms() + (uint64_t)timeout_ms;

@@ -60,6 +60,12 @@ void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms);
 NTSTATUS iwt_close_start(void *ndk_object, struct iwt_close *c);
 /* Polls until *flag >= value or timeout; returns true on success. */
 bool iwt_wait_atomic(atomic_int *flag, int value, int timeout_ms);
+/* One listener's incoming connections and one connection's disconnect events per test process:
+ * the callbacks for NdkCreateListener and NdkAccept / NdkCompleteConnect (ctx unused). */
+extern _Atomic(NDK_CONNECTOR *) iwt_incoming;
+extern atomic_int iwt_connect_events, iwt_disconnect_events;
+void iwt_on_connect(void *ctx, NDK_CONNECTOR *c);
+void iwt_on_disconnect(void *ctx);
 
 /* A CQ + PD + QP set. */
 struct iwt_qp {

@@ -31,22 +31,6 @@ struct dirbytes {
     uint64_t out, in, frames;
 };
 
-static _Atomic(NDK_CONNECTOR *) g_in;
-static atomic_int g_ev, g_disc;
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    (void)ctx;
-    atomic_store(&g_in, c);
-    atomic_fetch_add(&g_ev, 1);
-}
-
-static void on_disc(void *ctx)
-{
-    (void)ctx;
-    atomic_fetch_add(&g_disc, 1);
-}
-
 static uint32_t rd32(const uint8_t *p)
 {
     uint32_t v;
@@ -213,7 +197,7 @@ static int client(void *p)
                                  NULL, 0, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     iwt_req_init(&rq);
-    st = c->Dispatch->NdkCompleteConnect(c, on_disc, NULL, iwt_req_cb, &rq);
+    st = c->Dispatch->NdkCompleteConnect(c, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     CHECK_STATUS(c->Dispatch->NdkGetLocalAddress(c, (PSOCKADDR)&me, &mlen), STATUS_SUCCESS);
     for (int m = 0; m < NMSG; m++) {
@@ -258,21 +242,21 @@ static void server(int family)
     iwt_qp_create(&t, &q, NMSG * 2);
     post_recvs(&q, rbuf);
     la = iwt_addr(&t, 0);
-    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, iwt_on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a.ch), iwt_port(&la));
-    CHECK_MSG(iwt_wait_atomic(&g_ev, 1, TMO), "no connect event");
-    NDK_CONNECTOR *c = atomic_load(&g_in);
+    CHECK_MSG(iwt_wait_atomic(&iwt_connect_events, 1, TMO), "no connect event");
+    NDK_CONNECTOR *c = atomic_load(&iwt_incoming);
     iwt_req_init(&rq);
-    st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, on_disc, NULL, iwt_req_cb, &rq);
+    st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     for (int m = 0; m < NMSG; m++) {
         uint32_t got = recv_wait(&q, m);
         CHECK_EQ(got, sizes[m]);
         send_wait(&q, rbuf + (size_t)m * MAXMSG, got, m);
     }
-    CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event on the server");
+    CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event on the server");
     iwt_req_init(&rq);
     st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
     iwt_req_wait(&rq, st, TMO);

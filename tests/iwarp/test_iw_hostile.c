@@ -16,22 +16,6 @@
 
 #define TMO 10000
 
-static _Atomic(NDK_CONNECTOR *) g_in;
-static atomic_int g_ev, g_disc;
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    (void)ctx;
-    atomic_store(&g_in, c);
-    atomic_fetch_add(&g_ev, 1);
-}
-
-static void on_disc(void *ctx)
-{
-    (void)ctx;
-    atomic_fetch_add(&g_disc, 1);
-}
-
 static int raw_connect(struct iwt *t, uint16_t port)
 {
     SOCKADDR_INET a = iwt_addr(t, port);
@@ -99,7 +83,7 @@ static void passive_cases(struct iwt *t, uint16_t port)
     CHECK(send(fd, buf, n + 20, 0) == (ssize_t)(n + 20));
     raw_read_until_closed(fd, NULL, 0);
     close(fd);
-    CHECK_EQ(atomic_load(&g_ev), 0);
+    CHECK_EQ(atomic_load(&iwt_connect_events), 0);
 
     /* markers requested: an MPA reject (R = 1, M cleared) */
     f.markers = true;
@@ -111,7 +95,7 @@ static void passive_cases(struct iwt *t, uint16_t port)
     CHECK_EQ(iw_mpa_decode(buf, (size_t)got, IW_MPA_REPLY, 0, &r, &flen, NULL), IW_MPA_COMPLETE);
     CHECK(r.reject);
     CHECK(!r.markers);
-    CHECK_EQ(atomic_load(&g_ev), 0);
+    CHECK_EQ(atomic_load(&iwt_connect_events), 0);
 
     /* a Rev 1 initiator with private data: accepted without P2P */
     memset(&f, 0, sizeof f);
@@ -122,8 +106,8 @@ static void passive_cases(struct iwt *t, uint16_t port)
     n = build(&f, buf);
     fd = raw_connect(t, port);
     CHECK(send(fd, buf, n, 0) == (ssize_t)n);
-    CHECK_MSG(iwt_wait_atomic(&g_ev, 1, TMO), "no connect event for a Rev 1 Request");
-    NDK_CONNECTOR *c = atomic_load(&g_in);
+    CHECK_MSG(iwt_wait_atomic(&iwt_connect_events, 1, TMO), "no connect event for a Rev 1 Request");
+    NDK_CONNECTOR *c = atomic_load(&iwt_incoming);
     uint8_t pd[252];
     ULONG len = sizeof pd;
     CHECK_STATUS(c->Dispatch->NdkGetConnectionData(c, NULL, NULL, pd, &len), STATUS_SUCCESS);
@@ -132,7 +116,7 @@ static void passive_cases(struct iwt *t, uint16_t port)
     struct iwt_req rq;
     iwt_qp_create(t, &q, 4);
     iwt_req_init(&rq);
-    NTSTATUS st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, "ok", 2, on_disc, NULL, iwt_req_cb, &rq);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, "ok", 2, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     struct pollfd p = { .fd = fd, .events = POLLIN };
     CHECK(poll(&p, 1, TMO) == 1);
@@ -143,7 +127,7 @@ static void passive_cases(struct iwt *t, uint16_t port)
     CHECK(r.ulp_pd_len == 2 && memcmp(r.ulp_pd, "ok", 2) == 0);
     CHECK_EQ((size_t)got, flen);                   /* nothing behind the Reply (§2.2) */
     close(fd);                                     /* the peer goes: one disconnect event */
-    CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event");
+    CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event");
     iwt_close_obj(c, TMO);
     iwt_qp_destroy(&q);
 }
@@ -272,11 +256,11 @@ static void body(int family)
     SOCKADDR_INET la;
     ULONG len = sizeof la;
 
-    atomic_store(&g_ev, 0);
-    atomic_store(&g_disc, 0);
+    atomic_store(&iwt_connect_events, 0);
+    atomic_store(&iwt_disconnect_events, 0);
     iwt_open(&t, family);
     la = iwt_addr(&t, 0);
-    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, iwt_on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     passive_cases(&t, iwt_port(&la));

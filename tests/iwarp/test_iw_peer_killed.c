@@ -15,22 +15,6 @@ struct arg {
     struct iwt_chan ch;
 };
 
-static _Atomic(NDK_CONNECTOR *) g_in;
-static atomic_int g_ev, g_disc;
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    (void)ctx;
-    atomic_store(&g_in, c);
-    atomic_fetch_add(&g_ev, 1);
-}
-
-static void on_disc(void *ctx)
-{
-    (void)ctx;
-    atomic_fetch_add(&g_disc, 1);
-}
-
 /* Connects, completes, reports "up" and waits to be killed. */
 static int victim(void *p)
 {
@@ -71,31 +55,31 @@ static void killed_client(int family)
     uint8_t buf[16];
     NDK_SGE sge = { .VirtualAddress = buf, .Length = sizeof buf };
 
-    atomic_store(&g_ev, 0);
-    atomic_store(&g_disc, 0);
+    atomic_store(&iwt_connect_events, 0);
+    atomic_store(&iwt_disconnect_events, 0);
     iwt_chan_init(&a.ch);
     pid_t pid = ndk_test_spawn(victim, &a);
 
     iwt_open(&t, family);
     iwt_qp_create(&t, &q, 4);
     la = iwt_addr(&t, 0);
-    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, iwt_on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a.ch), iwt_port(&la));
-    CHECK_MSG(iwt_wait_atomic(&g_ev, 1, TMO), "no connect event");
-    NDK_CONNECTOR *c = atomic_load(&g_in);
+    CHECK_MSG(iwt_wait_atomic(&iwt_connect_events, 1, TMO), "no connect event");
+    NDK_CONNECTOR *c = atomic_load(&iwt_incoming);
     CHECK_STATUS(q.qp->Dispatch->NdkReceive(q.qp, (void *)7, &sge, 1), STATUS_SUCCESS);
     iwt_req_init(&rq);
-    NTSTATUS st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, on_disc, NULL, iwt_req_cb, &rq);
+    NTSTATUS st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     CHECK_EQ(iwt_recv(iwt_srv_rx(&a.ch), TMO), 1);
 
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event after the peer was killed");
+    CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event after the peer was killed");
     usleep(300 * 1000);
-    CHECK_EQ(atomic_load(&g_disc), 1);
+    CHECK_EQ(atomic_load(&iwt_disconnect_events), 1);
     /* the peer's death is graceful at TCP level (the kernel sends FIN): no flush yet (§3.6) */
     NDK_RESULT_EX r;
     CHECK_EQ(q.cq->Dispatch->NdkGetCqResultsEx(q.cq, &r, 1), 0);
@@ -105,7 +89,7 @@ static void killed_client(int family)
     CHECK(iwt_cq_wait(q.cq, &r, TMO));
     CHECK_STATUS(r.Status, STATUS_CANCELLED);
     CHECK(r.RequestContext == (void *)7);
-    CHECK_EQ(atomic_load(&g_disc), 1);
+    CHECK_EQ(atomic_load(&iwt_disconnect_events), 1);
     iwt_close_obj(c, TMO);
     iwt_close_obj(l, TMO);
     iwt_qp_destroy(&q);
@@ -124,11 +108,11 @@ static int dying_server(void *p)
 
     iwt_open(&t, a->family);
     la = iwt_addr(&t, 0);
-    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, iwt_on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a->ch), iwt_port(&la));
-    CHECK_MSG(iwt_wait_atomic(&g_ev, 1, TMO), "no connect event");
+    CHECK_MSG(iwt_wait_atomic(&iwt_connect_events, 1, TMO), "no connect event");
     kill(getpid(), SIGKILL);
     return 1;
 }
@@ -141,7 +125,7 @@ static void killed_server(int family)
     struct iwt_req rq;
     NDK_CONNECTOR *c;
 
-    atomic_store(&g_ev, 0);
+    atomic_store(&iwt_connect_events, 0);
     iwt_chan_init(&a.ch);
     pid_t pid = ndk_test_spawn(dying_server, &a);
     uint16_t port = (uint16_t)iwt_recv(iwt_cli_rx(&a.ch), TMO);

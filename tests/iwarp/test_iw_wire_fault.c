@@ -67,22 +67,6 @@ struct arg {
     struct iwt_chan ch;
 };
 
-static _Atomic(NDK_CONNECTOR *) g_in;
-static atomic_int g_ev, g_disc;
-
-static void on_connect(void *ctx, NDK_CONNECTOR *c)
-{
-    (void)ctx;
-    atomic_store(&g_in, c);
-    atomic_fetch_add(&g_ev, 1);
-}
-
-static void on_disc(void *ctx)
-{
-    (void)ctx;
-    atomic_fetch_add(&g_disc, 1);
-}
-
 /* Collects completions until every one of n requests (contexts 1..n) completed, then checks
  * for 300 ms that none completes twice. Returns how many succeeded; *first_fail gets the
  * lowest failed context (0 when none failed). */
@@ -156,7 +140,7 @@ static int client(void *p)
     }
     CHECK_STATUS(st, STATUS_SUCCESS);
     iwt_req_init(&rq);
-    st = c->Dispatch->NdkCompleteConnect(c, on_disc, NULL, iwt_req_cb, &rq);
+    st = c->Dispatch->NdkCompleteConnect(c, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
     uint64_t t0 = now_ms();
     /* One Send at a time, each waited for, so that each is one FPDU and a fault hits the
@@ -187,18 +171,19 @@ static int client(void *p)
         iwt_req_init(&rq);
         st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
         CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
-        CHECK_EQ(atomic_load(&g_disc), 0);                 /* we went first */
+        CHECK_EQ(atomic_load(&iwt_disconnect_events), 0);                 /* we went first */
     } else {
         CHECK_MSG(ok < NMSG || posted == NMSG, "impossible");
         /* the peer went away (or we reset): one disconnect event */
-        CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event on the client (%d sends ok)", ok);
+        CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event on the client (%d sends ok)",
+                  ok);
         iwt_req_init(&rq);
         st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
         iwt_req_wait(&rq, st, TMO);                        /* completes, whatever its status */
         CHECK_EQ(atomic_load(&rq.done), st == STATUS_PENDING ? 1 : 0);   /* once, or inline */
     }
     usleep(200 * 1000);
-    CHECK_EQ(atomic_load(&g_disc), sc->out == DATA_OK ? 0 : 1);
+    CHECK_EQ(atomic_load(&iwt_disconnect_events), sc->out == DATA_OK ? 0 : 1);
     iwt_close_obj(c, TMO);
     iwt_qp_destroy(&q);
     iwt_close(&t);
@@ -233,21 +218,21 @@ static void server(const struct scenario *sc)
         CHECK_STATUS(q.qp->Dispatch->NdkReceive(q.qp, (void *)(uintptr_t)(m + 1), &sge, 1), STATUS_SUCCESS);
     }
     la = iwt_addr(&t, 0);
-    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
+    CHECK_STATUS(t.ad->Dispatch->NdkCreateListener(t.ad, iwt_on_connect, NULL, NULL, NULL, &l), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkListen(l, (PSOCKADDR)&la, iwt_addr_len(&la), iwt_req_cb, NULL), STATUS_SUCCESS);
     CHECK_STATUS(l->Dispatch->NdkGetLocalAddress(l, (PSOCKADDR)&la, &len), STATUS_SUCCESS);
     iwt_send(iwt_srv_tx(&a.ch), iwt_port(&la));
-    CHECK_MSG(iwt_wait_atomic(&g_ev, 1, TMO), "no connect event");
-    NDK_CONNECTOR *c = atomic_load(&g_in);
+    CHECK_MSG(iwt_wait_atomic(&iwt_connect_events, 1, TMO), "no connect event");
+    NDK_CONNECTOR *c = atomic_load(&iwt_incoming);
     iwt_req_init(&rq);
-    st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, on_disc, NULL, iwt_req_cb, &rq);
+    st = c->Dispatch->NdkAccept(c, q.qp, 1, 1, NULL, 0, iwt_on_disconnect, NULL, iwt_req_cb, &rq);
     st = iwt_req_wait(&rq, st, TMO);
     if (sc->out == CONNECT_FAILS) {
         /* the client gave up: the accept fails (the peer closed before the RTR) */
         CHECK_MSG(st != STATUS_SUCCESS, "accept succeeded though the client timed out");
         CHECK_EQ(atomic_load(&rq.done), 1);
         CHECK_EQ(iwt_recv(iwt_srv_rx(&a.ch), TMO), 2);
-        CHECK_EQ(atomic_load(&g_disc), 0);                 /* never connected: no event */
+        CHECK_EQ(atomic_load(&iwt_disconnect_events), 0);                 /* never connected: no event */
         iwt_close_obj(c, TMO);
         iwt_close_obj(l, TMO);
         /* the receives were never used: the QP's close flushes them */
@@ -284,13 +269,13 @@ static void server(const struct scenario *sc)
             CHECK_MSG(took >= 400, "the receives with a 400 ms rx stall took only %llu ms", (unsigned long long)took);
         printf("server: all %d receives %llu ms after the accept\n", NMSG, (unsigned long long)took);
         iwt_send(iwt_srv_tx(&a.ch), 1);
-        CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event on the server");
+        CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event on the server");
         iwt_req_init(&rq);
         st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
         CHECK_STATUS(iwt_req_wait(&rq, st, TMO), STATUS_SUCCESS);
         first_fail = 0;
     } else {
-        CHECK_MSG(iwt_wait_atomic(&g_disc, 1, TMO), "no disconnect event on the server");
+        CHECK_MSG(iwt_wait_atomic(&iwt_disconnect_events, 1, TMO), "no disconnect event on the server");
         iwt_req_init(&rq);
         st = c->Dispatch->NdkDisconnect(c, iwt_req_cb, &rq);
         iwt_req_wait(&rq, st, TMO);
@@ -301,7 +286,7 @@ static void server(const struct scenario *sc)
             CHECK_MSG(ok <= 3, "%d receives succeeded; the fault was at the client's third/fourth FPDU", ok);
     }
     usleep(200 * 1000);
-    CHECK_EQ(atomic_load(&g_disc), 1);
+    CHECK_EQ(atomic_load(&iwt_disconnect_events), 1);
     /* Nothing outside the granted receive slots changed; inside, what the client sent (the
      * payload corruption: exactly one byte differs). */
     int diffs = 0;
@@ -324,7 +309,7 @@ static void server(const struct scenario *sc)
     ndk_test_wait_ok(pid, TMO, "client");
     iwt_chan_close(&a.ch);
     printf("server: %d receives succeeded, first failure %d; disconnect events %d\n", ok, first_fail,
-           atomic_load(&g_disc));
+           atomic_load(&iwt_disconnect_events));
 }
 
 int main(int argc, char **argv)
