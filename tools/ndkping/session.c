@@ -91,14 +91,9 @@ static NTSTATUS pump(struct session *s, int timeout_ms, int *failed_tag)
     if (!n)
         return st;
     for (ULONG i = 0; i < n; i++) {
-        s->completed[tag_of(&r[i])]++;
-        int tag = (int)(uintptr_t)r[i].RequestContext, slot = 0;
-        if (tag >= TAG_RECV0 && tag < TAG_RECV0 + PING_SLOTS) {
-            slot = tag - TAG_RECV0;
-            tag = TAG_RECV0;
-        } else if (tag <= 0 || tag >= TAG_COUNT) {
-            tag = 0;
-        }
+        int tag = (int)tag_of(&r[i]);
+        int slot = tag == TAG_RECV0 ? (int)((uintptr_t)r[i].RequestContext - TAG_RECV0) : 0;
+        s->completed[tag]++;
         if (r[i].Status != STATUS_SUCCESS) {
             if (tag == TAG_RECV0) {
                 if (s->recv_fail == STATUS_SUCCESS)
