@@ -53,7 +53,7 @@ struct ndk_sv_header {
     uint32_t nchunks;                 /* chunks that exist (release store after ftruncate) */
     uint32_t pid;
     uint32_t uid;
-    uint64_t start_time;              /* /proc/<pid>/stat field 22: tells a reused pid apart */
+    uint64_t start_time;              /* /proc/<pid>/stat field 22 (clock ticks after boot) */
     uint64_t net_ns;                  /* inode of /proc/self/ns/net: adapters match within one */
     uint64_t created_ns;              /* CLOCK_REALTIME at publication */
     char     comm[16];                /* /proc/self/comm */

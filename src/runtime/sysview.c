@@ -117,36 +117,8 @@ static void sweep_dead(const char *dir)
     closedir(d);
 }
 
-static void read_proc_self(struct ndk_sv_header *h)
-{
-    char buf[1024];
-    FILE *f = fopen("/proc/self/comm", "re");
-    if (f) {
-        if (fgets(buf, sizeof buf, f)) {
-            buf[strcspn(buf, "\n")] = '\0';
-            buf[sizeof h->comm - 1] = '\0';
-            memcpy(h->comm, buf, strlen(buf) + 1);
-        }
-        fclose(f);
-    }
-    f = fopen("/proc/self/cmdline", "re");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        for (size_t i = 0; i + 1 < n; i++)
-            if (buf[i] == '\0')
-                buf[i] = ' ';
-        buf[n < sizeof h->exe ? n : sizeof h->exe - 1] = '\0';
-        memcpy(h->exe, buf, strlen(buf) + 1);
-        fclose(f);
-    }
-    h->start_time = rt_sysview_start_time(getpid());
-    struct stat st;
-    if (stat("/proc/self/ns/net", &st) == 0)
-        h->net_ns = (uint64_t)st.st_ino;
-}
-
 /* /proc/<pid>/stat field 22 (start time in clock ticks), 0 when unknown. */
-uint64_t rt_sysview_start_time(pid_t pid)
+static uint64_t start_time_of(pid_t pid)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -170,6 +142,34 @@ uint64_t rt_sysview_start_time(pid_t pid)
     if (field == 22)
         v = strtoull(p, NULL, 10);
     return v;
+}
+
+static void read_proc_self(struct ndk_sv_header *h)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/comm", "re");
+    if (f) {
+        if (fgets(buf, sizeof buf, f)) {
+            buf[strcspn(buf, "\n")] = '\0';
+            buf[sizeof h->comm - 1] = '\0';
+            memcpy(h->comm, buf, strlen(buf) + 1);
+        }
+        fclose(f);
+    }
+    f = fopen("/proc/self/cmdline", "re");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        for (size_t i = 0; i + 1 < n; i++)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        buf[n < sizeof h->exe ? n : sizeof h->exe - 1] = '\0';
+        memcpy(h->exe, buf, strlen(buf) + 1);
+        fclose(f);
+    }
+    h->start_time = start_time_of(getpid());
+    struct stat st;
+    if (stat("/proc/self/ns/net", &st) == 0)
+        h->net_ns = (uint64_t)st.st_ino;
 }
 
 /* sv_lock held. Creates and publishes this process's file; -errno leaves publishing off. */

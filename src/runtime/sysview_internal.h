@@ -25,7 +25,6 @@ void rt_sysview_add_peers(const char *provider, uint32_t ifindex, uint64_t count
 /* Helpers shared with the reader. Never block for long. */
 int rt_sysview_default_dir(char *buf, size_t len);
 int rt_sysview_file_locked(int fd);
-uint64_t rt_sysview_start_time(pid_t pid);
 int rt_sysview_own_file(dev_t *dev, ino_t *ino);
 uint64_t rt_sysview_net_ns(void);
 
