@@ -99,4 +99,8 @@ echo "---- both drivers loaded, ran and unloaded in $(awk -v a="$t0" -v b="$t1" 
 [ $src = 0 ] && [ $crc = 0 ] || fail "ndkdrv exit status: server $src, client $crc"
 grep -q "rdmapair-server: PASS" "$tmp/server.log" && grep -q "rdmapair-client: PASS" "$tmp/client.log" ||
 	fail "a driver did not report PASS"
+# A close that timed out or failed is a provider defect even where the late completion still
+# came before the unload check.
+grep -E "waiting for a close completion|closing an NDK object" "$tmp/server.log" "$tmp/client.log" &&
+	fail "a driver's close did not complete in time"
 echo "PASS: $mode"

@@ -289,6 +289,8 @@ NDIS_STATUS vb_device_create(struct vb_provider *prov, NDIS_HANDLE handle, const
     atomic_init(&dev->enabled, true);
     vb_sv_device_init(dev);
     vb_device_set_addrs(dev, ifc);
+    pthread_mutex_init(&dev->win_lock, NULL);
+    ndk_list_init(&dev->wins);
     if ((err = vb_token_init(dev)) != 0)
         goto fail;
     dev->probe_pd = ibv_alloc_pd(ctx);
@@ -316,6 +318,7 @@ fail:
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
     pthread_mutex_destroy(&dev->rinv_lock);
+    pthread_mutex_destroy(&dev->win_lock);
     free(dev->rinv);
     free(dev);
     return ndk_status_from_errno(err);
@@ -337,6 +340,7 @@ void vb_device_destroy(struct vb_device *dev)
     pthread_mutex_destroy(&dev->qpt_lock);
     pthread_mutex_destroy(&dev->wq_lock);
     pthread_mutex_destroy(&dev->rinv_lock);
+    pthread_mutex_destroy(&dev->win_lock);
     free(dev->rinv);
     free(dev);
 }

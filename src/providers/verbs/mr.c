@@ -96,6 +96,22 @@ static NTSTATUS vb_mr_deregister(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     return st;
 }
 
+/* win.c's renew of ph_mw (progress thread, win_lock held): its QP is being destroyed, so the
+ * window goes, and with it the remote token; the registration under it has local rights only. */
+static void vb_mr_win_renew(struct vb_win *w)
+{
+    struct vb_mr *mr = ndk_container_of(w, struct vb_mr, ph_win);
+    struct vb_device *dev = mr->obj.dev;
+
+    pthread_mutex_lock(&mr->lock);
+    vb_rinv_take(dev, vb_win_swap(dev, mr->pd->pd, &mr->ph_mw));
+    if (mr->mw_rkey)
+        vb_rinv_take(dev, mr->mw_rkey);
+    mr->mw_rkey = 0;
+    mr->mw_backed = false;
+    pthread_mutex_unlock(&mr->lock);
+}
+
 static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct vb_mr *mr = to_vb_mr(m);
@@ -123,6 +139,8 @@ static NTSTATUS vb_mr_init_fast(NDK_MR *m, ULONG npages, BOOLEAN remote, NDK_FN_
         }
         mr->ph = ph;
         vb_token_add(mr);
+        if (mr->ph_mw)
+            vb_win_add(mr->obj.dev, &mr->ph_win, vb_mr_win_renew);
     }
     mr->max_pages = npages;
     mr->remote = remote != FALSE;
@@ -207,8 +225,9 @@ int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iov
     return 0;
 }
 
-/* Posting thread, after vb_mr_fast_register(mw): the bind of ph_mw over the new registration
- * [iova, iova+len) with the remote rights of flags; the key takes effect once posted. */
+/* Posting thread, after vb_mr_fast_register(mw), dev->win_lock held until the bind is posted:
+ * the bind of ph_mw over the new registration [iova, iova+len) with the remote rights of flags;
+ * the key takes effect once posted. */
 void vb_mr_bind_wr(struct vb_mr *mr, uint64_t iova, size_t len, ULONG flags, struct ibv_send_wr *t)
 {
     unsigned acc = 0;
@@ -232,12 +251,13 @@ void vb_mr_bind_wr(struct vb_mr *mr, uint64_t iova, size_t len, ULONG flags, str
     t->bind_mw.bind_info.mw_access_flags = acc;
 }
 
-/* Posting thread: the bind of vb_mr_bind_wr was posted (rkey) or refused (0: the registration
- * goes again). */
-void vb_mr_bound(struct vb_mr *mr, uint32_t rkey)
+/* Posting thread, dev->win_lock held: the bind of vb_mr_bind_wr was posted on qp (rkey) or
+ * refused (0: the registration goes again). */
+void vb_mr_bound(struct vb_mr *mr, struct vb_qp *qp, uint32_t rkey)
 {
     pthread_mutex_lock(&mr->lock);
     if (rkey) {
+        mr->ph_win.qp = qp;
         /* libibverbs leaves a type-2 window's key at its allocation value; the next bind names the
          * window by mw->rkey, which rxe checks against its current key (rxe_bind_mw). */
         mr->mw_rkey = rkey;
@@ -306,6 +326,7 @@ static void vb_mr_destroy(struct vb_obj *o)
     if (mr->mw_rkey)
         vb_rinv_take(o->dev, mr->mw_rkey);
     /* The window first: a registration with a window bound over it cannot go (rxe_dereg_mr). */
+    vb_win_del(o->dev, &mr->ph_win);
     if (mr->ph_mw && ibv_dealloc_mw(mr->ph_mw))
         vb_err(o->dev, "ibv_dealloc_mw (token placeholder): %s", strerror(errno));
     if (mr->mr && ibv_dereg_mr(mr->mr))

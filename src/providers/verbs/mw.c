@@ -68,11 +68,27 @@ void vb_mw_emu_invalidate(struct vb_mw *mw)
         ibv_dereg_mr(old);
 }
 
+/* win.c's renew (progress thread, win_lock held): the QP the window was last bound through is
+ * being destroyed; a fresh unbound window takes its place, so the token changes. */
+static void vb_mw_win_renew(struct vb_win *w)
+{
+    struct vb_mw *mw = ndk_container_of(w, struct vb_mw, win);
+    struct vb_device *dev = mw->obj.dev;
+
+    pthread_mutex_lock(&mw->lock);
+    vb_rinv_take(dev, atomic_load(&mw->rkey));
+    vb_rinv_take(dev, vb_win_swap(dev, mw->pd->pd, &mw->mw));
+    atomic_store(&mw->rkey, mw->mw ? mw->mw->rkey : 0);
+    vb_mw_sv(mw, 0);
+    pthread_mutex_unlock(&mw->lock);
+}
+
 static void vb_mw_destroy(struct vb_obj *o)
 {
     struct vb_mw *mw = ndk_container_of(o, struct vb_mw, obj);
 
     vb_obj_sv_free(o);
+    vb_win_del(o->dev, &mw->win);
     if (mw->mw)
         vb_rinv_take(o->dev, atomic_load(&mw->rkey));
     if (mw->mw && ibv_dealloc_mw(mw->mw))
@@ -132,6 +148,7 @@ NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
         return vb_status_from_errno(err);
     }
     atomic_init(&mw->rkey, mw->mw->rkey);
+    vb_win_add(pd->obj.dev, &mw->win, vb_mw_win_renew);
     *out = &mw->ndk;
     return STATUS_SUCCESS;
 }

@@ -202,6 +202,7 @@ NTSTATUS vb_post_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 
 NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE_T len, ULONG flags)
 {
     struct vb_qp *qp = to_vb_qp(q);
+    struct vb_device *dev = qp->obj.dev;
     struct vb_mr *mr;
     struct vb_mw *mw;
     struct ibv_send_wr t = { .opcode = IBV_WR_BIND_MW };
@@ -213,6 +214,8 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         return STATUS_INVALID_PARAMETER;
     mr = to_vb_mr(m);
     mw = to_vb_mw(w);
+    /* win_lock: mw->mw stays the window read here until the bind is posted (win.c). */
+    pthread_mutex_lock(&dev->win_lock);
     pthread_mutex_lock(&mr->lock);
     /* §2.9 NdkBind: in range, and a remote-write window needs an MR with local write. */
     if (!mr->mr || (uintptr_t)va < (uintptr_t)mr->mr->addr ||
@@ -220,6 +223,7 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         ((flags & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE &&
          !(mr->access & IBV_ACCESS_LOCAL_WRITE))) {
         pthread_mutex_unlock(&mr->lock);
+        pthread_mutex_unlock(&dev->win_lock);
         return vb_post_fail(qp, STATUS_ACCESS_VIOLATION);
     }
     if (flags & NDK_OP_FLAG_ALLOW_REMOTE_READ)
@@ -228,6 +232,7 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
         acc |= IBV_ACCESS_REMOTE_WRITE;
     if (!mw->mw) {
         pthread_mutex_unlock(&mr->lock);
+        pthread_mutex_unlock(&dev->win_lock);
         int err = vb_mw_emu_bind(mw, va, len, acc);
         if (err)
             return vb_post_fail(qp, vb_post_fail_status(err));
@@ -238,8 +243,8 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     t.bind_mw.mw = mw->mw;
     t.bind_mw.rkey = ibv_inc_rkey(atomic_load(&mw->rkey));
     /* A record of the old key (the peer invalidated it) or of a wrapped new one is stale now. */
-    vb_rinv_take(qp->obj.dev, atomic_load(&mw->rkey));
-    vb_rinv_take(qp->obj.dev, t.bind_mw.rkey);
+    vb_rinv_take(dev, atomic_load(&mw->rkey));
+    vb_rinv_take(dev, t.bind_mw.rkey);
     t.bind_mw.bind_info.mr = mr->mr;
     t.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)va;
     t.bind_mw.bind_info.length = len;
@@ -251,8 +256,10 @@ NTSTATUS vb_post_bind(NDK_QP *q, PVOID ctx, NDK_MR *m, NDK_MW *w, PVOID va, SIZE
     if (st == STATUS_SUCCESS) {
         atomic_store(&mw->rkey, t.bind_mw.rkey);
         mw->mw->rkey = t.bind_mw.rkey;     /* the window's name in the next bind (vb_mr_bound) */
+        mw->win.qp = qp;
         vb_mw_sv(mw, len);
     }
+    pthread_mutex_unlock(&dev->win_lock);
     return st;
 }
 
@@ -314,9 +321,11 @@ NTSTATUS vb_post_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *m, ULONG npages, CO
         return vb_post_fail(qp, vb_post_fail_status(err));
     if (mw) {
         struct ibv_send_wr t;
+        pthread_mutex_lock(&qp->obj.dev->win_lock);     /* ph_mw stays until posted (win.c) */
         vb_mr_bind_wr(mr, iova, len, flags, &t);
         NTSTATUS st = vb_post_sq(qp, ctx, VB_SOP_FR, NULL, 0, flags & ~(ULONG)NDK_OP_FLAG_INLINE, &t, NULL);
-        vb_mr_bound(mr, st == STATUS_SUCCESS ? t.bind_mw.rkey : 0);
+        vb_mr_bound(mr, qp, st == STATUS_SUCCESS ? t.bind_mw.rkey : 0);
+        pthread_mutex_unlock(&qp->obj.dev->win_lock);
         return st;
     }
     vb_post_soft(qp, ctx, NdkOperationTypeFastRegister, flags, STATUS_SUCCESS);

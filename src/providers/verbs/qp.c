@@ -231,6 +231,7 @@ static void vb_qp_destroy(struct vb_obj *o)
             ndk_list_del(&qp->qpt_link);
         pthread_mutex_unlock(&o->dev->qpt_lock);
         vb_drain_forget(qp);
+        vb_win_release_qp(qp);
         if (ibv_destroy_qp(qp->qp))
             vb_err(o->dev, "ibv_destroy_qp: %s", strerror(errno));
     }

@@ -171,6 +171,10 @@ struct vb_device {
     atomic_uint ntok;
     void *ph_page;
 
+    /* win.c: every type-2 window, with the QP of its last bind (see win.c for win_lock's job). */
+    pthread_mutex_t win_lock;
+    struct ndk_list wins;
+
     /* rinv.c: window keys a peer invalidated, which a LOCAL_INV must not reach (rxe). */
     pthread_mutex_t rinv_lock;
     uint32_t *rinv;
@@ -496,6 +500,17 @@ int vb_post_sges(struct vb_pd *pd, CONST NDK_SGE *sgl, ULONG n, struct ibv_sge *
 
 /* ---- MR / MW (mr.c, mw.c) ---- */
 #define VB_MR_STALE 4
+/* A type-2 window's entry in dev->wins (win.c). */
+struct vb_win {
+    struct ndk_list link;
+    struct vb_qp *qp;               /* QP of the last bind posted (compared, never dereferenced) */
+    void (*renew)(struct vb_win *w);   /* owner: swaps its window (vb_win_swap); win_lock held */
+};
+void vb_win_add(struct vb_device *dev, struct vb_win *w, void (*renew)(struct vb_win *w));
+void vb_win_del(struct vb_device *dev, struct vb_win *w);
+void vb_win_release_qp(struct vb_qp *qp);
+uint32_t vb_win_swap(struct vb_device *dev, struct ibv_pd *pd, struct ibv_mw **mw);
+
 struct vb_mr {
     NDK_MR ndk;
     struct vb_obj obj;
@@ -510,6 +525,7 @@ struct vb_mr {
     struct ibv_mw *ph_mw;           /* unbound window whose rkey is the remote token until the first
                                      * fast register, where the device has MWs (rxe gives a rights-less
                                      * MR rkey 0) */
+    struct vb_win ph_win;           /* ph_mw's entry (win.c) */
     struct ndk_list tok_link;       /* dev->tok (dev->tok_lock) */
     uint32_t tok_lkey;
     int64_t tok_delta;
@@ -530,7 +546,7 @@ struct vb_mr {
 NTSTATUS vb_mr_create(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
 int vb_mr_fast_register(struct vb_mr *mr, uintptr_t va, size_t len, uint64_t iova, int64_t delta, ULONG flags, bool mw);
 void vb_mr_bind_wr(struct vb_mr *mr, uint64_t iova, size_t len, ULONG flags, struct ibv_send_wr *t);
-void vb_mr_bound(struct vb_mr *mr, uint32_t rkey);
+void vb_mr_bound(struct vb_mr *mr, struct vb_qp *qp, uint32_t rkey);
 int vb_mr_invalidate(struct vb_mr *mr, uint32_t *rkey);
 int vb_mr_access(ULONG ndk_flags, bool iwarp, bool mw);
 
@@ -545,6 +561,7 @@ struct vb_mw {
     struct ibv_mr *ph;              /* emulated window: placeholder whose rkey is the unbound token */
     atomic_uint rkey;               /* the token of the current (or pending) binding */
     struct vb_mr *bound;            /* MR under the binding; taken as antecedent (§1.7) */
+    struct vb_win win;              /* mw's entry (win.c), where mw is a device window */
 };
 #define to_vb_mw(p) ndk_container_of((p), struct vb_mw, ndk)
 NTSTATUS vb_mw_create(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
