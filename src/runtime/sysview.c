@@ -291,9 +291,29 @@ static int enabled(struct ndk_rt *rt)
     return !v || !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") || !strcasecmp(v, "false"));
 }
 
+/* fork() keeps only the calling thread: sv_lock is taken across it, so a child never inherits
+ * it held by a thread (a provider's, creating or closing an object) that no longer exists. */
+static void sv_fork_prepare(void)
+{
+    pthread_mutex_lock(&sv_lock);
+}
+
+static void sv_fork_done(void)
+{
+    pthread_mutex_unlock(&sv_lock);
+}
+
+static void sv_register_atfork(void)
+{
+    pthread_atfork(sv_fork_prepare, sv_fork_done, sv_fork_done);
+}
+
 /* At ndk_rt_open: the first runtime of the process publishes. May block (file system). */
 void rt_sysview_acquire(struct ndk_rt *rt)
 {
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&atfork_once, sv_register_atfork);
     pthread_mutex_lock(&sv_lock);
     forget_parent_locked();
     if (sv.refs++ == 0 && sv.fd < 0 && enabled(rt))
