@@ -202,6 +202,48 @@ void case_mw_bind_invalidate(void)
     cf_pair(mw_server, mw_client, NULL, cf_ms(50000));
 }
 
+/* A QP closed while a window bound through it stays open (§1.7: a window's antecedents are its
+ * PD and the MR under the binding, not the QP): the QP's close completes in time, then the window
+ * and the MR close. rxe used to hold such a QP for 50 s in ibv_destroy_qp. */
+static void mw_qp_first_server(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_conn c;
+    cf_server_up(&c, fd, NULL);
+    struct cf_mem m;
+    cf_mem_alloc(&m, 8192, 0, 0);
+    cf_mem_reg(&m, &c.ad, c.pd, RALL);
+    NDK_MW *mw = cf_mw(&c.ad, c.pd);
+    NTSTATUS st = c.qp->Dispatch->NdkBind(c.qp, (PVOID)0xB1, m.mr, mw, m.buf, 4096,
+                                          NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
+    CHECK_ST(st, STATUS_SUCCESS);
+    cf_cq_expect(c.icq, 0xB1, STATUS_SUCCESS, NdkOperationTypeBind);
+    cf_tell(fd, T_DONE, 0, 0, 0, 0);
+    cf_hear(fd, T_END);
+    cf_close(c.conn);
+    c.conn = NULL;
+    cf_close(c.qp);         /* fails after 20 s when the close does not complete */
+    c.qp = NULL;
+    cf_close(mw);
+    cf_mem_free(&m);
+    cf_conn_fini(&c);
+}
+
+static void mw_qp_first_client(int fd, void *arg)
+{
+    (void)arg;
+    struct cf_conn c;
+    cf_client_up(&c, fd, NULL);
+    cf_hear(fd, T_DONE);
+    cf_tell(fd, T_END, 0, 0, 0, 0);
+    cf_conn_fini(&c);
+}
+
+void case_mw_qp_closes_first(void)
+{
+    cf_pair(mw_qp_first_server, mw_qp_first_client, NULL, cf_ms(50000));
+}
+
 /* ==== fast register ==== */
 
 struct lam {
