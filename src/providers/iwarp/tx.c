@@ -7,7 +7,10 @@
  * The TX engine is a resumable state machine (enum dp_tx_state, one transition function
  * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: iw_tx_kick sets
  * tx_pending and trylocks; the owner loops until tx_pending stays clear, so a kick is never
- * lost. Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
+ * lost. Kicker (store tx_pending, then read the mutex) and owner (unlock, then read tx_pending)
+ * are the store-buffering pattern: each needs a full fence between its store and its load
+ * (tx_kick_fence), or both may read the old value and the kick is lost (a failed trylock
+ * orders nothing; seen as a Read Response never sent, rping's server waiting 5 s). Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
  * payload iovecs, trailer; several FPDUs per call); a short write just leaves the batch in
  * DP_TX_SENDING and asks the progress engine for EPOLLOUT.
  * A batch carries whole messages one after another, as tx_pick would send them, until it is
@@ -764,6 +767,13 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
     }
 }
 
+/* The fence of the file's header: between a kicker's store of tx_pending and its trylock, and
+ * between an owner's unlock and its look at tx_pending. */
+static inline void tx_kick_fence(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Returns the first fatal error seen (the caller reports it to the CM without locks). */
 int iw_tx_run(struct iw_qp *qp)
 {
@@ -774,16 +784,18 @@ int iw_tx_run(struct iw_qp *qp)
     if (!dp)
         return 0;
     tx = &dp->tx;
-    atomic_store_explicit(&dp->tx_pending, true, memory_order_release);
-    while (atomic_load_explicit(&dp->tx_pending, memory_order_acquire)) {
+    atomic_store_explicit(&dp->tx_pending, true, memory_order_relaxed);
+    tx_kick_fence();
+    while (atomic_load_explicit(&dp->tx_pending, memory_order_relaxed)) {
         if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
             return ret;                            /* the owner will see tx_pending */
-        atomic_store_explicit(&dp->tx_pending, false, memory_order_release);
+        atomic_store_explicit(&dp->tx_pending, false, memory_order_relaxed);
         /* A stopped engine is DEAD (iw_qp_stop holds tx_mutex) or never sent (a failed
          * establishment: its picks find dp->stopped), so no check of dp->stopped here. */
         tx->prepick = -1;
         int err = tx_engine(qp, dp);
         pthread_mutex_unlock(&dp->tx_mutex);
+        tx_kick_fence();
         if (err < 0 && !ret)
             ret = err;
     }
@@ -802,7 +814,9 @@ int iw_tx_poll(struct iw_qp *qp)
     ready = dp->tx.state != DP_TX_SENDING || dp->fd < 0 || poll(&pf, 1, 0) != 0;
     pthread_mutex_unlock(&dp->tx_mutex);
     /* A kick that found tx_mutex ours waits in tx_pending, as for any owner (iw_tx_run). */
-    if (ready || atomic_load_explicit(&dp->tx_pending, memory_order_acquire))
+    if (!ready)
+        tx_kick_fence();
+    if (ready || atomic_load_explicit(&dp->tx_pending, memory_order_relaxed))
         return iw_tx_run(qp);
     return 0;
 }
@@ -1014,7 +1028,8 @@ void iw_tx_lean_send(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl)
     pthread_mutex_unlock(&dp->tx_mutex);
     /* A kick that found tx_mutex ours (RX: a Read Response, our Terminate) waits in tx_pending,
      * as it would for any owner of the engine (iw_tx_run). */
-    if (atomic_load_explicit(&dp->tx_pending, memory_order_acquire)) {
+    tx_kick_fence();
+    if (atomic_load_explicit(&dp->tx_pending, memory_order_relaxed)) {
         int e = iw_tx_run(qp);
         if (!err)
             err = e;
