@@ -21,15 +21,13 @@ static int iw_arm_rank(int arm)
     }
 }
 
-/* Progress thread: delivers one notification. Holds the reference taken by iw_cq_fire_locked. */
+/* Progress thread: delivers one notification. Holds the reference taken by iw_cq_fire_locked.
+ * The status needs no lock: a fire merged into this run stored it before its queueing, which
+ * the run's taking of the item (iw_run_work) is ordered after. */
 static void iw_cq_notify_work(struct iw_work *w)
 {
     struct iw_cq *cq = ndk_container_of(w, struct iw_cq, notify_work);
-    NTSTATUS st;
-
-    pthread_mutex_lock(&cq->lock);
-    st = cq->notify_status;
-    pthread_mutex_unlock(&cq->lock);
+    NTSTATUS st = atomic_load_explicit(&cq->notify_status, memory_order_relaxed);
     /* No notification for a CQ whose close was requested: its close completion must be the
      * last callback (§3.1), and the consumer has stopped caring. */
     if (!iw_obj_closing(&cq->obj) && cq->notify_cb)
@@ -43,7 +41,7 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
     cq->arm = IW_CQ_ARM_NONE;
     cq->unnotified_any = 0;
     cq->unnotified_sol = 0;
-    cq->notify_status = st;
+    atomic_store_explicit(&cq->notify_status, st, memory_order_relaxed);
     if (st != STATUS_SUCCESS)
         cq->error_notified = true;
     iw_obj_get(&cq->obj);

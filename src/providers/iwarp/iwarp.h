@@ -178,7 +178,7 @@ struct iw_pollable {
 struct iw_work {
     struct ndk_list link;
     void (*fn)(struct iw_work *w);
-    bool queued;                      /* protected by dev->wq_lock */
+    atomic_bool queued;               /* on dev->work or dev->local_work (the exchange decides) */
 };
 
 /* A deadline with a callback, kept in the device's min-heap (O(log n) arm / cancel / fire, so
@@ -382,7 +382,7 @@ struct iw_device {
     pthread_mutex_t mem_lock;
     struct iw_stag_table stags;
 
-    /* Progress engine (progress.c). Job of wq_lock: the work list and the queued flags. */
+    /* Progress engine (progress.c). Job of wq_lock: the work list. */
     pthread_t thread;
     bool thread_running;
     int epfd, evfd;
@@ -403,6 +403,9 @@ struct iw_device {
      * skip an empty list (another thread's queueing also writes evfd, so a stale 0 only defers
      * the item to the wake-up that follows). */
     atomic_uint nwork;
+    /* Work the progress thread queued itself (a CQ notification from its own engines): no lock,
+     * nothing else touches it. */
+    struct ndk_list local_work;
     /* Timers (progress.c). Job of timer_lock: the heap and every timer's deadline and slot.
      * A leaf lock. */
     pthread_mutex_t timer_lock;
@@ -585,7 +588,7 @@ struct iw_cq {
     bool error_notified;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb;
     void *notify_ctx;
-    NTSTATUS notify_status;           /* status for the queued notification */
+    _Atomic(NTSTATUS) notify_status;  /* for the queued notification: written under lock, read without */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
     atomic_uint pushes;               /* entries ever added to the ring, written under lock: a
                                        * poll whose engines added none need not look again */

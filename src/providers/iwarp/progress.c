@@ -41,19 +41,22 @@ static void iw_wake(struct iw_device *dev)
 
 bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
 {
-    bool queued = false;
-
-    pthread_mutex_lock(&dev->wq_lock);
-    if (!w->queued) {
-        w->queued = true;
-        ndk_list_add_tail(&dev->work, &w->link);
-        atomic_fetch_add_explicit(&dev->nwork, 1, memory_order_relaxed);
-        queued = true;
+    /* Whoever turns queued on owns putting w on a list; the progress thread turns it off only
+     * after taking w off, so w is never on two lists. acq_rel: the item's state written before
+     * the queueing is seen by the run, and a run that ended is seen by the next queueing. */
+    if (atomic_exchange_explicit(&w->queued, true, memory_order_acq_rel))
+        return false;
+    if (iw_progress_on_thread(dev)) {
+        /* The progress thread runs it before it next waits: no lock, no wake-up. */
+        ndk_list_add_tail(&dev->local_work, &w->link);
+        return true;
     }
+    pthread_mutex_lock(&dev->wq_lock);
+    ndk_list_add_tail(&dev->work, &w->link);
+    atomic_fetch_add_explicit(&dev->nwork, 1, memory_order_relaxed);
     pthread_mutex_unlock(&dev->wq_lock);
-    if (queued && !iw_progress_on_thread(dev))
-        iw_wake(dev);
-    return queued;
+    iw_wake(dev);
+    return true;
 }
 
 /* Set by the progress thread itself at start: pthread_create may store the thread id only after
@@ -250,22 +253,31 @@ static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
  * no other thread takes items off the list, so a non-zero nwork means one is there. */
 static void iw_run_work(struct iw_device *dev)
 {
-    while (atomic_load_explicit(&dev->nwork, memory_order_relaxed)) {
+    for (;;) {
         struct iw_work *w;
 
-        pthread_mutex_lock(&dev->wq_lock);
-        w = ndk_list_entry(dev->work.next, struct iw_work, link);
-        ndk_list_del(&w->link);
-        w->queued = false;
-        atomic_fetch_sub_explicit(&dev->nwork, 1, memory_order_relaxed);
-        pthread_mutex_unlock(&dev->wq_lock);
+        if (!ndk_list_empty(&dev->local_work)) {
+            w = ndk_list_entry(dev->local_work.next, struct iw_work, link);
+            ndk_list_del(&w->link);
+        } else if (atomic_load_explicit(&dev->nwork, memory_order_relaxed)) {
+            pthread_mutex_lock(&dev->wq_lock);
+            w = ndk_list_entry(dev->work.next, struct iw_work, link);
+            ndk_list_del(&w->link);
+            atomic_fetch_sub_explicit(&dev->nwork, 1, memory_order_relaxed);
+            pthread_mutex_unlock(&dev->wq_lock);
+        } else {
+            return;
+        }
+        /* An exchange, not a store: it reads the last queueing attempt (one merged into this
+         * run included), so what that attempt wrote before it is visible to fn. */
+        atomic_exchange_explicit(&w->queued, false, memory_order_acq_rel);
         w->fn(w);
     }
 }
 
 static bool iw_work_pending(struct iw_device *dev)
 {
-    return atomic_load_explicit(&dev->nwork, memory_order_relaxed) != 0;
+    return !ndk_list_empty(&dev->local_work) || atomic_load_explicit(&dev->nwork, memory_order_relaxed) != 0;
 }
 
 /* One epoll_wait and the handlers of what it returned. Progress thread. */
@@ -524,6 +536,7 @@ int iw_progress_start(struct iw_device *dev)
     int err;
 
     ndk_list_init(&dev->work);
+    ndk_list_init(&dev->local_work);
     pthread_mutex_init(&dev->wq_lock, NULL);
     pthread_mutex_init(&dev->timer_lock, NULL);
     atomic_init(&dev->stopping, false);
