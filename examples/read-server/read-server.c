@@ -107,9 +107,10 @@ static int read_server(SOCKADDR_INET *addr, int count)
     pthread_mutex_lock(&l.lock);
     while (count == 0 || served < count || active > 0) {
         /* Closing what the clients left: they disconnect once their Read is done. */
-        for (int i = 0; i < MAX_CLIENTS; i++) {
-            if (!clients[i].conn || !clients[i].gone)
-                continue;
+        int i = 0;
+        while (i < MAX_CLIENTS && !(clients[i].conn && clients[i].gone))
+            i++;
+        if (i < MAX_CLIENTS) {
             pthread_mutex_unlock(&l.lock);
             ex_disconnect(clients[i].conn);  /* finishes our side; completes at once */
             ex_close(clients[i].conn);
@@ -118,6 +119,9 @@ static int read_server(SOCKADDR_INET *addr, int count)
             memset(&clients[i], 0, sizeof clients[i]);
             served++;
             active--;
+            /* Look again from the start: a disconnect that came while the lock was dropped
+             * set its flag and woke nobody, so waiting now could wait for ever. */
+            continue;
         }
         if (count && served + active >= count) {
             if (active == 0)

@@ -162,10 +162,11 @@ static int srq_server(SOCKADDR_INET *addr, int count)
     int served = 0, active = 0;
     pthread_mutex_lock(&s.l.lock);
     while (count == 0 || served < count) {
-        for (int i = 0; i < MAX_CLIENTS; i++) {
+        int i = 0;
+        while (i < MAX_CLIENTS && !(s.clients[i].conn && s.clients[i].gone))
+            i++;
+        if (i < MAX_CLIENTS) {
             struct client *c = &s.clients[i];
-            if (!c->conn || !c->gone)
-                continue;
             pthread_mutex_unlock(&s.l.lock);
             ex_disconnect(c->conn);          /* the client left first; completes at once */
             ex_close(c->conn);
@@ -174,6 +175,9 @@ static int srq_server(SOCKADDR_INET *addr, int count)
             memset(c, 0, sizeof *c);
             served++;
             active--;
+            /* Look again from the start: a disconnect that came while the lock was dropped
+             * set its flag and woke nobody, so waiting now could wait for ever. */
+            continue;
         }
         if ((count && served + active >= count) || s.l.head == s.l.tail) {
             if (count && served >= count)
