@@ -678,9 +678,12 @@ struct agg {
     uint64_t size, count, bytes, elapsed_ns, cli_cpu_us, srv_cpu_us;
     double   avg_Bps, peak_Bps;
     bool     verified;
-    uint64_t *lat;
+    uint64_t *lat;                           /* nlat samples, in no order */
     size_t   nlat;
+    uint64_t lat_at[5];                      /* at agg_lat_q of them */
 };
+
+static const double agg_lat_q[5] = { 0, 0.5, 0.99, 0.999, 1 };   /* min, typical, p99, p99.9, max */
 
 static void aggregate(unsigned p, struct agg *a)
 {
@@ -716,10 +719,9 @@ static void aggregate(unsigned p, struct agg *a)
             memcpy(a->lat + k, r->lat, r->nlat * sizeof *r->lat);
             k += r->nlat;
         }
-        if (a->lat)
-            ndk_tool_stat_sort_u64(a->lat, a->nlat);
-        else
+        if (!a->lat)
             a->nlat = 0;
+        ndk_tool_stat_percentiles(a->lat, a->nlat, agg_lat_q, 5, a->lat_at);
     }
 }
 
@@ -737,11 +739,11 @@ static void lat_stats(const struct agg *a, double *min, double *max, double *typ
     *avg = sum / n / 1e3;
     double var = sq / n - (sum / n) * (sum / n);
     *sd = sqrt(var > 0 ? var : 0) / 1e3;
-    *min = a->nlat ? (double)a->lat[0] / 1e3 : 0;
-    *max = a->nlat ? (double)a->lat[a->nlat - 1] / 1e3 : 0;
-    *typ = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.5) / 1e3;
-    *p99 = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.99) / 1e3;
-    *p999 = (double)ndk_tool_stat_percentile(a->lat, a->nlat, 0.999) / 1e3;
+    *min = (double)a->lat_at[0] / 1e3;
+    *typ = (double)a->lat_at[1] / 1e3;
+    *p99 = (double)a->lat_at[2] / 1e3;
+    *p999 = (double)a->lat_at[3] / 1e3;
+    *max = (double)a->lat_at[4] / 1e3;
 }
 
 static const char *dashes = "---------------------------------------------------------------------------------------------------------";

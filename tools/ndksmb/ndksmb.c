@@ -624,10 +624,11 @@ static int cmd_ls(opts *o, const char *url)
 static void bench_json_or_print(const opts *o, ndk_tool_json *j, const char *name, uint64_t bytes, uint64_t ns,
                                 uint64_t *lat, size_t n)
 {
-    ndk_tool_stat_sort_u64(lat, n);
+    static const double q[] = { 0.5, 0.99 };
+    uint64_t at[2];
+    ndk_tool_stat_percentiles(lat, n, q, 2, at);
     double secs = (double)ns / 1e9, mbs = secs > 0 ? (double)bytes / secs / 1e6 : 0;
-    double p50 = n ? (double)ndk_tool_stat_percentile(lat, n, 0.5) / 1e3 : 0;
-    double p99 = n ? (double)ndk_tool_stat_percentile(lat, n, 0.99) / 1e3 : 0;
+    double p50 = (double)at[0] / 1e3, p99 = (double)at[1] / 1e3;
     if (o->json) {
         ndk_tool_json_open(j, name, '{');
         ndk_tool_json_u64(j, "bytes", bytes);
