@@ -47,15 +47,6 @@ bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
     return q;
 }
 
-/* The stub's progress thread marks itself, as progress.c's does (CQ polls made from it must not
- * run the engines inline). */
-static __thread const struct iw_device *stub_progress_dev;
-
-bool iw_progress_on_thread(const struct iw_device *dev)
-{
-    return stub_progress_dev == dev;
-}
-
 static void run_work(struct iw_device *dev)
 {
     for (;;) {
@@ -146,7 +137,9 @@ static void *progress(void *arg)
 {
     struct dpt_env *e = arg;
 
-    stub_progress_dev = &e->dev;
+    /* Marks itself as progress.c's thread does (iw_progress_on_thread): CQ polls made from it
+     * must not run the engines inline. */
+    atomic_store(&e->dev.progress_self, pthread_self());
     while (!atomic_load(&e->stop)) {
         struct pollfd pf[2];
         int idx[2], n = 0;

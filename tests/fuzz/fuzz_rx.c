@@ -88,13 +88,6 @@ bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
     return q;
 }
 
-/* The harness is the progress thread: a CQ poll from it never runs the engines inline, so the
- * pieces the input chose are exactly the reads the engine sees. */
-bool iw_progress_on_thread(const struct iw_device *dev)
-{
-    return dev == &g_dev;
-}
-
 void iw_cm_connection_failed(struct iw_qp *qp, int err)
 {
     (void)qp;
@@ -134,6 +127,9 @@ static void env_init(void)
     pthread_mutex_init(&g_dev.lock, NULL);
     pthread_mutex_init(&g_dev.mem_lock, NULL);
     pthread_mutex_init(&g_dev.wq_lock, NULL);
+    /* The harness is the progress thread (iw_progress_on_thread): a CQ poll from it never runs
+     * the engines inline, so the pieces the input chose are exactly the reads the engine sees. */
+    atomic_store(&g_dev.progress_self, pthread_self());
     ndk_list_init(&g_dev.work);
     ndk_list_init(&g_dev.endpoints);
     ndk_list_init(&g_dev.connectors);

@@ -215,8 +215,8 @@ void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t);
  * the earliest. Any thread, any lock held except dev->timer_lock / dev->wq_lock; never blocks. */
 bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms);
 bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
-/* TRUE when the caller is dev's progress thread. */
-bool iw_progress_on_thread(const struct iw_device *dev);
+/* iw_progress_on_thread(dev), TRUE when the caller is dev's progress thread: inline, after
+ * struct iw_device (asked at every CQ poll). */
 /* The ring wait (progress.c): while a socket's reads are lent to it, the progress thread
  * sleeps in one io_uring_enter that waits for the epoll set and receives that socket's next
  * bytes, where epoll_wait would wake it only to call recv (one system call per message, as a
@@ -384,6 +384,10 @@ struct iw_device {
 
     /* Progress engine (progress.c). Job of wq_lock: the work list. */
     pthread_t thread;
+    /* The progress thread's own pthread_self(), stored by that thread at start and cleared (0: no
+     * glibc thread has that id) before it ends: pthread_create may store `thread` only after the
+     * new thread runs, so reading `thread` there would race. */
+    _Atomic(pthread_t) progress_self;
     bool thread_running;
     int epfd, evfd;
     atomic_bool stopping;
@@ -416,6 +420,15 @@ struct iw_device {
      * (another thread that arms an earlier timer wakes it, as before). */
     _Atomic uint64_t timer_next;
 };
+
+/* Not a thread-local: the provider is dlopen'ed, where reading one costs a __tls_get_addr call,
+ * and glibc's static TLS reserve is too small for the initial-exec model (dlopen fails).
+ * Relaxed: the progress thread reads its own store; any other thread sees 0 or that thread's
+ * id, never its own. Any thread. */
+static inline bool iw_progress_on_thread(const struct iw_device *dev)
+{
+    return pthread_equal(pthread_self(), atomic_load_explicit(&dev->progress_self, memory_order_relaxed));
+}
 
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */
 NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const NDK_PROVIDER_INTERFACE *ifc,

@@ -59,15 +59,6 @@ bool iw_progress_queue(struct iw_device *dev, struct iw_work *w)
     return true;
 }
 
-/* Set by the progress thread itself at start: pthread_create may store the thread id only after
- * the new thread already runs, so comparing pthread_self() with dev->thread would race. */
-static __thread const struct iw_device *iw_tls_dev;
-
-bool iw_progress_on_thread(const struct iw_device *dev)
-{
-    return iw_tls_dev == dev;
-}
-
 /* One epoll_ctl() on p's socket; p->events follows it when it succeeds. */
 static int progress_ctl(struct iw_device *dev, struct iw_pollable *p, int op, uint32_t events)
 {
@@ -502,7 +493,7 @@ static void *iw_progress_main(void *arg)
 {
     struct iw_device *dev = arg;
 
-    iw_tls_dev = dev;
+    atomic_store_explicit(&dev->progress_self, pthread_self(), memory_order_relaxed);
     iw_log_bind_thread(dev);
     if (!dev->no_progress_ring)
         iw_ring_open(dev);
@@ -527,6 +518,7 @@ static void *iw_progress_main(void *arg)
     }
     iw_run_work(dev);
     iw_ring_close(dev);
+    atomic_store_explicit(&dev->progress_self, (pthread_t)0, memory_order_relaxed);
     return NULL;
 }
 
