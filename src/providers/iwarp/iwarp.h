@@ -215,8 +215,6 @@ void iw_progress_timer_fini(struct iw_device *dev, struct iw_timer *t);
  * the earliest. Any thread, any lock held except dev->timer_lock / dev->wq_lock; never blocks. */
 bool iw_progress_timer_arm(struct iw_device *dev, struct iw_timer *t, uint64_t deadline_ms);
 bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t);
-/* iw_progress_on_thread(dev), TRUE when the caller is dev's progress thread: inline, after
- * struct iw_device (asked at every CQ poll). */
 /* The ring wait (progress.c): while a socket's reads are lent to it, the progress thread
  * sleeps in one io_uring_enter that waits for the epoll set and receives that socket's next
  * bytes, where epoll_wait would wake it only to call recv (one system call per message, as a
@@ -421,10 +419,10 @@ struct iw_device {
     _Atomic uint64_t timer_next;
 };
 
-/* Not a thread-local: the provider is dlopen'ed, where reading one costs a __tls_get_addr call,
- * and glibc's static TLS reserve is too small for the initial-exec model (dlopen fails).
- * Relaxed: the progress thread reads its own store; any other thread sees 0 or that thread's
- * id, never its own. Any thread. */
+/* TRUE when the caller is dev's progress thread; asked at every CQ poll. Not a thread-local: the
+ * provider is dlopen'ed, where reading one costs a __tls_get_addr call, and glibc's static TLS
+ * reserve is too small for the initial-exec model (dlopen fails). Relaxed: the progress thread
+ * reads its own store; any other thread sees 0 or that thread's id, never its own. Any thread. */
 static inline bool iw_progress_on_thread(const struct iw_device *dev)
 {
     return pthread_equal(pthread_self(), atomic_load_explicit(&dev->progress_self, memory_order_relaxed));

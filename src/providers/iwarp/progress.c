@@ -239,9 +239,12 @@ static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
     return next;
 }
 
-/* Runs every queued work item. Items queued while running are run in the same pass, so a chain
- * of close completions (QP -> PD ...) drains before the next epoll_wait. Progress thread only:
- * no other thread takes items off the list, so a non-zero nwork means one is there. */
+/* Runs every queued work item, the progress thread's own (local_work) first. Items queued while
+ * running are run in the same pass, so a chain of close completions (QP -> PD ...) drains before
+ * the next epoll_wait. Order between the two lists does not matter: every item that calls back
+ * for an object holds a reference, so that object's close cannot finish before it runs. Progress
+ * thread only: no other thread takes items off either list, so a non-zero nwork means one is on
+ * dev->work. */
 static void iw_run_work(struct iw_device *dev)
 {
     for (;;) {
