@@ -38,7 +38,7 @@ static void iw_cq_notify_work(struct iw_work *w)
 /* Satisfies the current arm: clears it and queues the callback. cq->lock held. */
 static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
 {
-    cq->arm = IW_CQ_ARM_NONE;
+    atomic_store_explicit(&cq->arm, IW_CQ_ARM_NONE, memory_order_relaxed);
     cq->unnotified_any = 0;
     cq->unnotified_sol = 0;
     atomic_store_explicit(&cq->notify_status, st, memory_order_relaxed);
@@ -63,6 +63,7 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
     int err = 0;
 
     pthread_mutex_lock(&cq->lock);
+    int arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
     if (cq->error) {
         err = -EOVERFLOW;       /* §3.4: after an overrun no further completions are reported */
     } else if (cq->count == cq->depth) {
@@ -70,7 +71,7 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
         IW_COUNT(cq->obj.dev, cq_error, 1);
         iw_warn("CQ[%u] overrun (depth %u)", cq->obj.id, cq->depth);
         /* An error satisfies any arm type (§5.7 rule 5). */
-        if (cq->arm != IW_CQ_ARM_NONE)
+        if (arm != IW_CQ_ARM_NONE)
             iw_cq_fire_locked(cq, cq->error);
         err = -EOVERFLOW;
     } else {
@@ -83,8 +84,8 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
         cq->unnotified_any++;
         if (solicited || res->Status != STATUS_SUCCESS)
             cq->unnotified_sol++;
-        if (cq->arm == IW_CQ_ARM_ANY ||
-            (cq->arm == IW_CQ_ARM_SOLICITED && (solicited || res->Status != STATUS_SUCCESS)))
+        if (arm == IW_CQ_ARM_ANY ||
+            (arm == IW_CQ_ARM_SOLICITED && (solicited || res->Status != STATUS_SUCCESS)))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
@@ -95,21 +96,27 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
 {
     struct iw_cq *cq = to_iw_cq(c);
     bool was_busy;
+    int arm;
 
     if (type > NDK_CQ_NOTIFY_SOLICITED)
         return;
     pthread_mutex_lock(&cq->lock);
-    was_busy = cq->short_polls >= IW_POLL_ENTER;
-    cq->short_polls = 0;
-    if (iw_arm_rank((int)type) > iw_arm_rank(cq->arm))
-        cq->arm = (int)type;
+    /* A load and a store, not an exchange: a poll counted meanwhile by another thread only
+     * starts the next count at one. */
+    was_busy = atomic_load_explicit(&cq->short_polls, memory_order_relaxed) >= IW_POLL_ENTER;
+    atomic_store_explicit(&cq->short_polls, 0, memory_order_relaxed);
+    arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
+    if (iw_arm_rank((int)type) > iw_arm_rank(arm)) {
+        arm = (int)type;
+        atomic_store_explicit(&cq->arm, arm, memory_order_relaxed);
+    }
     if (cq->error && !cq->error_notified) {
         /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
         iw_cq_fire_locked(cq, cq->error);
     } else if (!cq->error && cq->count) {
         /* §5.7 rule 2: completions that arrived since the last notification satisfy at once. */
-        if ((cq->arm == IW_CQ_ARM_ANY && cq->unnotified_any) ||
-            (cq->arm == IW_CQ_ARM_SOLICITED && cq->unnotified_sol))
+        if ((arm == IW_CQ_ARM_ANY && cq->unnotified_any) ||
+            (arm == IW_CQ_ARM_SOLICITED && cq->unnotified_sol))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
@@ -121,10 +128,8 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
         iw_poll_cq_stop(cq);
 }
 
-/* Takes up to n entries. busy (NULL when the caller could not run the engines anyway): set when
- * the consumer counts as busy-polling (the CQ came back short IW_POLL_ENTER times in a row,
- * unarmed, each within IW_POLL_GAP_NS of the last). Any thread; takes cq->lock. */
-static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n, bool *busy)
+/* Takes up to n entries. Any thread; takes cq->lock. */
+static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     ULONG got = 0;
 
@@ -152,31 +157,48 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
         cq->unnotified_any = 0;
         cq->unnotified_sol = 0;
     }
-    if (busy && got < n && cq->arm == IW_CQ_ARM_NONE) {
-        if (cq->short_polls < IW_POLL_ENTER || ++cq->busy_unclocked >= IW_POLL_CLOCK_EVERY) {
-            uint64_t now = iw_now_ns();
-            cq->busy_unclocked = 0;
-            if (now - cq->last_short_ns > IW_POLL_GAP_NS)
-                cq->short_polls = 0;
-            cq->last_short_ns = now;
-            if (cq->short_polls < IW_POLL_ENTER)
-                cq->short_polls++;
-        }
-        *busy = cq->short_polls >= IW_POLL_ENTER;
-    }
     pthread_mutex_unlock(&cq->lock);
     return got;
+}
+
+/* A poll that may run the engines came back short: counts it, and returns whether the consumer
+ * counts as busy-polling (the CQ came back short IW_POLL_ENTER times in a row, unarmed, each
+ * within IW_POLL_GAP_NS of the last). Consumer threads; no lock (see struct iw_cq), so an
+ * empty busy poll takes none of the CQ's. */
+static bool iw_cq_short_poll(struct iw_cq *cq)
+{
+    if (atomic_load_explicit(&cq->arm, memory_order_relaxed) != IW_CQ_ARM_NONE)
+        return false;
+    unsigned sp = atomic_load_explicit(&cq->short_polls, memory_order_relaxed);
+    if (sp >= IW_POLL_ENTER) {
+        unsigned u = atomic_load_explicit(&cq->busy_unclocked, memory_order_relaxed) + 1;
+        if (u < IW_POLL_CLOCK_EVERY) {
+            atomic_store_explicit(&cq->busy_unclocked, u, memory_order_relaxed);
+            return true;
+        }
+    }
+    uint64_t now = iw_now_ns();
+    atomic_store_explicit(&cq->busy_unclocked, 0, memory_order_relaxed);
+    if (now - atomic_load_explicit(&cq->last_short_ns, memory_order_relaxed) > IW_POLL_GAP_NS)
+        sp = 0;
+    atomic_store_explicit(&cq->last_short_ns, now, memory_order_relaxed);
+    if (sp < IW_POLL_ENTER)
+        sp++;
+    atomic_store_explicit(&cq->short_polls, sp, memory_order_relaxed);
+    return sp >= IW_POLL_ENTER;
 }
 
 /* Whether the ring was empty as pops was read: every entry counted by pushes had been taken by
  * then (pops is read first, hence acquire). An entry pushed since is one a locked look a moment
  * earlier would have missed too; one pushed before the notification that brought a callback here
- * is visible, the queueing of that notification ordering the two. Any thread, no lock. */
-static bool iw_cq_seen_empty(struct iw_cq *cq)
+ * is visible, the queueing of that notification ordering the two. *pushes: the count read. Any
+ * thread, no lock. */
+static bool iw_cq_seen_empty(struct iw_cq *cq, unsigned *pushes)
 {
     unsigned pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
 
-    return pops == atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    *pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    return pops == *pushes;
 }
 
 /* NdkGetCqResults(Ex). A busy-polling consumer runs the engines of the CQ's QPs itself when the
@@ -188,20 +210,21 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* A consumer polling from a notification callback is on the progress thread already. */
     bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
+    unsigned pushes;
+    ULONG got = 0;
 
-    /* A poll that runs no engine keeps no busy count either: on an empty ring it has nothing
-     * to do, and the busy-poll path pays nothing for the check. */
-    if (!may_run && iw_cq_seen_empty(cq))
-        return 0;
-    unsigned pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
-    ULONG got = iw_cq_pop(cq, ex, plain, n, may_run ? &busy : NULL);
-
+    /* An empty ring is seen without the lock: most busy polls find nothing. */
+    if (!iw_cq_seen_empty(cq, &pushes))
+        got = iw_cq_pop(cq, ex, plain, n);
+    if (!may_run || got == n)
+        return got;
+    busy = iw_cq_short_poll(cq);
     /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */
-    if (got < n && (busy || (may_run && atomic_load_explicit(&cq->polled_qps, memory_order_relaxed)))) {
+    if (busy || atomic_load_explicit(&cq->polled_qps, memory_order_relaxed)) {
         iw_poll_cq(cq, busy);
         /* Most busy polls find nothing: then the CQ's lock is not taken a second time. */
         if (atomic_load_explicit(&cq->pushes, memory_order_relaxed) != pushes)
-            got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got, NULL);
+            got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got);
     }
     return got;
 }
@@ -325,7 +348,7 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     pthread_mutex_init(&cq->qps_lock, NULL);
     ndk_list_init(&cq->qps);
     cq->depth = depth;
-    cq->arm = IW_CQ_ARM_NONE;
+    atomic_init(&cq->arm, IW_CQ_ARM_NONE);
     cq->notify_cb = cb;
     cq->notify_ctx = cbctx;
     cq->notify_work.fn = iw_cq_notify_work;

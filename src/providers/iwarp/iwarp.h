@@ -592,7 +592,8 @@ struct iw_cq {
     pthread_mutex_t lock;
     NDK_RESULT_EX *ring;
     uint32_t depth, head, count;      /* entries at ring[(head + i) % depth], i < count */
-    int arm;                          /* enum iw_cq_arm */
+    _Atomic int arm;                  /* enum iw_cq_arm: written under lock; a poll's busy count
+                                       * reads it without (relaxed: a hint, as below) */
     uint32_t unnotified_any;          /* completions since the last notification */
     uint32_t unnotified_sol;          /* solicited or failed ones among them (§5.7) */
     NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun) */
@@ -606,9 +607,12 @@ struct iw_cq {
     atomic_uint pops;                 /* entries ever taken, written under lock: pops == pushes
                                        * tells a poll that cannot run engines the ring is empty
                                        * without taking the lock */
-    uint32_t short_polls;             /* short polls in a row, each soon after the last (lock) */
-    uint32_t busy_unclocked;          /* busy short polls since the clock was last read (lock) */
-    uint64_t last_short_ns;           /* when the last one was (lock) */
+    /* The busy-poll heuristic (iw_cq_short_poll), kept by the polling threads without a lock
+     * (relaxed: two threads polling one CQ at once may lose a count, which only delays the
+     * switch to busy-polling by a poll). */
+    atomic_uint short_polls;          /* short polls in a row, each soon after the last */
+    atomic_uint busy_unclocked;       /* busy short polls since the clock was last read */
+    _Atomic uint64_t last_short_ns;   /* when the last one was */
     /* Consumer-driven progress (poll.c). Job of qps_lock: the list of connected QPs that
      * complete here, and their engines' use by a polling consumer (a QP leaves the list only
      * under it, so a poller holding it may run the QP's engines). The outermost lock of the
