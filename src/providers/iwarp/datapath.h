@@ -126,6 +126,7 @@ enum dp_sqe_state {
     DP_SQE_QUEUED = 0,        /* posted, TX has not reached it */
     DP_SQE_ACTIVE,            /* TX is transmitting it (Send / Write / Read Request) */
     DP_SQE_WAIT_RESP,         /* Read Request out, waiting for the Read Response (in the ORQ) */
+    DP_SQE_WAIT_MEM,          /* an invalidation waiting for placements into its object */
     DP_SQE_DONE,              /* finished; retired (completed) in posting order */
 };
 

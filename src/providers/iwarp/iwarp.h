@@ -783,6 +783,15 @@ int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out);
 /* ====================================================================================
  * MR / MW and the STag table (mem.c)
  * ==================================================================================== */
+/* An NdkInvalidate of an MR or MW that waits for the placements into it that began before it
+ * (mem.c, iw_mem_inval_wait): the QP whose SQ holds it (a reference held while set), and the
+ * work that completes it once the object's last data-path user lets go. */
+struct iw_mem_inval {
+    _Atomic(struct iw_qp *) qp;
+    struct iw_work work;
+    struct iw_obj *obj;               /* the MR or MW it is part of */
+};
+
 struct iw_mr {
     NDK_MR ndk;
     struct iw_obj obj;
@@ -811,6 +820,7 @@ struct iw_mr {
     NDK_FN_REQUEST_COMPLETION dereg_cb;
     void *dereg_ctx;
     struct iw_work dereg_work;
+    struct iw_mem_inval inval;        /* a fast-registered MR's invalidation */
 };
 static inline struct iw_mr *to_iw_mr(NDK_MR *m) { return ndk_container_of(m, struct iw_mr, ndk); }
 
@@ -823,6 +833,8 @@ struct iw_mw {
     uint64_t base_va, length;         /* also written under dev->mem_lock, as the MR's */
     ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
     /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
+    atomic_int dma_users;             /* data-path users, as the MR's */
+    struct iw_mem_inval inval;
 };
 static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, struct iw_mw, ndk); }
 #define IW_MW_ANTE_MR 1
@@ -843,11 +855,23 @@ struct iw_mem_view {
 };
 
 /* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
- * (for MRs) a DMA-user count held: release both with iw_mem_put. With view, also what it covers
+ * a DMA-user count held: release both with iw_mem_put. With view, also what it covers
  * at that moment. -ENOENT when the STag is not valid (wrong key, free index, deregistered).
  * Any thread; takes dev->mem_lock. */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
 void iw_mem_put(struct iw_obj *mem);
+/* An NdkInvalidate of mem has just made its token invalid on qp's SQ: returns true when
+ * placements that began before are still running, so that the request's completion must wait
+ * for them (qp then completes it through iw_qp_sq_mem_released when the last one ends); false
+ * when it completes now. A second QP invalidating the same object while the first waits is not
+ * made to wait (a re-registration and a new invalidation within one placement). qp->lock held;
+ * never blocks. */
+bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *mem);
+/* The last placement into mem ended: the invalidations of it waiting on qp's SQ are done (qp.c,
+ * called by mem.c). Progress thread; takes qp->lock. */
+void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem);
+/* Whether the data path holds mem (iw_mem_get without its iw_mem_put yet). Any thread. */
+bool iw_mem_placing(struct iw_obj *mem);
 /* A fresh random key for stag's slot when a fast register / bind issues a new token (RFC 5040
  * §8). Returns the new STag (the old one if no random byte could be had). mem_lock not held. */
 uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag);

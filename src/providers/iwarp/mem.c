@@ -5,7 +5,8 @@
  * (siw does the same); whether a peer may use it is decided by the access checks of the data
  * path. The core never dereferences a registered address: MDL virtual addresses are labels.
  *
- * Talks to: obj.c, progress.c (the deregistration completion). Called by access.c, post.c, pd.c. */
+ * Talks to: obj.c, progress.c (the deregistration completion), qp.c (an invalidation that waited
+ * for placements in flight). Called by access.c, post.c, pd.c, tx.c. */
 #include "iwarp.h"
 
 #include <errno.h>
@@ -56,6 +57,7 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
         struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
         if (mw->stag != stag || !mw->bound)
             goto out;
+        atomic_fetch_add(&mw->dma_users, 1);
         if (view)
             *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->access, false, true };
     }
@@ -78,18 +80,53 @@ static void iw_mr_dereg_work(struct iw_work *w)
     iw_obj_put(&mr->obj);
 }
 
+static atomic_int *iw_mem_users(struct iw_obj *o)
+{
+    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->dma_users
+                                : &ndk_container_of(o, struct iw_mw, obj)->dma_users;
+}
+
+static struct iw_mem_inval *iw_mem_inval_of(struct iw_obj *o)
+{
+    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->inval
+                                : &ndk_container_of(o, struct iw_mw, obj)->inval;
+}
+
+/* Progress thread: the last placement into the object ended; completes the invalidation that
+ * waited for it, unless iw_mem_inval_wait took it back. Holds the reference taken by iw_mem_put. */
+static void iw_mem_inval_work(struct iw_work *w)
+{
+    struct iw_mem_inval *inv = ndk_container_of(w, struct iw_mem_inval, work);
+    struct iw_qp *qp = atomic_exchange(&inv->qp, NULL);
+
+    if (qp) {
+        iw_qp_sq_mem_released(qp, inv->obj);
+        iw_obj_put(&qp->obj);
+    }
+    iw_obj_put(inv->obj);
+}
+
+static void iw_mem_inval_init(struct iw_mem_inval *inv, struct iw_obj *o)
+{
+    atomic_init(&inv->qp, NULL);
+    inv->work.fn = iw_mem_inval_work;
+    ndk_list_init(&inv->work.link);
+    inv->obj = o;
+}
+
 void iw_mem_put(struct iw_obj *o)
 {
-    if (o->type == IW_OBJ_MR) {
-        struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
-        struct iw_device *dev = o->dev;
-        bool done;
+    struct iw_device *dev = o->dev;
+    bool done = false;
+    /* Against iw_deregister_mr and iw_mem_inval_wait: each publishes its waiting, then reads
+     * dma_users; we lower dma_users, then read what waits (all sequentially consistent), so at
+     * least one of the two sides sees the other. For the deregister the recheck under mem_lock
+     * lets only one complete; for an invalidation the exchange of inval.qp does. */
+    bool last = atomic_fetch_sub(iw_mem_users(o), 1) == 1;
 
-        /* Against iw_deregister_mr: it raises dereg_waiting, then reads dma_users; we lower
-         * dma_users, then read dereg_waiting (both sequentially consistent), so at least one
-         * of us sees the other, and the recheck under mem_lock lets only one complete. */
-        done = false;
-        if (atomic_fetch_sub(&mr->dma_users, 1) == 1 && atomic_load(&mr->dereg_waiting)) {
+    if (last && o->type == IW_OBJ_MR) {
+        struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
+        if (atomic_load(&mr->dereg_waiting)) {
             pthread_mutex_lock(&dev->mem_lock);
             done = atomic_load(&mr->dereg_waiting) && atomic_load(&mr->dma_users) == 0;
             if (done)
@@ -99,7 +136,42 @@ void iw_mem_put(struct iw_obj *o)
         if (done)
             iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
+    if (last) {
+        struct iw_mem_inval *inv = iw_mem_inval_of(o);
+        if (atomic_load(&inv->qp)) {
+            iw_obj_get(o);
+            if (!iw_progress_queue(dev, &inv->work))
+                iw_obj_put(o);                         /* queued already: it holds one */
+        }
+    }
     iw_obj_put(o);
+}
+
+bool iw_mem_placing(struct iw_obj *o)
+{
+    return atomic_load(iw_mem_users(o)) != 0;
+}
+
+bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *o)
+{
+    struct iw_mem_inval *inv = iw_mem_inval_of(o);
+    struct iw_qp *prev = NULL;
+
+    /* Nothing in flight: none can start either, the token being invalid under mem_lock. */
+    if (!atomic_load(iw_mem_users(o)))
+        return false;
+    iw_obj_get(&qp->obj);
+    if (!atomic_compare_exchange_strong(&inv->qp, &prev, qp)) {
+        iw_obj_put(&qp->obj);                          /* not the last reference: the caller's */
+        return prev == qp;                             /* its work completes every one of qp's */
+    }
+    if (atomic_load(iw_mem_users(o)))
+        return true;
+    if (atomic_exchange(&inv->qp, NULL) == qp) {
+        iw_obj_put(&qp->obj);
+        return false;
+    }
+    return true;                                       /* the last user's work has it */
 }
 
 /* ---- the system view ---- */
@@ -312,6 +384,7 @@ NTSTATUS iw_create_mr(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     atomic_init(&mr->dma_users, 0);
     mr->dereg_work.fn = iw_mr_dereg_work;
     ndk_list_init(&mr->dereg_work.link);
+    iw_mem_inval_init(&mr->inval, &mr->obj);
     iw_obj_set_ante(&mr->obj, 0, &pd->obj);
     pthread_mutex_lock(&dev->mem_lock);
     iw_mem_sv_describe_locked(&mr->obj);
@@ -388,6 +461,8 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     }
     iw_obj_init(&mw->obj, &iw_mw_ops, IW_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &iw_mw_dispatch);
     pthread_mutex_init(&mw->lock, NULL);
+    atomic_init(&mw->dma_users, 0);
+    iw_mem_inval_init(&mw->inval, &mw->obj);
     iw_obj_set_ante(&mw->obj, 0, &pd->obj);
     /* The window's STag exists from creation but is invalid until a bind (mw->bound). */
     if (iw_mem_stag_alloc(dev, &mw->obj, &stag) < 0) {

@@ -167,6 +167,20 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp)
     }
 }
 
+void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem)
+{
+    pthread_mutex_lock(&qp->lock);
+    /* Gone when the QP stopped meanwhile: the stop flushed the entry. */
+    for (uint32_t i = 0; qp->dp && i < qp->sq.count; i++) {
+        struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
+        if (s->state == DP_SQE_WAIT_MEM && iw_wq_at(&qp->sq, i)->mem == mem)
+            s->state = DP_SQE_DONE;
+    }
+    if (qp->dp)
+        iw_qp_sq_retire_locked(qp);
+    pthread_mutex_unlock(&qp->lock);
+}
+
 void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err)
 {
     struct iw_dp *dp = qp->dp;
@@ -604,6 +618,14 @@ void iw_qp_stop(struct iw_qp *qp)
         iw_tx_stop_locked(qp, dp);
         /* The receive being filled left the RQ: complete it first (it is the oldest). */
         iw_rx_stop_locked(qp, dp);
+        /* An invalidation that waited for placements: this connection's ended with its RX
+         * engine just now (often the Write after the invalidation met the invalid token and
+         * ended it); it is done unless another connection still places into the object. */
+        for (uint32_t i = 0; i < qp->sq.count; i++) {
+            struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
+            if (s->state == DP_SQE_WAIT_MEM && !iw_mem_placing(iw_wq_at(&qp->sq, i)->mem))
+                s->state = DP_SQE_DONE;
+        }
         /* SQ entries with a recorded error (local failure, or the one the peer's Terminate
          * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
         uint32_t last_failed = UINT32_MAX;

@@ -201,6 +201,12 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
                 tx_fail_sqe_locked(qp, dp, slot, s->status, IW_PEC(IW_PEC_POSTED, 0, 0, 0));
                 return tx_pick_locked(qp, dp, more); /* sets up the Terminate */
             }
+            /* The token is invalid now, but a Write that passed its check may still be placing
+             * bytes: the completion tells the consumer the memory is its own again. */
+            if (w->op == IW_WR_INVALIDATE && iw_mem_inval_wait(qp, w->mem)) {
+                s->state = DP_SQE_WAIT_MEM;
+                continue;
+            }
             s->state = DP_SQE_DONE;
             iw_qp_sq_retire_locked(qp);
             continue;
