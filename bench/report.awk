@@ -119,7 +119,7 @@ BEGIN {
 		"ndk.write.bw=ours-write ndk.read.bw=ours-read ndk.send.bw=ours-send " \
 		"ndk.write.bw.crc=ours-write-crc ndk.read.bw.crc=ours-read-crc ndk.send.bw.crc=ours-send-crc " \
 		"ndk.send.lat.poll=ours-send-lat ndk.write.lat.poll=ours-write-lat ndk.send.lat.block=ours-send-lat-block " \
-		"crc.update.bw=crc32c", kv, " ")
+		"crc.update.bw=crc32c wait.recv.lat=wait-recv wait.epoll.lat=wait-epoll wait.uring.lat=wait-io_uring", kv, " ")
 	for (i = 1; i <= n; i++) { split(kv[i], pair, "="); short[pair[1]] = pair[2] }
 	# Peers that are slow by design, not by their stack: shown, flagged, never the best peer.
 	handicap["ucx.get.bw"] = "ucx_perftest's ucp_get keeps one request in flight (a window of 1) over TCP"
