@@ -370,6 +370,20 @@ void iwt_fill_pd(uint8_t *buf, size_t len, uint8_t seed)
         buf[i] = (uint8_t)(seed + i * 7);
 }
 
+NDK_MR *iwt_mr_register(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
+{
+    struct iwt_req rq;
+    NDK_MR *mr;
+
+    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
+    *mdl = IoAllocateMdl(buf, len, FALSE, FALSE, NULL);
+    CHECK(*mdl);
+    iwt_req_init(&rq);
+    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkRegisterMr(mr, *mdl, len, flags, iwt_req_cb, &rq), 10000),
+                 STATUS_SUCCESS);
+    return mr;
+}
+
 void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms)
 {
     struct iwt_req rq;

@@ -54,6 +54,9 @@ struct iwt_close {
 void iwt_close_cb(void *ctx);
 /* Closes any object through its dispatch table (slot 0) and waits for the close to finish. */
 void iwt_close_obj(void *ndk_object, int timeout_ms);
+/* Creates an MR in pd and registers len bytes of buf with flags (NDK_MR_FLAG_*), waiting for
+ * both; *mdl is the MDL to hand back to iwt_mr_release. */
+NDK_MR *iwt_mr_register(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl);
 /* Deregisters mr (blocking), closes it and frees its MDL. */
 void iwt_mr_release(NDK_MR *mr, PMDL mdl, int timeout_ms);
 /* Starts a close; returns the status (SUCCESS / PENDING); c counts the completion. */

@@ -62,20 +62,6 @@ static uint32_t rnd(uint32_t *s)
     return *s;
 }
 
-static NDK_MR *reg(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
-{
-    struct iwt_req rq;
-    NDK_MR *mr;
-
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
-    *mdl = IoAllocateMdl(buf, len, FALSE, FALSE, NULL);
-    CHECK(*mdl);
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkRegisterMr(mr, *mdl, len, flags, iwt_req_cb, &rq), TMO),
-                 STATUS_SUCCESS);
-    return mr;
-}
-
 /* Disconnects (the connection may be gone already: any status) and closes the connector. */
 static void drop_connector(NDK_CONNECTOR *c)
 {
@@ -98,7 +84,7 @@ static void writer_round(struct arg *a, struct iwt *t, uint16_t port, uint32_t s
     SOCKADDR_INET from = iwt_addr(t, 0), to = iwt_addr(t, port);
 
     iwt_qp_create(t, &q, 2 * INFLIGHT);
-    NDK_MR *mr = reg(q.pd, src, sizeof src, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &mdl);
+    NDK_MR *mr = iwt_mr_register(q.pd, src, sizeof src, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &mdl);
     UINT32 ltok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
     CHECK_STATUS(t->ad->Dispatch->NdkCreateConnector(t->ad, NULL, NULL, &c), STATUS_SUCCESS);
     iwt_req_init(&rq);
@@ -292,8 +278,9 @@ static void target_round(struct arg *a, struct iwt *t, int round, enum mode m, u
                                                                                  iwt_req_cb, &rq), TMO),
                      STATUS_SUCCESS);
     } else {
-        mr = reg(q.pd, r, RLEN,
-                 m == M_INVALIDATE_MW ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE : NDK_MR_FLAG_ALLOW_REMOTE_WRITE, &mdl);
+        mr = iwt_mr_register(q.pd, r, RLEN,
+                             m == M_INVALIDATE_MW ? NDK_MR_FLAG_ALLOW_LOCAL_WRITE : NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                             &mdl);
     }
     int events = atomic_load(&iwt_connect_events);
     iwt_send(iwt_srv_tx(&a->ch), (uint32_t)round + 1);

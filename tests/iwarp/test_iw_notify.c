@@ -255,20 +255,6 @@ static void a_barrier(struct pair *p)
     }
 }
 
-static NDK_MR *reg(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
-{
-    NDK_MR *mr;
-    struct iwt_req rq;
-
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
-    *mdl = IoAllocateMdl(buf, len, FALSE, FALSE, NULL);
-    CHECK(*mdl);
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkRegisterMr(mr, *mdl, len, flags, iwt_req_cb, &rq), TMO),
-                 STATUS_SUCCESS);
-    return mr;
-}
-
 static void pair_open(struct iwt *t, struct pair *p)
 {
     NDK_ADAPTER *ad = t->ad;
@@ -285,11 +271,11 @@ static void pair_open(struct iwt *t, struct pair *p)
                  STATUS_SUCCESS);
     CHECK_STATUS(p->pd->Dispatch->NdkCreateQp(p->pd, p->brcq, p->bicq, p, NRECV, 4, 1, 1, 0, NULL, NULL, &p->bqp),
                  STATUS_SUCCESS);
-    p->amr = reg(p->pd, p->aread, sizeof p->aread, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK,
-                 &p->amdl);
+    p->amr = iwt_mr_register(p->pd, p->aread, sizeof p->aread,
+                             NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK, &p->amdl);
     p->atok = p->amr->Dispatch->NdkGetLocalTokenFromMr(p->amr);
-    p->bmr = reg(p->pd, p->bread, sizeof p->bread, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ,
-                 &p->bmdl);
+    p->bmr = iwt_mr_register(p->pd, p->bread, sizeof p->bread,
+                             NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, &p->bmdl);
     p->btok = p->bmr->Dispatch->NdkGetRemoteTokenFromMr(p->bmr);
     for (int i = 0; i < NRECV; i++)
         b_post(p, i);

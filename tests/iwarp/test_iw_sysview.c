@@ -59,20 +59,6 @@ static void on_connect(void *ctx, NDK_CONNECTOR *c)
     atomic_fetch_add(&g_ev, 1);
 }
 
-static NDK_MR *reg(NDK_PD *pd, void *buf, ULONG len, ULONG flags, PMDL *mdl)
-{
-    NDK_MR *mr;
-    struct iwt_req rq;
-
-    CHECK_STATUS(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr), STATUS_SUCCESS);
-    *mdl = IoAllocateMdl(buf, len, FALSE, FALSE, NULL);
-    CHECK(*mdl);
-    iwt_req_init(&rq);
-    CHECK_STATUS(iwt_req_wait(&rq, mr->Dispatch->NdkRegisterMr(mr, *mdl, len, flags, iwt_req_cb, &rq), TMO),
-                 STATUS_SUCCESS);
-    return mr;
-}
-
 static void expect(NDK_CQ *cq, NDK_OPERATION_TYPE type, size_t bytes)
 {
     NDK_RESULT_EX r;
@@ -117,8 +103,9 @@ static int server(void *p)
     CHECK_STATUS(t.ad->Dispatch->NdkCreatePd(t.ad, NULL, NULL, &pd), STATUS_SUCCESS);
     CHECK_STATUS(t.ad->Dispatch->NdkCreateCq(t.ad, 64, NULL, NULL, NULL, NULL, NULL, &cq), STATUS_SUCCESS);
     CHECK_STATUS(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, NSEND + 2, 4, 1, 1, 0, NULL, NULL, &qp), STATUS_SUCCESS);
-    mr = reg(pd, buf, SRV_BUF,
-             NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, &mdl);
+    mr = iwt_mr_register(pd, buf, SRV_BUF,
+                         NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                         &mdl);
     uint32_t tok = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
     for (uint32_t i = 0; i < NSEND + 1; i++) {
         NDK_SGE sge = { .VirtualAddress = buf + SRV_RECV_OFF + i * SLEN, .Length = SLEN,
@@ -422,7 +409,7 @@ static int client(void *p)
     CHECK_STATUS(t.ad->Dispatch->NdkCreatePd(t.ad, NULL, NULL, &pd), STATUS_SUCCESS);
     CHECK_STATUS(t.ad->Dispatch->NdkCreateCq(t.ad, 64, NULL, NULL, NULL, NULL, NULL, &cq), STATUS_SUCCESS);
     CHECK_STATUS(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 4, 16, 1, 1, 0, NULL, NULL, &qp), STATUS_SUCCESS);
-    mr = reg(pd, buf, CLI_BUF, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK, &mdl);
+    mr = iwt_mr_register(pd, buf, CLI_BUF, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK, &mdl);
     f.cli_token = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
     SOCKADDR_INET src = iwt_addr(&t, 0), dst = iwt_addr(&t, f.srv_port);
     CHECK_STATUS(t.ad->Dispatch->NdkCreateConnector(t.ad, NULL, NULL, &c), STATUS_SUCCESS);
