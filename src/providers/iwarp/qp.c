@@ -167,17 +167,26 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp)
     }
 }
 
+/* Marks done the invalidations waiting on qp's SQ for mem (NULL: for any object no placement
+ * holds any more). qp->lock held, qp->dp set. */
+static void iw_qp_sq_wait_mem_done_locked(struct iw_qp *qp, struct iw_obj *mem)
+{
+    for (uint32_t i = 0; i < qp->sq.count; i++) {
+        struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
+        struct iw_obj *o = iw_wq_at(&qp->sq, i)->mem;
+        if (s->state == DP_SQE_WAIT_MEM && (mem ? o == mem : !iw_mem_placing(o)))
+            s->state = DP_SQE_DONE;
+    }
+}
+
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem)
 {
     pthread_mutex_lock(&qp->lock);
-    /* Gone when the QP stopped meanwhile: the stop flushed the entry. */
-    for (uint32_t i = 0; qp->dp && i < qp->sq.count; i++) {
-        struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
-        if (s->state == DP_SQE_WAIT_MEM && iw_wq_at(&qp->sq, i)->mem == mem)
-            s->state = DP_SQE_DONE;
-    }
-    if (qp->dp)
+    /* Nothing waits when the QP stopped meanwhile: the stop settled or flushed the entry. */
+    if (qp->dp) {
+        iw_qp_sq_wait_mem_done_locked(qp, mem);
         iw_qp_sq_retire_locked(qp);
+    }
     pthread_mutex_unlock(&qp->lock);
 }
 
@@ -621,11 +630,7 @@ void iw_qp_stop(struct iw_qp *qp)
         /* An invalidation that waited for placements: this connection's ended with its RX
          * engine just now (often the Write after the invalidation met the invalid token and
          * ended it); it is done unless another connection still places into the object. */
-        for (uint32_t i = 0; i < qp->sq.count; i++) {
-            struct dp_sqe *s = iw_dp_sqe(qp, iw_wq_slot(&qp->sq, i));
-            if (s->state == DP_SQE_WAIT_MEM && !iw_mem_placing(iw_wq_at(&qp->sq, i)->mem))
-                s->state = DP_SQE_DONE;
-        }
+        iw_qp_sq_wait_mem_done_locked(qp, NULL);
         /* SQ entries with a recorded error (local failure, or the one the peer's Terminate
          * named) complete with it, in order; the rest is flushed CANCELLED by the core. */
         uint32_t last_failed = UINT32_MAX;
