@@ -7,6 +7,7 @@
 #include "iwarp.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,7 @@ static void iw_cq_notify_work(struct iw_work *w)
 static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
 {
     atomic_store_explicit(&cq->arm, IW_CQ_ARM_NONE, memory_order_relaxed);
-    cq->unnotified_any = 0;
-    cq->unnotified_sol = 0;
+    cq->notified_at = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
     atomic_store_explicit(&cq->notify_status, st, memory_order_relaxed);
     if (st != STATUS_SUCCESS)
         cq->error_notified = true;
@@ -49,13 +49,41 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
 }
 
-/* The ring index count entries after head; head < depth and count <= depth, so one subtraction
- * wraps it (no division on every push and pop). cq->lock held. */
-static uint32_t iw_cq_index(const struct iw_cq *cq, uint32_t count)
+/* The ring index count entries after i; i < depth and count <= depth, so one subtraction wraps
+ * it (no division on every push and pop). cq->lock held, or the popping flag. */
+static uint32_t iw_cq_index(const struct iw_cq *cq, uint32_t i, uint32_t count)
 {
-    uint32_t i = cq->head + count;
-
+    i += count;
     return i >= cq->depth ? i - cq->depth : i;
+}
+
+/* Whether position a of the push stream comes after b. The counts wrap, so every mark is kept
+ * within IW_CQ_MARK_SPAN of the stream's end (iw_cq_mark_keep), where the comparison holds. */
+static bool iw_cq_after(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) > 0;
+}
+
+#define IW_CQ_MARK_SPAN (1u << 30)
+
+/* A mark older than IW_CQ_MARK_SPAN positions before end moves up to that: §5.7 rule 2 cannot
+ * tell it from one that old, no ring holding that many entries. */
+static uint32_t iw_cq_mark_keep(uint32_t mark, uint32_t end)
+{
+    return end - mark > IW_CQ_MARK_SPAN ? end - IW_CQ_MARK_SPAN : mark;
+}
+
+/* Takes the popping flag (struct iw_cq). Never blocks for long: a holder only copies entries.
+ * The exchange also orders the taker's later reads after the holder's release before it. */
+static void iw_cq_pop_begin(struct iw_cq *cq)
+{
+    while (atomic_exchange_explicit(&cq->popping, true, memory_order_acquire))
+        sched_yield();
+}
+
+static void iw_cq_pop_end(struct iw_cq *cq)
+{
+    atomic_store_explicit(&cq->popping, false, memory_order_release);
 }
 
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
@@ -64,9 +92,12 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
 
     pthread_mutex_lock(&cq->lock);
     int arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
+    uint32_t pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    /* Acquire: the popping thread's reads of the slot we may reuse came before its pops. */
+    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
     if (cq->error) {
         err = -EOVERFLOW;       /* §3.4: after an overrun no further completions are reported */
-    } else if (cq->count == cq->depth) {
+    } else if (pushes - pops >= cq->depth) {
         cq->error = STATUS_BUFFER_OVERFLOW;
         IW_COUNT(cq->obj.dev, cq_error, 1);
         iw_warn("CQ[%u] overrun (depth %u)", cq->obj.id, cq->depth);
@@ -75,15 +106,19 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
             iw_cq_fire_locked(cq, cq->error);
         err = -EOVERFLOW;
     } else {
-        cq->ring[iw_cq_index(cq, cq->count)] = *res;
-        cq->count++;
-        atomic_fetch_add_explicit(&cq->pushes, 1, memory_order_relaxed);
-        ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);   /* cq->lock orders the writers */
+        cq->ring[cq->tail] = *res;
+        cq->tail = iw_cq_index(cq, cq->tail, 1);
+        /* Release: the entry is whole before a poll sees it counted. The lock orders the
+         * writers, so a store rather than a locked add. */
+        atomic_store_explicit(&cq->pushes, pushes + 1, memory_order_release);
+        ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);
         if (res->Status != STATUS_SUCCESS)
             ndk_sv_add(&cq->obj.sv->u.cq.errors, 1);
-        cq->unnotified_any++;
         if (solicited || res->Status != STATUS_SUCCESS)
-            cq->unnotified_sol++;
+            cq->last_sol_at = pushes + 1;
+        else
+            cq->last_sol_at = iw_cq_mark_keep(cq->last_sol_at, pushes + 1);
+        cq->notified_at = iw_cq_mark_keep(cq->notified_at, pushes + 1);
         if (arm == IW_CQ_ARM_ANY ||
             (arm == IW_CQ_ARM_SOLICITED && (solicited || res->Status != STATUS_SUCCESS)))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
@@ -110,13 +145,20 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
         arm = (int)type;
         atomic_store_explicit(&cq->arm, arm, memory_order_relaxed);
     }
+    uint32_t pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    /* The arm is serialized with the pops (§5.4): pops and drained hold still meanwhile. */
+    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    uint32_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
+    if (iw_cq_after(cq->notified_at, since))
+        since = cq->notified_at;
     if (cq->error && !cq->error_notified) {
         /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
         iw_cq_fire_locked(cq, cq->error);
-    } else if (!cq->error && cq->count) {
-        /* §5.7 rule 2: completions that arrived since the last notification satisfy at once. */
-        if ((arm == IW_CQ_ARM_ANY && cq->unnotified_any) ||
-            (arm == IW_CQ_ARM_SOLICITED && cq->unnotified_sol))
+    } else if (!cq->error && pushes != pops) {
+        /* §5.7 rule 2: completions that arrived since the last notification satisfy at once;
+         * those the consumer took before it last found the ring empty do not count. */
+        if ((arm == IW_CQ_ARM_ANY && iw_cq_after(pushes, since)) ||
+            (arm == IW_CQ_ARM_SOLICITED && iw_cq_after(cq->last_sol_at, since)))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
@@ -128,14 +170,19 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
         iw_poll_cq_stop(cq);
 }
 
-/* Takes up to n entries. Any thread; takes cq->lock. */
+/* Takes up to n entries. The consumer's thread (§5.4), or a callback; takes no lock but the
+ * popping flag. */
 static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     ULONG got = 0;
 
-    pthread_mutex_lock(&cq->lock);
-    while (got < n && cq->count) {
-        const NDK_RESULT_EX *r = &cq->ring[cq->head];
+    iw_cq_pop_begin(cq);
+    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    /* Acquire: the entries counted are whole (iw_cq_push's release). */
+    uint32_t avail = atomic_load_explicit(&cq->pushes, memory_order_acquire) - pops;
+    uint32_t head = cq->head;
+    while (got < n && got < avail) {
+        const NDK_RESULT_EX *r = &cq->ring[head];
         if (ex) {
             ex[got] = *r;
         } else {
@@ -144,20 +191,19 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
             plain[got].QPContext = r->QPContext;
             plain[got].RequestContext = r->RequestContext;
         }
-        cq->head = iw_cq_index(cq, 1);
-        cq->count--;
+        head = iw_cq_index(cq, head, 1);
         got++;
     }
-    if (got) { /* the lock orders writers: a plain add, no locked instruction */
-        atomic_store_explicit(&cq->pops, atomic_load_explicit(&cq->pops, memory_order_relaxed) + got,
+    if (got) {
+        cq->head = head;
+        /* Release: the slots are read before a producer may reuse them. */
+        atomic_store_explicit(&cq->pops, pops + got, memory_order_release);
+        ndk_sv_add(&cq->obj.sv->u.cq.polled, got);   /* one popping thread: one writer */
+        uint32_t drained = atomic_load_explicit(&cq->drained, memory_order_relaxed);
+        atomic_store_explicit(&cq->drained, got == avail ? pops + got : iw_cq_mark_keep(drained, pops + got),
                               memory_order_relaxed);
-        ndk_sv_add(&cq->obj.sv->u.cq.polled, got);
     }
-    if (!cq->count) {
-        cq->unnotified_any = 0;
-        cq->unnotified_sol = 0;
-    }
-    pthread_mutex_unlock(&cq->lock);
+    iw_cq_pop_end(cq);
     return got;
 }
 
@@ -264,19 +310,25 @@ static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION c
     if (!ring)
         return STATUS_INSUFFICIENT_RESOURCES;
     pthread_mutex_lock(&cq->lock);
-    if (cq->count > depth) {
+    iw_cq_pop_begin(cq);                /* the ring moves under a poll otherwise */
+    uint32_t count = atomic_load_explicit(&cq->pushes, memory_order_relaxed) -
+                     atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    if (count > depth) {
         /* §8.31 decision: never drop queued completions; shrinking below them is refused. */
+        iw_cq_pop_end(cq);
         pthread_mutex_unlock(&cq->lock);
         free(ring);
         return STATUS_INVALID_PARAMETER;
     }
-    for (uint32_t i = 0; i < cq->count; i++)
-        ring[i] = cq->ring[iw_cq_index(cq, i)];
+    for (uint32_t i = 0; i < count; i++)
+        ring[i] = cq->ring[iw_cq_index(cq, cq->head, i)];
     old = cq->ring;
     cq->ring = ring;
     cq->head = 0;
+    cq->tail = count == depth ? 0 : count;
     cq->depth = depth;
     iw_cq_sv_describe_locked(cq);
+    iw_cq_pop_end(cq);
     pthread_mutex_unlock(&cq->lock);
     free(old);
     return STATUS_SUCCESS;
@@ -349,6 +401,7 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     ndk_list_init(&cq->qps);
     cq->depth = depth;
     atomic_init(&cq->arm, IW_CQ_ARM_NONE);
+    atomic_init(&cq->popping, false);
     cq->notify_cb = cb;
     cq->notify_ctx = cbctx;
     cq->notify_work.fn = iw_cq_notify_work;

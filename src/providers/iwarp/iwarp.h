@@ -587,26 +587,37 @@ enum iw_cq_arm {
 struct iw_cq {
     NDK_CQ ndk;
     struct iw_obj obj;
-    /* Job of lock: the ring, depth, arm state, unnotified counters and error latch. Taken by
-     * the data path when it pushes completions (never held across a callback). */
+    /* Job of lock: the producers' side of the ring (tail, pushes), depth and ring (with
+     * resizing), the arm state, the notification marks and the error latch. Taken by the data
+     * path when it pushes completions (never held across a callback). The consumer's side
+     * (head, pops, drained) takes no lock: NdkGetCqResults(Ex) and NdkArmCq are serialized by
+     * the consumer (§5.4), so one thread at a time pops, and it meets the producers only
+     * through pushes and pops (release / acquire). It holds popping while it takes: a resize
+     * (which §5.4 does not serialize with the polls) and a second poller (a consumer breaking
+     * §5.4) wait for it rather than tear the ring. */
     pthread_mutex_t lock;
     NDK_RESULT_EX *ring;
-    uint32_t depth, head, count;      /* entries at ring[(head + i) % depth], i < count */
+    uint32_t depth;
+    uint32_t tail;                    /* the next push goes to ring[tail] (lock) */
+    uint32_t head;                    /* the next pop takes ring[head] (the popping thread) */
     _Atomic int arm;                  /* enum iw_cq_arm: written under lock; a poll's busy count
                                        * reads it without (relaxed: a hint, as below) */
-    uint32_t unnotified_any;          /* completions since the last notification */
-    uint32_t unnotified_sol;          /* solicited or failed ones among them (§5.7) */
+    /* §5.7 rule 2's "completions since the last notification", kept as positions in the
+     * stream of pushes: the consumer draining the ring forgets those it took. */
+    uint32_t notified_at;             /* pushes when the last notification was queued (lock) */
+    uint32_t last_sol_at;             /* pushes just after the last solicited or failed one (lock) */
+    atomic_uint drained;              /* pops when a pop last found the ring empty after it */
     NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun) */
     bool error_notified;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb;
     void *notify_ctx;
     _Atomic(NTSTATUS) notify_status;  /* for the queued notification: written under lock, read without */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
-    atomic_uint pushes;               /* entries ever added to the ring, written under lock: a
-                                       * poll whose engines added none need not look again */
-    atomic_uint pops;                 /* entries ever taken, written under lock: pops == pushes
-                                       * tells a poll that cannot run engines the ring is empty
-                                       * without taking the lock */
+    atomic_uint pushes;               /* entries ever added, written under lock (release: the
+                                       * entry before it); pushes - pops are in the ring */
+    atomic_uint pops;                 /* entries ever taken, written by the popping thread
+                                       * (release: its reads of the slots before it) */
+    atomic_bool popping;              /* a pop takes entries (iw_cq_pop_begin) */
     /* The busy-poll heuristic (iw_cq_short_poll), kept by the polling threads without a lock
      * (relaxed: two threads polling one CQ at once may lose a count, which only delays the
      * switch to busy-polling by a poll). */
