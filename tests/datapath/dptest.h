@@ -101,6 +101,8 @@ void dpt_expect_term(const struct iw_fpdu_hdr *h, uint8_t layer, uint8_t etype, 
 
 /* progress_stub.c: while not 0, iw_progress_watch fails with this -errno and changes nothing. */
 extern atomic_int iw_progress_stub_watch_err;
+/* Non-zero: iw_progress_lend accepts (the test plays the ring: ring_arm, its own recv, ring_done). */
+extern atomic_int iw_progress_stub_ring;
 void dpt_fill(uint8_t *p, size_t n, uint32_t seed);
 bool dpt_check(const uint8_t *p, size_t n, uint32_t seed);
 

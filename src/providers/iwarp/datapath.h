@@ -283,8 +283,11 @@ struct dp_rx {
     bool tail_mode;           /* the current header was read alone, after a large segment (rx.c) */
     bool tail_last;           /* the last read ended in a tail buffer (rx.c) */
     bool bulk;                /* the last read got all it asked for: the socket holds more (rx.c) */
-    bool ring_owned;          /* a receive of the progress thread's ring is queued on the socket:
-                               * nobody else reads it until that receive is taken (rx.c) */
+    bool ring_owned;          /* a receive of the progress thread's ring is queued on the socket,
+                               * or about to be (ring_armed): nobody else reads it until that
+                               * receive is taken (rx.c) */
+    bool ring_armed;          /* iw_rx_ring_take armed the next ring receive: the ring's next
+                               * ring_arm needs no lock (progress thread only) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
 };
 
@@ -408,7 +411,11 @@ int iw_rx_discard_locked(struct iw_dp *dp);
  * (res as its result), fed as a read of the engine would be, then the socket read on if the
  * receive filled all cap bytes; returns as iw_rx_run. Progress thread, no lock held. */
 bool iw_rx_ring_arm(struct iw_qp *qp);
-int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap);
+int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, bool rearm);
+/* With rearm (the ring goes on waiting), ring_take also arms the next receive: then ring_armed
+ * is set, and the next ring_arm only consumes it. disown: the ring stopped before queueing that
+ * receive (the socket was taken back); the socket has other readers again. Progress thread. */
+void iw_rx_ring_disown(struct iw_qp *qp);
 /* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
  * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
 int iw_rx_poll(struct iw_qp *qp);

@@ -956,7 +956,8 @@ struct iw_qp {
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
     atomic_bool polled;
     atomic_uint poll_seq;             /* bumped by every consumer poll that ran the engines */
-    bool poll_on;                     /* the progress thread left data and room to the poller (lock) */
+    bool poll_on;                     /* the progress thread left data and room to the poller (lock;
+                                       * written atomically: rx.c reads it without) */
     unsigned poll_seq_seen;           /* poll_seq at the last expiry check (lock) */
     uint64_t poll_since_ms;           /* when that check was (lock) */
     struct iw_timer poll_timer;       /* the expiry check (dev->poll_idle_ms after the last) */

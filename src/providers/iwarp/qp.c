@@ -257,7 +257,7 @@ static bool iw_qp_poll_off_locked(struct iw_qp *qp)
 {
     if (!qp->poll_on)
         return false;
-    qp->poll_on = false;
+    __atomic_store_n(&qp->poll_on, false, __ATOMIC_RELAXED);   /* rx.c reads it without the lock */
     iw_poll_count(qp->dp, false);
     atomic_store_explicit(&qp->polled, false, memory_order_relaxed);
     if (iw_progress_timer_cancel(qp->obj.dev, &qp->poll_timer))
@@ -293,6 +293,7 @@ static int iw_qp_unlend(struct iw_qp *qp)
     if (!dp || !dp->lent)
         return 0;
     err = iw_progress_reclaim(dev, &dp->poll);
+    iw_rx_ring_disown(qp);               /* a take armed a receive the ring never queued */
     if (dev->ring_qp == qp)
         dev->ring_qp = NULL;
     pthread_mutex_lock(&qp->lock);
@@ -351,6 +352,10 @@ static bool iw_qp_ring_arm(struct iw_pollable *p)
 {
     struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
 
+    if (dp->rx.ring_armed) {
+        dp->rx.ring_armed = false;       /* the last take armed it (iw_rx_ring_take) */
+        return true;
+    }
     if (iw_rx_ring_arm(dp->qp))
         return true;
     (void)iw_qp_unlend(dp->qp);          /* nothing was queued: no error to act on */
@@ -362,7 +367,7 @@ static int iw_qp_ring_done(struct iw_pollable *p, const uint8_t *buf, int res, b
 {
     struct iw_dp *dp = ndk_container_of(p, struct iw_dp, poll);
     struct iw_qp *qp = dp->qp;
-    int err = iw_rx_ring_take(qp, buf, res, IW_RING_BUF);
+    int err = iw_rx_ring_take(qp, buf, res, IW_RING_BUF, !reclaiming);
 
     if (res > 0)
         qp->obj.dev->ring_misses = 0;
@@ -452,7 +457,7 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
         iw_qp_unpoll_locked(qp);
     } else if (!qp->poll_on && dp && atomic_load_explicit(&dp->watching, memory_order_relaxed) &&
                qp->state != IW_QP_CLOSING) {
-        qp->poll_on = true;
+        __atomic_store_n(&qp->poll_on, true, __ATOMIC_RELAXED);
         iw_poll_count(dp, true);
         qp->poll_seq_seen = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
         qp->poll_since_ms = iw_now_ms();

@@ -1091,22 +1091,41 @@ int iw_rx_run(struct iw_qp *qp)
     return err;
 }
 
+/* Whether the ring may queue a receive now: the engine runs (or discards), the connection is
+ * not tapped (wire.h: it reads through its tap only), and no consumer polls the socket. poll_on
+ * is read without qp->lock: a consumer that starts polling just after finds the socket lent and
+ * queues its taking back (iw_qp_set_polled), as when it starts just after an arm. rx_mutex held. */
+static bool rx_ring_may_arm(struct iw_qp *qp, struct iw_dp *dp)
+{
+    return !__atomic_load_n(&qp->poll_on, __ATOMIC_RELAXED) && dp->fd >= 0 && !dp->wire &&
+           (dp->stopped ? dp->discard : dp->rx.state == DP_RX_RUN);
+}
+
 bool iw_rx_ring_arm(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
     bool ok;
 
     pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_lock(&qp->lock);
-    /* a tapped connection (wire.h) reads through its tap only */
-    ok = !qp->poll_on && dp->fd >= 0 && !dp->wire && (dp->stopped ? dp->discard : dp->rx.state == DP_RX_RUN);
-    pthread_mutex_unlock(&qp->lock);
+    ok = rx_ring_may_arm(qp, dp);
     dp->rx.ring_owned = ok;
     pthread_mutex_unlock(&dp->rx_mutex);
     return ok;
 }
 
-int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap)
+void iw_rx_ring_disown(struct iw_qp *qp)
+{
+    struct iw_dp *dp = qp->dp;
+
+    if (!dp->rx.ring_armed)
+        return;
+    dp->rx.ring_armed = false;
+    pthread_mutex_lock(&dp->rx_mutex);
+    dp->rx.ring_owned = false;
+    pthread_mutex_unlock(&dp->rx_mutex);
+}
+
+int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, bool rearm)
 {
     struct iw_dp *dp = qp->dp;
     struct dp_rx *rx = &dp->rx;
@@ -1139,6 +1158,9 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap)
     }
     if (!err && rx->tx_err)
         err = rx->tx_err;
+    /* The next receive's arm, while rx_mutex is held anyway (iw_rx_ring_arm would take it again). */
+    rx->ring_armed = rearm && !err && rx_ring_may_arm(qp, dp);
+    rx->ring_owned = rx->ring_armed;
     pthread_mutex_unlock(&dp->rx_mutex);
     return err;
 }
