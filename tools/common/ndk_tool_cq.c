@@ -8,6 +8,8 @@
 #include "ndk_tool.h"
 
 #define TOOL_CQ_BATCH 64
+#define TOOL_CQ_CB_OWNED 1
+#define TOOL_CQ_CB_BUSY 2
 
 /* The CQ's owner (the notification callback, or the thread of ndk_tool_cq_run while it hands
  * the CQ over): feeds the handler until the CQ is empty, then arms and looks once more, since a
@@ -33,36 +35,52 @@ static bool tool_cq_serve(ndk_tool_cq *c, ndk_tool_cq_handler handler, void *ctx
     }
 }
 
+/* Wakes the run's thread. Under the lock, so that it cannot miss it between its look at the
+ * state and its wait. */
+static void tool_cq_wake(ndk_tool_cq *c)
+{
+    pthread_mutex_lock(&c->lock);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* NDK_FN_CQ_NOTIFICATION_CALLBACK: provider thread, must not block; calls into the provider
  * with no tool lock held. While a tool thread owns the CQ it only records and signals; while
- * the callback owns it (ndk_tool_cq_run) it runs the handler, without waking the sleeping
- * thread unless the handler is finished. The provider never runs two at once for one CQ. */
+ * the callback owns it (ndk_tool_cq_run) it runs the handler, taking no lock and waking the
+ * sleeping thread only when the handler is finished or the CQ is wanted back (one message's
+ * callback then costs the tool no lock, as a consumer with its own callback would have). The
+ * provider never runs two at once for one CQ. */
 static void tool_cq_notify(PVOID ctx, NTSTATUS status)
 {
     ndk_tool_cq *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    c->events++;
-    c->notifications++;
-    if (status != STATUS_SUCCESS && c->cq_error == STATUS_SUCCESS)
-        c->cq_error = status;
-    if (!c->cb_owned || status != STATUS_SUCCESS || __atomic_load_n(&c->cb_reclaim, __ATOMIC_ACQUIRE)) {
-        pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->lock);
+    int owned = TOOL_CQ_CB_OWNED;
+
+    /* Counted before the state is looked at (sequentially consistent, against the hand-off in
+     * ndk_tool_cq_run, which sets the state and then reads the count). */
+    __atomic_add_fetch(&c->notifications, 1, __ATOMIC_SEQ_CST);
+    /* Acquire: the handler the run's thread stored before it handed the CQ over. */
+    if (status == STATUS_SUCCESS && !__atomic_load_n(&c->cb_reclaim, __ATOMIC_ACQUIRE) &&
+        __atomic_compare_exchange_n(&c->cb_state, &owned, TOOL_CQ_CB_OWNED | TOOL_CQ_CB_BUSY, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        bool more = tool_cq_serve(c, c->handler, c->handler_ctx);
+        if (!more) {
+            __atomic_store_n(&c->cb_state, 0, __ATOMIC_RELEASE);
+            tool_cq_wake(c);
+            return;
+        }
+        /* Against the reclaim in ndk_tool_cq_run: it publishes cb_reclaim, then looks at BUSY;
+         * we clear BUSY, then look at cb_reclaim (both sequentially consistent), so one of the
+         * two sees the other and the run's thread is never left waiting for a BUSY gone. */
+        __atomic_and_fetch(&c->cb_state, ~TOOL_CQ_CB_BUSY, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&c->cb_reclaim, __ATOMIC_SEQ_CST))
+            tool_cq_wake(c);
         return;
     }
-    c->cb_busy = true;
-    ndk_tool_cq_handler handler = c->handler;
-    void *hctx = c->handler_ctx;
-    pthread_mutex_unlock(&c->lock);
-
-    bool more = tool_cq_serve(c, handler, hctx);
-
     pthread_mutex_lock(&c->lock);
-    c->cb_busy = false;
-    if (!more)
-        c->cb_owned = false;
-    if (!more || __atomic_load_n(&c->cb_reclaim, __ATOMIC_ACQUIRE))
-        pthread_cond_broadcast(&c->cond);
+    c->events++;
+    if (status != STATUS_SUCCESS && c->cq_error == STATUS_SUCCESS)
+        c->cq_error = status;
+    pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -222,22 +240,25 @@ NTSTATUS ndk_tool_cq_run(ndk_tool_cq *c, bool in_callback, int idle_timeout_ms, 
     if (c->poll || !in_callback)
         return tool_cq_run_here(c, idle_timeout_ms, handler, tick, ctx);
 
-    /* Hand-off. Until cb_owned is set the CQ is ours, so we drain and arm it here. A
+    /* Hand-off. Until cb_state is set the CQ is ours, so we drain and arm it here. A
      * notification that came meanwhile was only counted, its arm spent: go round again. One
      * that comes after the hand-off serves the CQ itself. */
     for (;;) {
-        pthread_mutex_lock(&c->lock);
-        uint64_t seen = c->notifications;
-        pthread_mutex_unlock(&c->lock);
+        uint64_t seen = __atomic_load_n(&c->notifications, __ATOMIC_SEQ_CST);
         if (!tool_cq_serve(c, handler, ctx))
             return STATUS_SUCCESS;
         pthread_mutex_lock(&c->lock);
-        bool quiet = c->notifications == seen;
-        if (quiet) {
-            c->handler = handler;
-            c->handler_ctx = ctx;
-            c->cb_owned = true;
-        }
+        c->handler = handler;
+        c->handler_ctx = ctx;
+        /* The handler before the state (release). A notification counted after the look below
+         * finds the state set, and its callback serves the CQ. One counted before it spent the
+         * arm: take the CQ back and go round again, unless its callback took the CQ already. */
+        __atomic_store_n(&c->cb_state, TOOL_CQ_CB_OWNED, __ATOMIC_SEQ_CST);
+        bool quiet = __atomic_load_n(&c->notifications, __ATOMIC_SEQ_CST) == seen;
+        int owned = TOOL_CQ_CB_OWNED;
+        if (!quiet && !__atomic_compare_exchange_n(&c->cb_state, &owned, 0, false, __ATOMIC_ACQUIRE,
+                                                   __ATOMIC_RELAXED))
+            quiet = true;
         pthread_mutex_unlock(&c->lock);
         if (quiet)
             break;
@@ -251,7 +272,7 @@ NTSTATUS ndk_tool_cq_run(ndk_tool_cq *c, bool in_callback, int idle_timeout_ms, 
     uint64_t deadline = idle_timeout_ms < 0 ? UINT64_MAX : now + idle;
     uint64_t last = __atomic_load_n(&c->batches, __ATOMIC_RELAXED), next_tick = now + 100000000u;
     pthread_mutex_lock(&c->lock);
-    while (c->cb_owned) {
+    while (__atomic_load_n(&c->cb_state, __ATOMIC_ACQUIRE) & TOOL_CQ_CB_OWNED) {
         if (c->cq_error != STATUS_SUCCESS) {
             st = c->cq_error;
             break;
@@ -289,12 +310,16 @@ NTSTATUS ndk_tool_cq_run(ndk_tool_cq *c, bool in_callback, int idle_timeout_ms, 
         pthread_cond_timedwait(&c->cond, &c->lock, &ts);
     }
     /* Take the CQ back, waiting out a callback inside the handler (it stops at its next batch
-     * and never blocks). A notification still due from its last arm finds cb_owned clear and
-     * only counts. */
-    __atomic_store_n(&c->cb_reclaim, 1, __ATOMIC_RELEASE);
-    while (c->cb_busy)
-        pthread_cond_wait(&c->cond, &c->lock);
-    c->cb_owned = false;
+     * and never blocks). A notification still due from its last arm finds the state clear and
+     * only counts. The exchange decides against a callback entering the handler meanwhile. */
+    __atomic_store_n(&c->cb_reclaim, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        int s = __atomic_load_n(&c->cb_state, __ATOMIC_SEQ_CST);
+        if (s & TOOL_CQ_CB_BUSY)
+            pthread_cond_wait(&c->cond, &c->lock);
+        else if (__atomic_compare_exchange_n(&c->cb_state, &s, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            break;
+    }
     c->handler = NULL;
     c->handler_ctx = NULL;
     __atomic_store_n(&c->cb_reclaim, 0, __ATOMIC_RELEASE);

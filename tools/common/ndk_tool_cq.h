@@ -40,12 +40,14 @@ typedef struct ndk_tool_cq {
     uint64_t        events;         /* notifications and kicks, under lock */
     NTSTATUS        cq_error;       /* CqStatus of a failed notification */
     volatile int    disconnected;   /* disconnect events, counted by ndk_tool_cq_kick */
-    uint64_t        notifications;  /* notifications delivered, under lock */
-    /* ndk_tool_cq_run in the callback: */
-    bool            cb_owned;       /* under lock: the notification callback owns the CQ */
-    bool            cb_busy;        /* under lock: the callback is running the handler */
+    uint64_t        notifications;  /* atomic: notifications delivered */
+    /* ndk_tool_cq_run in the callback. cb_state: TOOL_CQ_CB_OWNED (the notification callback
+     * owns the CQ) | TOOL_CQ_CB_BUSY (the callback is running the handler); changed by
+     * compare-exchange, so that a callback entering the handler and the run's thread taking
+     * the CQ back decide between them without the lock (ndk_tool_cq.c). */
+    int             cb_state;
     int             cb_reclaim;     /* atomic: the run's thread wants the CQ back */
-    ndk_tool_cq_handler handler;    /* set before cb_owned, under lock */
+    ndk_tool_cq_handler handler;    /* set under lock before cb_state */
     void           *handler_ctx;
     uint64_t        batches;        /* atomic: batches given to a handler (progress) */
 } ndk_tool_cq;
