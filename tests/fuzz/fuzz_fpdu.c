@@ -6,7 +6,8 @@
  *
  * Input: flags (1 byte: bit 0 CRC, bit 1 strict PAD, bit 2 stream checks, bits 3-4 MPA frame
  * first: 0 none, 1 Request, 2 Reply, 3 either; bit 5 the one-piece run, bit 6 the split run
- * takes whole frames as FRAME events, IW_FPDU_RX_WHOLE, which must log as HEADER + PAYLOAD),
+ * takes whole frames as FRAME events, IW_FPDU_RX_WHOLE, which must log as HEADER + PAYLOAD;
+ * bit 7 that run of the two takes their trailers too, IW_FPDU_RX_END: HEADER + PAYLOAD + END),
  * max_ulpdu (2 bytes), n (1 byte, mod 32), then n piece sizes (1 byte each, used in turn; n = 0
  * means one byte at a time), then the stream. */
 #include <errno.h>
@@ -32,7 +33,7 @@ struct run {
     uint32_t pay_next;              /* next expected PAYLOAD offset */
     bool have_hdr;
     bool dead;
-    unsigned flags;                 /* step flags: IW_FPDU_RX_WHOLE or not */
+    unsigned flags;                 /* step flags: IW_FPDU_RX_WHOLE (and IW_FPDU_RX_END) or not */
     /* One-piece run only: the deframer's stream in memory, for the model. */
     const uint8_t *base;
     size_t base_len;
@@ -194,6 +195,27 @@ static void on_payload(struct run *r, const struct iw_fpdu_event *ev)
     fz_log_put(&r->log, ev->data, ev->len);
 }
 
+/* An END event, or the END half of an ended FRAME. */
+static void on_end(struct run *r, const struct iw_fpdu_event *ev)
+{
+    FZ_CHECK(r->have_hdr && r->pay_next == ev->hdr->payload_len, "END after %u of %u payload bytes", r->pay_next,
+             ev->hdr->payload_len);
+    FZ_CHECK(!ev->crc_checked || ev->crc_calc == ev->crc_wire, "END with a bad CRC");
+    FZ_CHECK(ev->crc_checked == r->rx.cfg.crc, "CRC checked without CRC, or not with it");
+    if (r->base) {
+        uint64_t at = r->rx.fpdu_start;
+        enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, (size_t)(r->rx.offset - at), &r->rx.cfg);
+        FZ_CHECK(m == IW_FPDU_RXERR_NONE, "END of the FPDU at %llu, the rules say: %s", (unsigned long long)at,
+                 iw_fpdu_rx_reason_str(m));
+    }
+    fz_log_put(&r->log, "E", 1);
+    fz_log_u64(&r->log, ev->crc_checked);
+    fz_log_u64(&r->log, ev->crc_wire);
+    fz_log_u64(&r->log, ev->crc_calc);
+    fz_log_u64(&r->log, ev->pad_nonzero);
+    r->have_hdr = false;
+}
+
 /* Feeds one piece: first to the MPA parser while it runs, then step by step to the deframer. */
 static void feed(struct run *r, const uint8_t *data, size_t len)
 {
@@ -245,33 +267,25 @@ static void feed(struct run *r, const uint8_t *data, size_t len)
             FZ_CHECK(ev.data == p && ev.len == used && ev.len > 0, "payload is not the consumed input");
             on_payload(r, &ev);
             break;
-        case IW_FPDU_EV_FRAME:
-            /* HEADER + the whole PAYLOAD; the trailer is still in the input. */
+        case IW_FPDU_EV_FRAME: {
+            /* HEADER + the whole PAYLOAD; the trailer is still in the input, or, ended, taken
+             * too (+ END), which only a trailer that cannot fail may be. */
+            size_t trailer = iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE;
             FZ_CHECK(r->flags & IW_FPDU_RX_WHOLE, "FRAME without IW_FPDU_RX_WHOLE");
-            FZ_CHECK(ev.len > 0 && ev.len == ev.hdr->payload_len && ev.data + ev.len == p + used,
-                     "frame payload is not the end of the consumed input");
-            FZ_CHECK(avail - used >= iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE,
-                     "FRAME without its trailer in the input");
+            FZ_CHECK(ev.len > 0 && ev.len == ev.hdr->payload_len &&
+                     ev.data + ev.len + (ev.ended ? trailer : 0) == p + used,
+                     "frame payload%s is not the end of the consumed input", ev.ended ? " + trailer" : "");
+            FZ_CHECK(ev.ended || avail - used >= trailer, "FRAME without its trailer in the input");
+            FZ_CHECK(!ev.ended || ((r->flags & IW_FPDU_RX_END) && !r->rx.cfg.crc && !ev.pad_nonzero),
+                     "FRAME ended without IW_FPDU_RX_END, with CRC on, or over a non-zero PAD");
             on_header(r, ev.hdr);
             on_payload(r, &ev);
+            if (ev.ended)
+                on_end(r, &ev);
             break;
+        }
         case IW_FPDU_EV_END:
-            FZ_CHECK(r->have_hdr && r->pay_next == ev.hdr->payload_len, "END after %u of %u payload bytes",
-                     r->pay_next, ev.hdr->payload_len);
-            FZ_CHECK(!ev.crc_checked || ev.crc_calc == ev.crc_wire, "END with a bad CRC");
-            FZ_CHECK(ev.crc_checked == r->rx.cfg.crc, "CRC checked without CRC, or not with it");
-            if (r->base) {
-                uint64_t at = r->rx.fpdu_start;
-                enum iw_fpdu_rx_reason m = model_fpdu(r->base + at, (size_t)(r->rx.offset - at), &r->rx.cfg);
-                FZ_CHECK(m == IW_FPDU_RXERR_NONE, "END of the FPDU at %llu, the rules say: %s",
-                         (unsigned long long)at, iw_fpdu_rx_reason_str(m));
-            }
-            fz_log_put(&r->log, "E", 1);
-            fz_log_u64(&r->log, ev.crc_checked);
-            fz_log_u64(&r->log, ev.crc_wire);
-            fz_log_u64(&r->log, ev.crc_calc);
-            fz_log_u64(&r->log, ev.pad_nonzero);
-            r->have_hdr = false;
+            on_end(r, &ev);
             break;
         case IW_FPDU_EV_ERROR: {
             const struct iw_fpdu_rx_error *e = ev.err;
@@ -352,6 +366,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run_init(&split, &c);
     one.flags = flags & 0x20 ? IW_FPDU_RX_WHOLE : 0;
     split.flags = flags & 0x40 ? IW_FPDU_RX_WHOLE : 0;
+    if (flags & 0x80)
+        one.flags |= one.flags ? IW_FPDU_RX_END : 0;
+    else
+        split.flags |= split.flags ? IW_FPDU_RX_END : 0;
 
     one.base = s;
     one.base_len = n;

@@ -32,6 +32,7 @@ struct stream {
 };
 
 static uint64_t whole_frames;   /* FRAME events over every IW_FPDU_RX_WHOLE run */
+static uint64_t ended_frames;   /* of them, those that took their trailer (IW_FPDU_RX_END runs) */
 
 #define WIRE_RND_SEED 0x2545F4914F6CDD1Dull
 #include "wire_rnd.h"
@@ -193,22 +194,25 @@ static void check_stream(const struct stream *s)
     }
 
     /* Whole frames reported as one event (IW_FPDU_RX_WHOLE, rx.c's small-message path) must
-     * decode exactly as HEADER + PAYLOAD: same FPDUs, same error at the same place, in one
-     * piece and in random pieces (a frame split by a cut takes the resumable path). */
+     * decode exactly as HEADER + PAYLOAD, and with their trailers (IW_FPDU_RX_END, rx.c's
+     * flags) as HEADER + PAYLOAD + END: same FPDUs, same error at the same place, in one piece
+     * and in random pieces (a frame split by a cut takes the resumable path). */
     struct stream w = *s;
-    w.flags = IW_FPDU_RX_WHOLE;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 6; round++) {
         size_t n = 0;
-        for (size_t pos = 0; round;) {
-            pos += 1 + (size_t)(rnd() % (round == 1 ? 7 : 3000));
+        w.flags = IW_FPDU_RX_WHOLE | (round >= 3 ? IW_FPDU_RX_END : 0);
+        for (size_t pos = 0; round % 3;) {
+            pos += 1 + (size_t)(rnd() % (round % 3 == 1 ? 7 : 3000));
             if (pos >= s->len)
                 break;
             cuts[n++] = pos;
         }
         wsd_log_init(&log);
         run_pieces(&w, cuts, n, &log);
-        expect_same(s, round ? "whole frames, random split" : "whole frames, one piece", &ref, &log);
+        expect_same(s, round % 3 ? "whole frames, random split" : "whole frames, one piece", &ref, &log);
         whole_frames += log.frames;
+        ended_frames += log.ended;
+        CHECK_MSG(round >= 3 || log.ended == 0, "%s: a FRAME ended without IW_FPDU_RX_END", s->name);
         wsd_log_free(&log);
     }
     free(cuts);
@@ -272,6 +276,20 @@ static void examples(void)
         check_stream(&s);
     }
 
+    /* Ex2b (pad 3) with CRC off, its CRC field then unchecked: a zero PAD, which a whole frame
+     * takes with it (IW_FPDU_RX_END); a non-zero one, which it must leave to END (pad_nonzero),
+     * and in strict mode to the error. */
+    uint8_t ex2b[64];
+    CHECK(wex_fpdu[1].len == 40 && wex_fpdu[1].len <= sizeof ex2b);   /* 2 + 18 + 13 + PAD 3 + CRC 4 */
+    memcpy(ex2b, wex_fpdu[1].bytes, wex_fpdu[1].len);
+    for (int k = 0; k < 3; k++) {
+        if (k)
+            ex2b[wex_fpdu[1].len - IW_MPA_CRC_SIZE - 1] = 0x5a;   /* the last PAD byte */
+        s = (struct stream){ .cfg = { .strict_pad = k == 2 }, .data = ex2b, .len = wex_fpdu[1].len };
+        snprintf(s.name, sizeof s.name, "Ex2b, CRC off, %s", k == 0 ? "PAD zero" : k == 1 ? "PAD not zero" : "PAD not zero, strict");
+        check_stream(&s);
+    }
+
     /* A whole connection's worth: Ex1b Request then every CRC-carrying example FPDU. */
     memcpy(all, wex_mpa[1].bytes, wex_mpa[1].len);
     len = wex_mpa[1].len;
@@ -312,7 +330,9 @@ int main(void)
     captures();
     /* Guards the comparison above against a deframer that never takes the path. */
     CHECK_MSG(whole_frames > 0, "no FRAME event in any IW_FPDU_RX_WHOLE run");
-    printf("split: %llu FRAME events in whole-frame runs\n", (unsigned long long)whole_frames);
+    CHECK_MSG(ended_frames > 0, "no FRAME took its trailer in any IW_FPDU_RX_END run");
+    printf("split: %llu FRAME events in whole-frame runs, %llu of them ended\n", (unsigned long long)whole_frames,
+           (unsigned long long)ended_frames);
     printf("split: OK\n");
     return 0;
 }

@@ -77,6 +77,18 @@ static void wsd_on_payload(struct wsd *d, const struct iw_fpdu_event *ev)
     d->cur.chunks++;
 }
 
+/* END, or the END half of an ended FRAME. */
+static void wsd_on_end(struct wsd *d, struct wsd_log *log, const struct iw_fpdu_event *ev)
+{
+    CHECK_EQ(d->cur.payload_got, d->cur.hdr.payload_len);
+    d->cur.payload_crc = iw_crc32c_final(d->cur.payload_crc);
+    d->cur.crc_checked = ev->crc_checked;
+    d->cur.crc_wire = ev->crc_wire;
+    d->cur.crc_calc = ev->crc_calc;
+    d->cur.pad_nonzero = ev->pad_nonzero;
+    log_push(log, &d->cur);
+}
+
 void wsd_feed(struct wsd *d, struct wsd_log *log, const uint8_t *buf, size_t len)
 {
     size_t pos = 0;
@@ -128,25 +140,33 @@ void wsd_feed(struct wsd *d, struct wsd_log *log, const uint8_t *buf, size_t len
             CHECK_MSG(ev.data == buf + pos, "payload does not point at the input");
             wsd_on_payload(d, &ev);
             break;
-        case IW_FPDU_EV_FRAME:
-            /* HEADER + the whole PAYLOAD, and the trailer must be in the input still. */
+        case IW_FPDU_EV_FRAME: {
+            /* HEADER + the whole PAYLOAD, and the trailer must be in the input still; or, ended
+             * (IW_FPDU_RX_END), + END, the trailer consumed too, which only a trailer that cannot
+             * fail may be (CRC off, PAD zero). */
+            size_t trailer = iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE;
             CHECK(d->flags & IW_FPDU_RX_WHOLE);
             CHECK(ev.len == ev.hdr->payload_len && ev.len > 0 && ev.off == 0);
-            CHECK_MSG(ev.data + ev.len == buf + pos + used, "frame payload does not end the consumed input");
-            CHECK(len - pos - used >= iw_mpa_pad_len(ev.hdr->ulpdu_len) + IW_MPA_CRC_SIZE);
+            if (ev.ended) {
+                CHECK(d->flags & IW_FPDU_RX_END);
+                CHECK(!d->rx.cfg.crc && !ev.crc_checked && !ev.pad_nonzero);
+                CHECK_MSG(ev.data + ev.len + trailer == buf + pos + used, "ended frame does not end the consumed input");
+            } else {
+                CHECK_MSG(ev.data + ev.len == buf + pos + used, "frame payload does not end the consumed input");
+                CHECK(len - pos - used >= trailer);
+            }
             wsd_on_header(d, &ev);
             wsd_on_payload(d, &ev);
             log->frames++;
+            if (ev.ended) {
+                wsd_on_end(d, log, &ev);
+                log->ended++;
+            }
             break;
+        }
         case IW_FPDU_EV_END:
             CHECK(used > 0);
-            CHECK_EQ(d->cur.payload_got, d->cur.hdr.payload_len);
-            d->cur.payload_crc = iw_crc32c_final(d->cur.payload_crc);
-            d->cur.crc_checked = ev.crc_checked;
-            d->cur.crc_wire = ev.crc_wire;
-            d->cur.crc_calc = ev.crc_calc;
-            d->cur.pad_nonzero = ev.pad_nonzero;
-            log_push(log, &d->cur);
+            wsd_on_end(d, log, &ev);
             break;
         case IW_FPDU_EV_ERROR:
             CHECK(ev.err != NULL && ev.err == iw_fpdu_rx_error(&d->rx));

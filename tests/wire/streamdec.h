@@ -38,6 +38,7 @@ struct wsd_log {
     uint64_t err_at;            /* stream bytes consumed when the error was reported */
     uint64_t consumed;
     uint64_t frames;            /* FRAME events (not compared: depends on the split) */
+    uint64_t ended;             /* of them, those that ended their segment (IW_FPDU_RX_END) */
     /* filled by wsd_finish() */
     enum iw_fpdu_rx_state end_state;
     uint16_t end_hgot;

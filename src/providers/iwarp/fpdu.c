@@ -346,7 +346,9 @@ static const uint8_t rx_next_ok[IW_FPDU_RX_STATE_COUNT] = {
     [IW_FPDU_RX_HDR_START] = RX_BIT(IW_FPDU_RX_HDR_REST) | RX_BIT(IW_FPDU_RX_ERROR),
     [IW_FPDU_RX_HDR_REST]  = RX_BIT(IW_FPDU_RX_PAYLOAD) | RX_BIT(IW_FPDU_RX_PAD) |
                              RX_BIT(IW_FPDU_RX_CRC) | RX_BIT(IW_FPDU_RX_ERROR),
-    [IW_FPDU_RX_PAYLOAD]   = RX_BIT(IW_FPDU_RX_PAD) | RX_BIT(IW_FPDU_RX_CRC) | RX_BIT(IW_FPDU_RX_ERROR),
+    /* PAYLOAD -> HDR_START: a whole frame's trailer taken with its payload (IW_FPDU_RX_END). */
+    [IW_FPDU_RX_PAYLOAD]   = RX_BIT(IW_FPDU_RX_PAD) | RX_BIT(IW_FPDU_RX_CRC) | RX_BIT(IW_FPDU_RX_HDR_START) |
+                             RX_BIT(IW_FPDU_RX_ERROR),
     [IW_FPDU_RX_PAD]       = RX_BIT(IW_FPDU_RX_CRC) | RX_BIT(IW_FPDU_RX_ERROR),
     [IW_FPDU_RX_CRC]       = RX_BIT(IW_FPDU_RX_HDR_START) | RX_BIT(IW_FPDU_RX_ERROR),
     [IW_FPDU_RX_ERROR]     = 0,
@@ -718,6 +720,39 @@ void iw_fpdu_rx_place_skip(struct iw_fpdu_rx *rx, const void *src, size_t n)
         rx->crc_state = iw_crc32c_update(rx->crc_state, src, t);
 }
 
+/* The segment's trailer is consumed: the next byte starts an FPDU. */
+static void rx_end_reset(struct iw_fpdu_rx *rx)
+{
+    rx->fpdus++;
+    rx->hgot = 0;
+    rx->hneed = 4;
+    rx->pay_done = 0;
+    rx->pad_got = 0;
+    rx->pad_nonzero = false;
+    rx->crc_got = 0;
+}
+
+/* IW_FPDU_RX_END: takes the trailer at t (all of it is there: the frame is whole) when nothing
+ * in it can fail, so that the FRAME already ends the segment. With CRC on, the verdict needs the
+ * caller's placement first (IW_FPDU_RX_CALLER_CRC) and has to stay after its checks; a non-zero
+ * PAD is strict mode's error or END's pad_nonzero. Returns the bytes taken, 0 when the trailer
+ * stays for the next step. Payload all consumed, state PAYLOAD. */
+static size_t rx_end_whole(struct iw_fpdu_rx *rx, const uint8_t *t, struct iw_fpdu_event *ev)
+{
+    uint8_t pad = 0;
+
+    if (rx->cfg.crc)
+        return 0;
+    for (unsigned i = 0; i < rx->pad_len; i++)
+        pad |= t[i];
+    if (pad || !rx_goto(rx, IW_FPDU_RX_HDR_START))
+        return 0;
+    ev->crc_wire = iw_get_le32(t + rx->pad_len);
+    ev->ended = true;
+    rx_end_reset(rx);
+    return (size_t)rx->pad_len + IW_MPA_CRC_SIZE;
+}
+
 enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
                                         size_t *consumed, struct iw_fpdu_event *ev)
 {
@@ -787,9 +822,15 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             rx->pay_done += (uint32_t)take;
             used += take;
             rx->offset += take;
-            if (rx->pay_done == rx->hdr.payload_len &&
-                !rx_goto(rx, rx->pad_len ? IW_FPDU_RX_PAD : IW_FPDU_RX_CRC))
-                goto error;
+            if (rx->pay_done == rx->hdr.payload_len) {
+                size_t t = whole && (flags & IW_FPDU_RX_END) ? rx_end_whole(rx, in + used, ev) : 0;
+                if (t) {
+                    used += t;
+                    rx->offset += t;
+                } else if (!rx_goto(rx, rx->pad_len ? IW_FPDU_RX_PAD : IW_FPDU_RX_CRC)) {
+                    goto error;
+                }
+            }
             goto out;
 
         case IW_FPDU_RX_PAD:
@@ -841,13 +882,7 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
             }
             if (!rx_goto(rx, IW_FPDU_RX_HDR_START))
                 goto error;
-            rx->fpdus++;
-            rx->hgot = 0;
-            rx->hneed = 4;
-            rx->pay_done = 0;
-            rx->pad_got = 0;
-            rx->pad_nonzero = false;
-            rx->crc_got = 0;
+            rx_end_reset(rx);
             ev->type = IW_FPDU_EV_END;
             ev->hdr = &rx->hdr;
             goto out;

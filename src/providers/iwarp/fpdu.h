@@ -21,7 +21,9 @@
  *            when the input holds the rest of the frame, trailer included. The trailer is
  *            left for the next step, which reports END (or ERROR) without needing more input:
  *            so the caller's own checks on the header still come before the CRC verdict, and
- *            the completion after it, as with HEADER + PAYLOAD + END.
+ *            the completion after it, as with HEADER + PAYLOAD + END. With IW_FPDU_RX_END too,
+ *            a trailer that cannot fail (CRC off, PAD zero) is taken in the same step and the
+ *            FRAME carries END's fields (ev->ended): HEADER + PAYLOAD + END in one event.
  *   ERROR    a protocol error; rx->error holds the RFC Terminate layer / etype / code to send,
  *            with the offending header attached where the RFC wants it. The first error sticks:
  *            the deframer consumes nothing more.
@@ -220,6 +222,7 @@ struct iw_fpdu_event {
     uint32_t crc_calc;                  /* END: computed value, when crc_checked */
     bool     crc_owed;                  /* PAYLOAD, FRAME: the CRC over these bytes is the caller's */
     bool     pad_nonzero;               /* END */
+    bool     ended;                     /* FRAME: the trailer was taken too (IW_FPDU_RX_END) */
     const struct iw_fpdu_rx_error *err; /* ERROR */
 };
 
@@ -276,6 +279,11 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step(struct iw_fpdu_rx *rx, const void *data, si
  * FRAME event instead of HEADER + PAYLOAD (the small-message path: one step less per FPDU).
  * Every check is the same, in the same order. */
 #define IW_FPDU_RX_WHOLE      2u
+/* IW_FPDU_RX_END, with IW_FPDU_RX_WHOLE: a FRAME whose trailer nothing can fail (CRC off, PAD
+ * zero) ends the segment in the same step, ev->ended set and END's fields filled (the
+ * small-message path: the trailer's step less per FPDU). With CRC on, or a PAD that strict mode
+ * would refuse or END would report, the trailer stays for the next step as without it. */
+#define IW_FPDU_RX_END        4u
 enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
                                         size_t *consumed, struct iw_fpdu_event *ev);
 

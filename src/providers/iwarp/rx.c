@@ -582,12 +582,13 @@ static bool rx_frame_send_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h
     return send && h->last && h->mo == 0 && !rx->have_recv && rx->first_done;
 }
 
-/* A whole Send in one FRAME, its trailer in in[0, len): the receive's checks, placement, the
- * trailer (the deframer's END or ERROR) and the completion in one qp->lock critical section
- * instead of two (take the receive, then complete it), in the order of the resumable path, so a
- * flush sees the receive either posted or completed. A failed check or a bad trailer stays in
- * the deframer, which reports it at the caller's next step. *used: trailer bytes consumed.
- * Returns 0 or a fatal -errno (rx_on_end). RX engine; takes qp->lock. */
+/* A whole Send in one FRAME, its trailer in in[0, len) or taken by the FRAME already
+ * (fev->ended): the receive's checks, placement, the trailer (the deframer's END or ERROR) and
+ * the completion in one qp->lock critical section instead of two (take the receive, then
+ * complete it), in the order of the resumable path, so a flush sees the receive either posted
+ * or completed. A failed check or a bad trailer stays in the deframer, which reports it at the
+ * caller's next step. *used: trailer bytes consumed here. Returns 0 or a fatal -errno
+ * (rx_on_end). RX engine; takes qp->lock. */
 static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev, const uint8_t *in,
                          size_t len, size_t *used)
 {
@@ -600,7 +601,10 @@ static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     rx_hdr_send_locked(qp, dp, fev->hdr);
     if (dp->rx.fr.state != IW_FPDU_RX_ERROR) {
         rx_place(dp, fev);
-        if (iw_fpdu_rx_step_ex(&dp->rx.fr, in, len, IW_FPDU_RX_CALLER_CRC, used, &ev) == IW_FPDU_EV_END) {
+        if (fev->ended) {
+            dp->rx.frame_sends++;
+            ret = rx_on_end(qp, dp, fev, true);
+        } else if (iw_fpdu_rx_step_ex(&dp->rx.fr, in, len, IW_FPDU_RX_CALLER_CRC, used, &ev) == IW_FPDU_EV_END) {
             dp->rx.frame_sends++;
             ret = rx_on_end(qp, dp, &ev, true);
         }
@@ -622,10 +626,12 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
     for (;;) {
         struct iw_fpdu_event ev;
         size_t used = 0;
-        /* Whole frames in one event, but not behind a prediction: there the engine stops
-         * after the header, before a byte of its payload is placed. */
+        /* Whole frames in one event, their trailers with them, but not behind a prediction:
+         * there the engine stops after the header, before a byte of its payload is placed. */
         enum iw_fpdu_ev_type t = iw_fpdu_rx_step_ex(&dp->rx.fr, data + pos, len - pos,
-                                                    IW_FPDU_RX_CALLER_CRC | (pred ? 0 : IW_FPDU_RX_WHOLE), &used, &ev);
+                                                    IW_FPDU_RX_CALLER_CRC |
+                                                        (pred ? 0 : IW_FPDU_RX_WHOLE | IW_FPDU_RX_END),
+                                                    &used, &ev);
         int err;
 
         pos += used;
@@ -656,11 +662,20 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
                 }
                 break;
             }
-            /* HEADER and PAYLOAD at once: the header's checks first, as for HEADER; a failed
-             * one places nothing (the next step reports it). */
+            /* HEADER and PAYLOAD at once (and END when the FRAME ended the segment): the
+             * header's checks first, as for HEADER; a failed one places nothing (the next step
+             * reports it). */
             rx_on_header(qp, dp, ev.hdr);
-            if (dp->rx.fr.state != IW_FPDU_RX_ERROR)
-                rx_place(dp, &ev);
+            if (dp->rx.fr.state == IW_FPDU_RX_ERROR)
+                break;
+            rx_place(dp, &ev);
+            if (ev.ended) {
+                err = rx_on_end(qp, dp, &ev, false);
+                if (err) {
+                    ret = err;
+                    goto out;
+                }
+            }
             break;
         case IW_FPDU_EV_END:
             err = rx_on_end(qp, dp, &ev, false);
