@@ -54,14 +54,17 @@ static void mpa_seed(const char *what, int kind, const uint8_t *s, size_t n, uin
     put_seed("mpa", what, pre, sizeof pre, s, n);
 }
 
-/* fuzz_fpdu: flags, max_ulpdu, piece sizes. Each stream twice: both runs stepping as the
- * wire tools do, and the one-piece run taking whole frames as FRAME events (flags bit 5) as
- * rx.c does, against the split run's HEADER + PAYLOAD. */
+/* fuzz_fpdu: flags, max_ulpdu, piece sizes. Each stream three times: both runs stepping as the
+ * wire tools do; the one-piece run taking whole frames as FRAME events (flags bit 5) against
+ * the split run's HEADER + PAYLOAD; and the one-piece run also taking their trailers (bit 7,
+ * IW_FPDU_RX_END) as rx.c does. */
 static void fpdu_seed(const char *what, bool crc, bool check_seq, int mpa, const uint8_t *s, size_t n)
 {
     uint8_t pre[] = { (uint8_t)((crc ? 1 : 0) | (check_seq ? 4 : 0) | (mpa << 3)), 0, 0, 3, 1, 7, 200 };
     put_seed("fpdu", what, pre, sizeof pre, s, n);
     pre[0] |= 0x20;
+    put_seed("fpdu", what, pre, sizeof pre, s, n);
+    pre[0] |= 0x80;
     put_seed("fpdu", what, pre, sizeof pre, s, n);
 }
 
@@ -446,6 +449,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < wex_fpdu_count; i++) {
         const struct wex_fpdu *e = &wex_fpdu[i];
         fpdu_seed(e->name, e->crc, true, 0, e->bytes, e->len);
+        /* The same bytes on a connection without CRC: the CRC field is then neither checked nor
+         * zero, and a whole frame's trailer taken with it (IW_FPDU_RX_END) must leave the
+         * deframer as the CRC step does (the fuzzer compares them whole). */
+        if (e->crc && e->payload_len)
+            fpdu_seed(e->name, false, true, 0, e->bytes, e->len);
         tx_fpdu_seed(e->name, &e->hdr, e->payload, e->payload_len, e->crc);
         if (e->hdr.opcode == IW_OP_TERMINATE)
             term_seed(e->name, e->bytes, e->len);
