@@ -22,35 +22,34 @@
 static struct iw_mr *obj_mr(struct iw_obj *o) { return ndk_container_of(o, struct iw_mr, obj); }
 static struct iw_mw *obj_mw(struct iw_obj *o) { return ndk_container_of(o, struct iw_mw, obj); }
 
-/* Rights of a registration or a window's binding, in DP_ACC_* terms. */
-static unsigned view_rights(const struct iw_mem_view *v)
+unsigned iw_access_rights(ULONG access, bool fast, bool window)
 {
     unsigned r = 0;
 
-    if (v->window) {
-        if ((v->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+    if (window) {
+        if ((access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
-        if (v->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+        if (access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
             r |= DP_ACC_REMOTE_READ;
-    } else if (v->fast_register) {
+    } else if (fast) {
         /* NDK_OP_FLAG_ALLOW_* (§2.9): REMOTE_WRITE (0x30) includes LOCAL_WRITE (0x10). */
-        if (v->access & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
+        if (access & NDK_OP_FLAG_ALLOW_LOCAL_WRITE)
             r |= DP_ACC_LOCAL_WRITE;
-        if ((v->access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
+        if ((access & NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == NDK_OP_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
-        if (v->access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
+        if (access & NDK_OP_FLAG_ALLOW_REMOTE_READ)
             r |= DP_ACC_REMOTE_READ;
-        if (v->access & NDK_OP_FLAG_RDMA_READ_SINK)
+        if (access & NDK_OP_FLAG_RDMA_READ_SINK)
             r |= DP_ACC_READ_SINK;
     } else {
         /* NDK_MR_FLAG_* (§2.6): REMOTE_WRITE (0x5) includes LOCAL_WRITE (0x1). */
-        if (v->access & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
+        if (access & NDK_MR_FLAG_ALLOW_LOCAL_WRITE)
             r |= DP_ACC_LOCAL_WRITE;
-        if ((v->access & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
+        if ((access & NDK_MR_FLAG_ALLOW_REMOTE_WRITE) == NDK_MR_FLAG_ALLOW_REMOTE_WRITE)
             r |= DP_ACC_REMOTE_WRITE;
-        if (v->access & NDK_MR_FLAG_ALLOW_REMOTE_READ)
+        if (access & NDK_MR_FLAG_ALLOW_REMOTE_READ)
             r |= DP_ACC_REMOTE_READ;
-        if (v->access & NDK_MR_FLAG_RDMA_READ_SINK)
+        if (access & NDK_MR_FLAG_RDMA_READ_SINK)
             r |= DP_ACC_READ_SINK;
     }
     return r;
@@ -120,7 +119,7 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
         goto fail;
     }
     /* 3. Access rights. */
-    if ((view_rights(&v) & need) != need) {
+    if ((v.rights & need) != need) {
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_ACCESS);
         goto fail;
     }
@@ -200,7 +199,7 @@ int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, u
                 goto bad;
             if (o->type != IW_OBJ_MR || iw_obj_ante(o, 0) != &qp->pd->obj)
                 goto bad_put;   /* windows are remote-only; other PDs are not ours (§5.10) */
-            if (!in_bounds(v.base, v.length, va, len) || (view_rights(&v) & need) != need)
+            if (!in_bounds(v.base, v.length, va, len) || (v.rights & need) != need)
                 goto bad_put;
         }
         out->e[out->n].mem = o;
@@ -354,6 +353,7 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     mw->base_va = w->va;
     mw->length = w->length;
     mw->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
+    mw->rights = iw_access_rights(mw->access, false, true);
     mw->bound = true;
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
@@ -381,6 +381,7 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
         mr->length = w->length;
         mr->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
                                  NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK);
+        mr->rights = iw_access_rights(mr->access, true, false);
         mr->registered = true;
         iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&dev->mem_lock);

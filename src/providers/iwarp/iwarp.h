@@ -818,6 +818,7 @@ struct iw_mr {
     uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
     uint64_t length;
     ULONG access;                     /* NDK_MR_FLAG_* (registered) or NDK_OP_FLAG_ALLOW_* (fast) */
+    unsigned rights;                  /* access as DP_ACC_* bits (iw_access_rights), written with it */
     uint32_t page_cap;                /* fast register: pages reserved */
     uint64_t *pages;                  /* fast register: adapter (virtual) page addresses */
     uint32_t npages;
@@ -843,6 +844,7 @@ struct iw_mw {
     bool bound;
     uint64_t base_va, length;         /* also written under dev->mem_lock, as the MR's */
     ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
+    unsigned rights;                  /* access as DP_ACC_* bits (iw_access_rights), written with it */
     /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
     atomic_int dma_users;             /* data-path users, as the MR's */
     struct iw_mem_inval inval;
@@ -860,10 +862,13 @@ NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW
 /* What a registration or binding covers, read in one critical section with its validity. */
 struct iw_mem_view {
     uint64_t base, length;
-    ULONG access;                     /* iw_mr.access or iw_mw.access */
-    bool fast_register;               /* an MR created for fast registration */
-    bool window;                      /* an MW's binding */
+    unsigned rights;                  /* DP_ACC_* (datapath.h) */
 };
+
+/* The DP_ACC_* rights (datapath.h) that access grants: NDK_MR_FLAG_* of a registered MR,
+ * NDK_OP_FLAG_ALLOW_* of a fast-registered one (fast) or of a window's binding (window).
+ * Computed when the access is set, not per lookup. Any thread, no lock (access.c). */
+unsigned iw_access_rights(ULONG access, bool fast, bool window);
 
 /* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
  * a DMA-user count held: release both with iw_mem_put. With view, also what it covers

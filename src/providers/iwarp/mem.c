@@ -52,14 +52,14 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
             goto out;
         atomic_fetch_add(&mr->dma_users, 1);
         if (view)
-            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->access, mr->fast_register, false };
+            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->rights };
     } else {
         struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
         if (mw->stag != stag || !mw->bound)
             goto out;
         atomic_fetch_add(&mw->dma_users, 1);
         if (view)
-            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->access, false, true };
+            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->rights };
     }
     iw_obj_get(o);
     *out = o;
@@ -219,6 +219,7 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     mr->base_va = (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl);
     mr->length = len;
     mr->access = flags;
+    mr->rights = iw_access_rights(flags, false, false);
     err = iw_mem_stag_alloc(mr->obj.dev, &mr->obj, &stag);
     if (!err) {
         pthread_mutex_lock(&mr->obj.dev->mem_lock);
