@@ -190,6 +190,9 @@ void dpt_env_init(struct dpt_env *e)
     pthread_mutex_init(&e->dev.lock, NULL);
     pthread_mutex_init(&e->dev.mem_lock, NULL);
     pthread_mutex_init(&e->dev.wq_lock, NULL);
+    pthread_mutex_init(&e->dev.qps_lock, NULL);
+    ndk_list_init(&e->dev.qps);
+    iw_mem_device_init(&e->dev);
     ndk_list_init(&e->dev.work);
     ndk_list_init(&e->dev.endpoints);
     ndk_list_init(&e->dev.connectors);

@@ -127,6 +127,9 @@ static void env_init(void)
     pthread_mutex_init(&g_dev.lock, NULL);
     pthread_mutex_init(&g_dev.mem_lock, NULL);
     pthread_mutex_init(&g_dev.wq_lock, NULL);
+    pthread_mutex_init(&g_dev.qps_lock, NULL);
+    ndk_list_init(&g_dev.qps);
+    iw_mem_device_init(&g_dev);
     /* The harness is the progress thread (iw_progress_on_thread): a CQ poll from it never runs
      * the engines inline, so the pieces the input chose are exactly the reads the engine sees. */
     atomic_store(&g_dev.progress_self, pthread_self());

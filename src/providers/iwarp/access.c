@@ -303,12 +303,16 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
         err = -EACCES;
     } else if (o->type == IW_OBJ_MR) {
         pthread_mutex_lock(&dev->mem_lock);
-        obj_mr(o)->registered = false;
+        iw_mem_write_begin(o);
+        IW_MEM_SET(obj_mr(o)->registered, false);
+        iw_mem_write_end(o);
         iw_mem_sv_describe_locked(o);
         pthread_mutex_unlock(&dev->mem_lock);
     } else {
         pthread_mutex_lock(&dev->mem_lock);
-        obj_mw(o)->bound = false;
+        iw_mem_write_begin(o);
+        IW_MEM_SET(obj_mw(o)->bound, false);
+        iw_mem_write_end(o);
         iw_mem_sv_describe_locked(o);
         pthread_mutex_unlock(&dev->mem_lock);
     }
@@ -350,11 +354,13 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     /* §1.7: the MR becomes the window's antecedent. */
     iw_obj_set_ante(&mw->obj, IW_MW_ANTE_MR, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);            /* iw_mem_get's view */
-    mw->base_va = w->va;
-    mw->length = w->length;
+    iw_mem_write_begin(&mw->obj);
+    IW_MEM_SET(mw->base_va, w->va);
+    IW_MEM_SET(mw->length, w->length);
     mw->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
-    mw->rights = iw_access_rights(mw->access, false, true);
-    mw->bound = true;
+    IW_MEM_SET(mw->rights, iw_access_rights(mw->access, false, true));
+    IW_MEM_SET(mw->bound, true);
+    iw_mem_write_end(&mw->obj);
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     pthread_mutex_unlock(&mw->lock);
@@ -377,12 +383,14 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
         mr->npages = w->page_count;
         mr->fbo = w->fbo;
         pthread_mutex_lock(&dev->mem_lock);        /* iw_mem_get's view */
-        mr->base_va = w->va;
-        mr->length = w->length;
+        iw_mem_write_begin(&mr->obj);
+        IW_MEM_SET(mr->base_va, w->va);
+        IW_MEM_SET(mr->length, w->length);
         mr->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
                                  NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK);
-        mr->rights = iw_access_rights(mr->access, true, false);
-        mr->registered = true;
+        IW_MEM_SET(mr->rights, iw_access_rights(mr->access, true, false));
+        IW_MEM_SET(mr->registered, true);
+        iw_mem_write_end(&mr->obj);
         iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&dev->mem_lock);
     }

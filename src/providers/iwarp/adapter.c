@@ -106,6 +106,9 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
     ndk_list_init(&dev->pnp_work.link);
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->mem_lock, NULL);
+    pthread_mutex_init(&dev->qps_lock, NULL);
+    ndk_list_init(&dev->qps);
+    iw_mem_device_init(dev);
     ndk_list_init(&dev->endpoints);
     ndk_list_init(&dev->connectors);
     ndk_list_init(&dev->listeners);
@@ -116,6 +119,7 @@ NDIS_STATUS iw_device_create(struct iw_provider *prov, NDIS_HANDLE handle, const
         ndk_prov_adapter_list_destroy(&dev->adapters);
         pthread_mutex_destroy(&dev->lock);
         pthread_mutex_destroy(&dev->mem_lock);
+        pthread_mutex_destroy(&dev->qps_lock);
         free(dev);
         return ndk_status_from_errno(err);
     }
@@ -139,10 +143,11 @@ VOID iw_device_destroy(NDIS_HANDLE ctx)
     /* The runtime closed every adapter instance first (provider.h), so no object is left. */
     if (ndk_prov_adapter_list_destroy(&dev->adapters))
         iw_derr(dev, "%s: halted with adapter instances still open", dev->ifname);
-    iw_progress_stop(dev);
+    iw_progress_stop(dev);              /* runs the last reclaim of retired MRs and MWs */
     iw_stag_table_destroy(&dev->stags);
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mem_lock);
+    pthread_mutex_destroy(&dev->qps_lock);
     free(dev);
 }
 

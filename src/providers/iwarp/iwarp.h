@@ -375,10 +375,18 @@ struct iw_device {
     struct ndk_list listeners;        /* every listening iw_listener */
     struct ndk_prov_adapter_list adapters;   /* open iw_adapter instances (its own leaf lock) */
 
-    /* STag table (stag.c, used by mem.c). Job of mem_lock: the table and every MR's / MW's
-     * stag, registered and bound fields. */
+    /* STag table (stag.c, used by mem.c). Job of mem_lock: the table's writers, every MR's / MW's
+     * stag, registered and bound fields (which lookups read without it: mem_seq), and the lists
+     * of retired MRs and MWs. */
     pthread_mutex_t mem_lock;
     struct iw_stag_table stags;
+    /* Closed MRs and MWs, kept in memory until no lookup can still hold them (mem.c). */
+    struct ndk_list mr_retired, mw_retired;
+    struct iw_work mem_reclaim_work;
+    /* Every QP of the device, so that a walk can wait out the lookups running under their locks
+     * (iw_qp_lookups_quiesce). Job of qps_lock: the list; the walk takes QP locks under it. */
+    pthread_mutex_t qps_lock;
+    struct ndk_list qps;
 
     /* Progress engine (progress.c). Job of wq_lock: the work list. */
     pthread_t thread;
@@ -813,8 +821,10 @@ struct iw_mr {
     bool frmr_initialized;            /* NdkInitializeFastRegisterMr done */
     bool frmr_remote;                 /* RemoteAccess given at initialization */
     uint32_t stag;                    /* local token = remote token (siw: lkey == rkey) */
-    /* base_va, length and access are also written under dev->mem_lock while the STag is
-     * findable, so that iw_mem_get can hand the data path a consistent view without mr->lock. */
+    /* stag, registered, base_va, length and rights are what iw_mem_get reads without a lock:
+     * written under dev->mem_lock as well, between iw_mem_write_begin and _end (mem_seq). */
+    atomic_uint mem_seq;
+    struct ndk_list retired;          /* dev->mr_retired once destroyed (mem_lock) */
     uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
     uint64_t length;
     ULONG access;                     /* NDK_MR_FLAG_* (registered) or NDK_OP_FLAG_ALLOW_* (fast) */
@@ -842,7 +852,9 @@ struct iw_mw {
     pthread_mutex_t lock;             /* job: the binding below (written by the data path's bind) */
     uint32_t stag;
     bool bound;
-    uint64_t base_va, length;         /* also written under dev->mem_lock, as the MR's */
+    uint64_t base_va, length;         /* with stag, bound, rights: as the MR's (mem_seq) */
+    atomic_uint mem_seq;
+    struct ndk_list retired;          /* dev->mw_retired once destroyed (mem_lock) */
     ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
     unsigned rights;                  /* access as DP_ACC_* bits (iw_access_rights), written with it */
     /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
@@ -859,7 +871,7 @@ NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVO
 void iw_mem_sv_describe_locked(struct iw_obj *o);
 NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW **out);
 
-/* What a registration or binding covers, read in one critical section with its validity. */
+/* What a registration or binding covers, read at one moment with its validity. */
 struct iw_mem_view {
     uint64_t base, length;
     unsigned rights;                  /* DP_ACC_* (datapath.h) */
@@ -873,8 +885,14 @@ unsigned iw_access_rights(ULONG access, bool fast, bool window);
 /* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
  * a DMA-user count held: release both with iw_mem_put. With view, also what it covers
  * at that moment. -ENOENT when the STag is not valid (wrong key, free index, deregistered).
- * Any thread; takes dev->mem_lock. */
+ * Takes no lock: the caller holds a QP's qp->lock or its datapath's rx_mutex, which is what
+ * keeps an object it may find alive (iw_qp_lookups_quiesce). */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
+/* A writer of what iw_mem_get reads without a lock (struct iw_mr / iw_mw, mem_seq): the fields
+ * are set with IW_MEM_SET between the two. dev->mem_lock held. */
+void iw_mem_write_begin(struct iw_obj *o);
+void iw_mem_write_end(struct iw_obj *o);
+#define IW_MEM_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 void iw_mem_put(struct iw_obj *mem);
 /* An NdkInvalidate of mem has just made its token invalid on qp's SQ: returns true when
  * placements that began before are still running, so that the request's completion must wait
@@ -886,6 +904,13 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *mem);
 /* The last placement into mem ended: the invalidations of it waiting on qp's SQ are done (qp.c,
  * called by mem.c). Progress thread; takes qp->lock. */
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem);
+/* Returns once every key lookup (iw_mem_get) that was running when it was called has ended:
+ * each runs under a QP's qp->lock or its datapath's rx_mutex, and each QP's two are taken and
+ * released once (qp.c). Progress thread, no lock held; blocks while a holder finishes. */
+void iw_qp_lookups_quiesce(struct iw_device *dev);
+/* Sets up the device's lists of retired MRs and MWs (mem.c); iw_device_destroy finds them
+ * empty, the progress thread having run the last reclaim before it stopped. */
+void iw_mem_device_init(struct iw_device *dev);
 /* Whether the data path holds mem (iw_mem_get without its iw_mem_put yet). Any thread. */
 bool iw_mem_placing(struct iw_obj *mem);
 /* A fresh random key for stag's slot when a fast register / bind issues a new token (RFC 5040
@@ -930,6 +955,7 @@ struct iw_conn_params {
 struct iw_qp {
     NDK_QP ndk;
     struct iw_obj obj;
+    struct ndk_list dev_link;         /* dev->qps (qps_lock) */
     /* Job of lock: state, conn, fd, params, both work queues (indices and contents). The data
      * path may split TX/RX progress under its own finer locks, but the state transition and the
      * fd detach always happen under this lock, so a holder that sees RTS may use fd. */

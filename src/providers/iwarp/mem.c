@@ -10,6 +10,7 @@
 #include "iwarp.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,35 +39,100 @@ uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag)
     return ns ? ns : stag;
 }
 
+static atomic_uint *iw_mem_seq(struct iw_obj *o)
+{
+    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->mem_seq
+                                : &ndk_container_of(o, struct iw_mw, obj)->mem_seq;
+}
+
+void iw_mem_write_begin(struct iw_obj *o)
+{
+    atomic_uint *seq = iw_mem_seq(o);
+
+    /* Odd: a lookup that read the fields meanwhile reads them again. Sequentially consistent,
+     * so that it comes before this writer's later look at dma_users (iw_mem_get's count and
+     * second read of seq are the other half); the fence keeps the fields' stores after it. */
+    atomic_store(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1);
+    atomic_thread_fence(memory_order_release);
+}
+
+void iw_mem_write_end(struct iw_obj *o)
+{
+    atomic_uint *seq = iw_mem_seq(o);
+
+    atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
+}
+
+static atomic_int *iw_mem_users(struct iw_obj *o);
+static void iw_mem_unuse(struct iw_obj *o);
+
+/* One consistent read of what a lookup checks, between two equal even values of mem_seq. */
+static void iw_mem_read(struct iw_obj *o, atomic_uint *seq, unsigned *s, uint32_t *stag, bool *valid,
+                        struct iw_mem_view *v)
+{
+    for (unsigned spins = 0;; spins++) {
+        unsigned s1 = atomic_load_explicit(seq, memory_order_acquire);
+        if (s1 & 1) {
+            if (spins > 64)
+                sched_yield();                    /* a writer holds mem_lock: never for long */
+            continue;
+        }
+        if (o->type == IW_OBJ_MR) {
+            struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
+            *stag = __atomic_load_n(&mr->stag, __ATOMIC_RELAXED);
+            *valid = __atomic_load_n(&mr->registered, __ATOMIC_RELAXED);
+            *v = (struct iw_mem_view){ __atomic_load_n(&mr->base_va, __ATOMIC_RELAXED),
+                                       __atomic_load_n(&mr->length, __ATOMIC_RELAXED),
+                                       __atomic_load_n(&mr->rights, __ATOMIC_RELAXED) };
+        } else {
+            struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
+            *stag = __atomic_load_n(&mw->stag, __ATOMIC_RELAXED);
+            *valid = __atomic_load_n(&mw->bound, __ATOMIC_RELAXED);
+            *v = (struct iw_mem_view){ __atomic_load_n(&mw->base_va, __ATOMIC_RELAXED),
+                                       __atomic_load_n(&mw->length, __ATOMIC_RELAXED),
+                                       __atomic_load_n(&mw->rights, __ATOMIC_RELAXED) };
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+            *s = s1;
+            return;
+        }
+    }
+}
+
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view)
 {
-    struct iw_obj *o;
-    int err = -ENOENT;
+    /* The object a slot gives stays in memory while the caller holds its QP lock, even if it is
+     * closed and its references are gone (iw_mem_retire): the reference is taken only if some
+     * remain. */
+    struct iw_obj *o = iw_stag_find(&dev->stags, stag);
 
-    pthread_mutex_lock(&dev->mem_lock);
-    if (!(o = iw_stag_find(&dev->stags, stag)) || iw_obj_closing(o))
-        goto out;
-    if (o->type == IW_OBJ_MR) {
-        struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
-        if (mr->stag != stag || !mr->registered)
-            goto out;
-        atomic_fetch_add(&mr->dma_users, 1);
-        if (view)
-            *view = (struct iw_mem_view){ mr->base_va, mr->length, mr->rights };
-    } else {
-        struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
-        if (mw->stag != stag || !mw->bound)
-            goto out;
-        atomic_fetch_add(&mw->dma_users, 1);
-        if (view)
-            *view = (struct iw_mem_view){ mw->base_va, mw->length, mw->rights };
+    if (!o || !iw_obj_tryget(o))
+        return -ENOENT;
+    atomic_uint *seq = iw_mem_seq(o);
+    for (;;) {
+        struct iw_mem_view v;
+        uint32_t ostag;
+        unsigned s;
+        bool valid;
+
+        iw_mem_read(o, seq, &s, &ostag, &valid, &v);
+        if (ostag != stag || !valid || iw_obj_closing(o)) {
+            iw_obj_put(o);
+            return -ENOENT;
+        }
+        /* Against a writer that makes the token invalid and then looks at dma_users (the
+         * deregistration, an invalidation waiting for placements): we count ourselves, then
+         * read seq again (both sequentially consistent), so either it sees us or we see it. */
+        atomic_fetch_add(iw_mem_users(o), 1);
+        if (atomic_load(seq) == s) {
+            if (view)
+                *view = v;
+            *out = o;
+            return 0;
+        }
+        iw_mem_unuse(o);
     }
-    iw_obj_get(o);
-    *out = o;
-    err = 0;
-out:
-    pthread_mutex_unlock(&dev->mem_lock);
-    return err;
 }
 
 static void iw_mr_dereg_work(struct iw_work *w)
@@ -114,7 +180,9 @@ static void iw_mem_inval_init(struct iw_mem_inval *inv, struct iw_obj *o)
     inv->obj = o;
 }
 
-void iw_mem_put(struct iw_obj *o)
+/* Drops the DMA-user count iw_mem_get took, waking what waited for it; the caller's reference
+ * keeps o. */
+static void iw_mem_unuse(struct iw_obj *o)
 {
     struct iw_device *dev = o->dev;
     bool done = false;
@@ -144,6 +212,11 @@ void iw_mem_put(struct iw_obj *o)
                 iw_obj_put(o);                         /* queued already: it holds one */
         }
     }
+}
+
+void iw_mem_put(struct iw_obj *o)
+{
+    iw_mem_unuse(o);
     iw_obj_put(o);
 }
 
@@ -197,6 +270,72 @@ void iw_mem_sv_describe_locked(struct iw_obj *o)
     ndk_sv_end(r);
 }
 
+/* ---- keeping closed MRs and MWs until no lookup can hold them ---- */
+
+/* A lookup may have read an object's slot just before its close emptied it, and then look at the
+ * object under its QP lock (iw_mem_get); so a destroyed MR or MW waits on a list until the
+ * progress thread has seen every QP lock free once (iw_qp_lookups_quiesce). Its close completes
+ * meanwhile: the consumer's pages are kept by dma_users, not by this memory. The type's destroy,
+ * any thread that may run it (the progress thread, or the consumer's close), no lock held. */
+static void iw_mem_retire(struct iw_device *dev, struct ndk_list *list, struct ndk_list *link)
+{
+    pthread_mutex_lock(&dev->mem_lock);
+    ndk_list_add_tail(list, link);
+    pthread_mutex_unlock(&dev->mem_lock);
+    iw_progress_queue(dev, &dev->mem_reclaim_work);   /* merges with one queued: it takes all */
+}
+
+static void iw_mr_free(struct iw_mr *mr);
+static void iw_mw_free(struct iw_mw *mw);
+
+/* Moves the entries of list up to last (included) to out. mem_lock held. */
+static void iw_mem_take_retired(struct ndk_list *list, struct ndk_list *last, struct ndk_list *out)
+{
+    if (last == list)
+        return;                                       /* it was empty */
+    for (struct ndk_list *pos = list->next, *next;; pos = next) {
+        next = pos->next;
+        ndk_list_del(pos);
+        ndk_list_add_tail(out, pos);
+        if (pos == last)
+            return;
+    }
+}
+
+/* Progress thread, no lock held: one walk for every object retired before it began. They stay
+ * on the device's lists meanwhile; those retired during the walk wait for the next one (a lookup
+ * may hold them under a lock the walk had passed). */
+static void iw_mem_reclaim_work(struct iw_work *w)
+{
+    struct iw_device *dev = ndk_container_of(w, struct iw_device, mem_reclaim_work);
+    struct ndk_list mrs, mws, *pos, *tmp;
+
+    pthread_mutex_lock(&dev->mem_lock);
+    struct ndk_list *mr_last = dev->mr_retired.prev, *mw_last = dev->mw_retired.prev;
+    pthread_mutex_unlock(&dev->mem_lock);
+    /* Every slot these held was emptied before their destroy: a lookup that starts now cannot
+     * find them, and the walk waits for those that may have. */
+    iw_qp_lookups_quiesce(dev);
+    ndk_list_init(&mrs);
+    ndk_list_init(&mws);
+    pthread_mutex_lock(&dev->mem_lock);
+    iw_mem_take_retired(&dev->mr_retired, mr_last, &mrs);
+    iw_mem_take_retired(&dev->mw_retired, mw_last, &mws);
+    pthread_mutex_unlock(&dev->mem_lock);
+    ndk_list_for_each_safe(pos, tmp, &mrs)
+        iw_mr_free(ndk_list_entry(pos, struct iw_mr, retired));
+    ndk_list_for_each_safe(pos, tmp, &mws)
+        iw_mw_free(ndk_list_entry(pos, struct iw_mw, retired));
+}
+
+void iw_mem_device_init(struct iw_device *dev)
+{
+    ndk_list_init(&dev->mr_retired);
+    ndk_list_init(&dev->mw_retired);
+    dev->mem_reclaim_work.fn = iw_mem_reclaim_work;
+    ndk_list_init(&dev->mem_reclaim_work.link);
+}
+
 /* ---- MR ---- */
 
 static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
@@ -216,15 +355,19 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
         pthread_mutex_unlock(&mr->lock);
         return STATUS_INVALID_DEVICE_REQUEST;
     }
-    mr->base_va = (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl);
-    mr->length = len;
-    mr->access = flags;
-    mr->rights = iw_access_rights(flags, false, false);
     err = iw_mem_stag_alloc(mr->obj.dev, &mr->obj, &stag);
     if (!err) {
+        /* The slot may give this MR to a lookup already: until the bracket ends, its STag is
+         * not the new one, so the lookup turns it down. */
         pthread_mutex_lock(&mr->obj.dev->mem_lock);
-        mr->stag = stag;
-        mr->registered = true;
+        iw_mem_write_begin(&mr->obj);
+        IW_MEM_SET(mr->base_va, (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl));
+        IW_MEM_SET(mr->length, (uint64_t)len);
+        mr->access = flags;
+        IW_MEM_SET(mr->rights, iw_access_rights(flags, false, false));
+        IW_MEM_SET(mr->stag, stag);
+        IW_MEM_SET(mr->registered, true);
+        iw_mem_write_end(&mr->obj);
         iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&mr->obj.dev->mem_lock);
     }
@@ -245,7 +388,9 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     }
     iw_mem_stag_free(dev, mr->stag, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);
-    mr->registered = false;
+    iw_mem_write_begin(&mr->obj);
+    IW_MEM_SET(mr->registered, false);
+    iw_mem_write_end(&mr->obj);
     iw_mem_sv_describe_locked(&mr->obj);
     mr->dereg_cb = cb;
     mr->dereg_ctx = ctx;
@@ -297,7 +442,9 @@ static NTSTATUS iw_init_fast_register_mr(NDK_MR *m, ULONG pages, BOOLEAN remote,
                 st = STATUS_INSUFFICIENT_RESOURCES;
             } else {
                 pthread_mutex_lock(&mr->obj.dev->mem_lock);
-                mr->stag = stag;
+                iw_mem_write_begin(&mr->obj);
+                IW_MEM_SET(mr->stag, stag);
+                iw_mem_write_end(&mr->obj);
                 pthread_mutex_unlock(&mr->obj.dev->mem_lock);
                 mr->frmr_initialized = true;
             }
@@ -332,20 +479,28 @@ static void iw_mr_close_start(struct iw_obj *o)
     if (mr->stag)
         iw_mem_stag_free(o->dev, mr->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
-    mr->registered = false;
+    iw_mem_write_begin(o);
+    IW_MEM_SET(mr->registered, false);
+    iw_mem_write_end(o);
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);
 }
 
+static void iw_mr_free(struct iw_mr *mr)
+{
+    free(mr->pages);
+    pthread_mutex_destroy(&mr->lock);
+    free(mr);
+}
+
+/* Retired: freed by iw_mem_reclaim_work. */
 static void iw_mr_destroy(struct iw_obj *o)
 {
     struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
 
     atomic_fetch_sub(&o->dev->nmr, 1);
-    free(mr->pages);
-    pthread_mutex_destroy(&mr->lock);
-    free(mr);
+    iw_mem_retire(o->dev, &o->dev->mr_retired, &mr->retired);
 }
 
 static const struct iw_obj_ops iw_mr_ops = { .name = "MR", .close_start = iw_mr_close_start, .destroy = iw_mr_destroy };
@@ -418,18 +573,26 @@ static void iw_mw_close_start(struct iw_obj *o)
 
     iw_mem_stag_free(o->dev, mw->stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
-    mw->bound = false;
+    iw_mem_write_begin(o);
+    IW_MEM_SET(mw->bound, false);
+    iw_mem_write_end(o);
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
 }
 
+static void iw_mw_free(struct iw_mw *mw)
+{
+    pthread_mutex_destroy(&mw->lock);
+    free(mw);
+}
+
+/* Retired: freed by iw_mem_reclaim_work. */
 static void iw_mw_destroy(struct iw_obj *o)
 {
     struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
 
     atomic_fetch_sub(&o->dev->nmw, 1);
-    pthread_mutex_destroy(&mw->lock);
-    free(mw);
+    iw_mem_retire(o->dev, &o->dev->mw_retired, &mw->retired);
 }
 
 static const struct iw_obj_ops iw_mw_ops = { .name = "MW", .close_start = iw_mw_close_start, .destroy = iw_mw_destroy };
@@ -471,7 +634,9 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     pthread_mutex_lock(&dev->mem_lock);
-    mw->stag = stag;
+    iw_mem_write_begin(&mw->obj);
+    IW_MEM_SET(mw->stag, stag);
+    iw_mem_write_end(&mw->obj);
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     *out = &mw->ndk;

@@ -258,12 +258,16 @@ static void bind_rekey(struct iw_qp *qp, struct iw_wqe *w)
 
     pthread_mutex_lock(&dev->mem_lock);
     old = mw->stag;
-    mw->bound = false;
+    iw_mem_write_begin(&mw->obj);
+    IW_MEM_SET(mw->bound, false);
+    iw_mem_write_end(&mw->obj);
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
-    mw->stag = ns;
+    iw_mem_write_begin(&mw->obj);
+    IW_MEM_SET(mw->stag, ns);
+    iw_mem_write_end(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
 }
 
@@ -311,12 +315,16 @@ static void frmr_rekey(struct iw_qp *qp, struct iw_wqe *w)
 
     pthread_mutex_lock(&dev->mem_lock);
     old = mr->stag;
-    mr->registered = false;
+    iw_mem_write_begin(&mr->obj);
+    IW_MEM_SET(mr->registered, false);
+    iw_mem_write_end(&mr->obj);
     iw_mem_sv_describe_locked(&mr->obj);
     pthread_mutex_unlock(&dev->mem_lock);
     uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
-    mr->stag = ns;
+    iw_mem_write_begin(&mr->obj);
+    IW_MEM_SET(mr->stag, ns);
+    iw_mem_write_end(&mr->obj);
     pthread_mutex_unlock(&dev->mem_lock);
 }
 

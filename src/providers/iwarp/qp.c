@@ -571,7 +571,9 @@ void iw_qp_connection_established(struct iw_qp *qp)
      * engines stopped, so no engine races its close. No new descriptor is needed here, so a
      * process out of descriptors never loses a connection at establishment. */
     if (fd < 0 || nomem) {
-        qp->dp = dp;
+        pthread_mutex_lock(&qp->lock);
+        qp->dp = dp;                      /* under the lock for iw_qp_lookups_quiesce */
+        pthread_mutex_unlock(&qp->lock);
         pthread_mutex_lock(&dp->rx_mutex);
         pthread_mutex_lock(&dp->tx_mutex);
         pthread_mutex_lock(&qp->lock);
@@ -584,8 +586,8 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     dp->fd = fd;
     dp->poll.fd = fd;
-    qp->dp = dp;
     pthread_mutex_lock(&qp->lock);
+    qp->dp = dp;                         /* under the lock for iw_qp_lookups_quiesce */
     iw_obj_get(&qp->obj);                /* the registration's reference */
     bool watching = iw_progress_add(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp)) == 0;
     atomic_store_explicit(&dp->watching, watching, memory_order_relaxed);
@@ -729,6 +731,24 @@ void iw_qp_connection_lost(struct iw_qp *qp, int err)
         iw_pcapng_flush(dp->wire->file);
 }
 
+void iw_qp_lookups_quiesce(struct iw_device *dev)
+{
+    struct ndk_list *pos;
+
+    pthread_mutex_lock(&dev->qps_lock);
+    ndk_list_for_each(pos, &dev->qps) {
+        struct iw_qp *qp = ndk_list_entry(pos, struct iw_qp, dev_link);
+        pthread_mutex_lock(&qp->lock);
+        struct iw_dp *dp = qp->dp;       /* lives until the QP's destroy, which waits for us */
+        pthread_mutex_unlock(&qp->lock);
+        if (dp) {
+            pthread_mutex_lock(&dp->rx_mutex);
+            pthread_mutex_unlock(&dp->rx_mutex);
+        }
+    }
+    pthread_mutex_unlock(&dev->qps_lock);
+}
+
 /* Frees the engines' state (QP destroy; nothing runs them any more). */
 static void iw_qp_engines_free(struct iw_qp *qp)
 {
@@ -801,6 +821,10 @@ static void iw_qp_destroy(struct iw_obj *o)
         close(qp->fd);
         qp->fd = -1;
     }
+    /* Off the walk before its locks go (nothing runs its engines any more). */
+    pthread_mutex_lock(&o->dev->qps_lock);
+    ndk_list_del(&qp->dev_link);
+    pthread_mutex_unlock(&o->dev->qps_lock);
     iw_qp_engines_free(qp);
     iw_progress_timer_fini(o->dev, &qp->poll_timer);   /* idle: an armed timer holds a reference */
     iw_wq_free(&qp->sq);
@@ -889,6 +913,9 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
     pthread_mutex_lock(&qp->lock);
     iw_qp_sv_describe_locked(qp);
     pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_lock(&dev->qps_lock);
+    ndk_list_add_tail(&dev->qps, &qp->dev_link);
+    pthread_mutex_unlock(&dev->qps_lock);
     *out = &qp->ndk;
     return STATUS_SUCCESS;
 }

@@ -4,6 +4,7 @@
 #include "stag.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,20 @@ out:
     return err;
 }
 
-/* Doubles the table (first size IW_STAG_MIN_SLOTS); new indices join the free set. */
+_Static_assert(IW_STAG_MIN_SLOTS == 64u && (64u << (IW_STAG_NSEG - 1)) == IW_STAG_MAX_SLOTS, "segment layout");
+
+/* The slot of idx (idx < cap, so its segment exists). */
+static struct iw_obj *_Atomic *iw_stag_slot(const struct iw_stag_table *t, uint32_t idx)
+{
+    uint32_t k = idx < 64u ? 0 : (uint32_t)(31 - __builtin_clz(idx)) - 5u;
+    uint32_t first = k ? 64u << (k - 1) : 0;
+    struct iw_obj *_Atomic *seg = atomic_load_explicit(&t->seg[k], memory_order_acquire);
+
+    return seg ? &seg[idx - first] : NULL;
+}
+
+/* Doubles the table (first size IW_STAG_MIN_SLOTS); new indices join the free set. The new
+ * indices are exactly the next segment. */
 static int iw_stag_grow(struct iw_stag_table *t)
 {
     uint32_t ncap = t->cap ? t->cap * 2 : IW_STAG_MIN_SLOTS;
@@ -57,10 +71,14 @@ static int iw_stag_grow(struct iw_stag_table *t)
         ncap = IW_STAG_MAX_SLOTS;
     if (ncap == t->cap)
         return -ENOSPC;
-    struct iw_obj **obj = realloc(t->obj, ncap * sizeof *obj);
-    if (!obj)
-        return -ENOMEM;
-    t->obj = obj;
+    uint32_t k = t->cap ? (uint32_t)(31 - __builtin_clz(t->cap)) - 5u : 0;
+    if (!atomic_load_explicit(&t->seg[k], memory_order_relaxed)) {
+        struct iw_obj *_Atomic *seg = calloc(ncap - t->cap, sizeof *seg);
+        if (!seg)
+            return -ENOMEM;
+        /* Release: the zeroed slots before a lookup finds the segment. */
+        atomic_store_explicit(&t->seg[k], seg, memory_order_release);
+    }
     uint8_t *key = realloc(t->key, ncap);
     if (!key)
         return -ENOMEM;
@@ -69,7 +87,6 @@ static int iw_stag_grow(struct iw_stag_table *t)
     if (!fr)
         return -ENOMEM;
     t->free = fr;
-    memset(obj + t->cap, 0, (ncap - t->cap) * sizeof *obj);
     /* A slot's first key is as random as every later one. */
     if (iw_stag_random(key + t->cap, ncap - t->cap) < 0)
         return -EIO;
@@ -110,7 +127,8 @@ int iw_stag_alloc(struct iw_stag_table *t, struct iw_obj *o, uint32_t *stag)
     if (iw_stag_new_key(t, idx) < 0)
         return -EIO;
     t->free[pick] = t->free[--t->nfree];
-    t->obj[idx] = o;
+    /* Release: what the caller set up in o before it published the token. */
+    atomic_store_explicit(iw_stag_slot(t, idx), o, memory_order_release);
     *stag = idx << 8 | t->key[idx];
     return 0;
 }
@@ -119,9 +137,9 @@ void iw_stag_free(struct iw_stag_table *t, uint32_t stag, struct iw_obj *o)
 {
     uint32_t idx = stag >> 8;
 
-    if (idx == 0 || idx >= t->cap || t->obj[idx] != o)
+    if (idx == 0 || idx >= t->cap || atomic_load_explicit(iw_stag_slot(t, idx), memory_order_relaxed) != o)
         return;
-    t->obj[idx] = NULL;
+    atomic_store_explicit(iw_stag_slot(t, idx), NULL, memory_order_relaxed);
     t->free[t->nfree++] = idx;
 }
 
@@ -129,7 +147,8 @@ uint32_t iw_stag_rekey(struct iw_stag_table *t, uint32_t stag)
 {
     uint32_t idx = stag >> 8;
 
-    if (idx == 0 || idx >= t->cap || !t->obj[idx] || iw_stag_new_key(t, idx) < 0)
+    if (idx == 0 || idx >= t->cap || !atomic_load_explicit(iw_stag_slot(t, idx), memory_order_relaxed) ||
+        iw_stag_new_key(t, idx) < 0)
         return 0;
     return idx << 8 | t->key[idx];
 }
@@ -137,8 +156,12 @@ uint32_t iw_stag_rekey(struct iw_stag_table *t, uint32_t stag)
 struct iw_obj *iw_stag_find(const struct iw_stag_table *t, uint32_t stag)
 {
     uint32_t idx = stag >> 8;
+    struct iw_obj *_Atomic *slot;
 
-    return idx && idx < t->cap ? t->obj[idx] : NULL;
+    /* cap is the writers'; the segment's presence says the same without reading it. */
+    if (!idx || !(slot = iw_stag_slot(t, idx)))
+        return NULL;
+    return atomic_load_explicit(slot, memory_order_acquire);
 }
 
 uint32_t iw_stag_live(const struct iw_stag_table *t)
@@ -148,7 +171,8 @@ uint32_t iw_stag_live(const struct iw_stag_table *t)
 
 void iw_stag_table_destroy(struct iw_stag_table *t)
 {
-    free(t->obj);
+    for (uint32_t k = 0; k < IW_STAG_NSEG; k++)
+        free((void *)atomic_load_explicit(&t->seg[k], memory_order_relaxed));
     free(t->key);
     free(t->free);
     memset(t, 0, sizeof *t);

@@ -18,9 +18,14 @@ struct iw_obj;
 #define IW_PRIVILEGED_STAG  0u           /* index 0 is never given to an MR / MW */
 #define IW_STAG_MIN_SLOTS   64u          /* the table's first size (index 0 included) */
 
-/* Not locked itself: every call is made under the owning device's mem_lock. */
+/* The slots, index -> object, live in segments that never move once allocated, so that
+ * iw_stag_find may run without the lock while the table grows: segment 0 holds indices
+ * [0, 64), segment k >= 1 holds [64 << (k - 1), 64 << k). */
+#define IW_STAG_NSEG        19u          /* 64 << 18 = 2^24 indices */
+
+/* Not locked itself: every call but iw_stag_find is made under the owning device's mem_lock. */
 struct iw_stag_table {
-    struct iw_obj **obj;                 /* index -> struct iw_mr / iw_mw object (NULL = free) */
+    struct iw_obj *_Atomic *_Atomic seg[IW_STAG_NSEG];   /* NULL = not allocated yet */
     uint8_t *key;                        /* per index: the key of its latest token */
     uint32_t *free;                      /* the free indices, unordered (random pick, swap-remove) */
     uint32_t nfree;
@@ -40,7 +45,9 @@ void iw_stag_free(struct iw_stag_table *t, uint32_t stag, struct iw_obj *o);
 /* A new token for the same slot: a random key other than the current one. Returns the new
  * STag, or 0 when stag names no live slot or no random byte could be had. */
 uint32_t iw_stag_rekey(struct iw_stag_table *t, uint32_t stag);
-/* The object in stag's slot, whatever its key (the caller compares the full STag), or NULL. */
+/* The object in stag's slot, whatever its key (the caller compares the full STag), or NULL.
+ * Needs no lock: a slot freed meanwhile may still give its last object, which the caller must
+ * be able to look at (mem.c keeps objects until no lookup can hold them). */
 struct iw_obj *iw_stag_find(const struct iw_stag_table *t, uint32_t stag);
 /* Number of live tokens. */
 uint32_t iw_stag_live(const struct iw_stag_table *t);

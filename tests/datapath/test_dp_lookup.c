@@ -1,0 +1,202 @@
+/* test_dp_lookup: key lookups without dev->mem_lock (mem.c) against the close that frees what
+ * they find. A lookup reads a slot of the STag table and then looks at the object it found,
+ * under a QP's qp->lock (the TX engine) or its datapath's rx_mutex (the RX engine); a closed MR
+ * waits on the device's retired list until the progress thread has seen each QP's two locks free
+ * once (iw_qp_lookups_quiesce), and only then is freed.
+ *   qp-lock, rx-mutex: this thread plays a lookup that read the slot just before the close. It
+ *     holds the lock, the MR is closed (its slot emptied, its destroy queues the reclaim), and
+ *     the harness thread, playing the progress thread, must stop in the walk: the MR stays on
+ *     the list, readable, until the lock is let go; then it is freed. Without the walk the MR
+ *     is freed at once and the test fails (in every configuration; under ASan the read of the
+ *     found object would be a use after free).
+ *   storm: two threads look the MR's current token up as the engines do, holding qp->lock,
+ *     while this thread deregisters it and registers it again as fast as it can, over two
+ *     ranges in turn (a new token each time). A lookup that succeeds must see the registration
+ *     of its token whole (its range's base and length), and never after that token's
+ *     deregistration completed; a deregistration a lookup holds up completes when it lets go.
+ *     TSan checks the sequence count's protocol.
+ * Usage: test_dp_lookup qp-lock|rx-mutex|storm */
+#include "dptest.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct dpt_env env;
+
+static bool retired_empty(void)
+{
+    pthread_mutex_lock(&env.dev.mem_lock);
+    bool empty = ndk_list_empty(&env.dev.mr_retired);
+    pthread_mutex_unlock(&env.dev.mem_lock);
+    return empty;
+}
+
+static void grace(bool rx_mutex)
+{
+    struct iw_qp *qp = env.s[0].qp;
+    pthread_mutex_t *lock = rx_mutex ? &qp->dp->rx_mutex : &qp->lock;
+    struct dpt_mr m;
+
+    dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+    CHECK(retired_empty());
+
+    pthread_mutex_lock(lock);
+    struct iw_obj *o = iw_stag_find(&env.dev.stags, m.token);
+    CHECK_MSG(o != NULL, "the registered token's slot is empty");
+    /* The close: the slot empties, the last reference goes, the destroy retires the MR. */
+    NTSTATUS st = m.mr->Dispatch->NdkCloseMr(&m.mr->Header, NULL, NULL);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    CHECK_MSG(iw_stag_find(&env.dev.stags, m.token) == NULL, "the closed MR's slot still gives it");
+
+    /* The harness thread runs the close's finish and then the reclaim: the reclaim must stop in
+     * the walk (holding qps_lock), waiting for the lock this lookup holds. A reclaim that does
+     * not wait frees the MR without ever taking qps_lock. */
+    uint64_t end = ndk_test_now_ms() + 5000;
+    for (;;) {
+        int r = pthread_mutex_trylock(&env.dev.qps_lock);
+        if (r == EBUSY)
+            break;
+        CHECK_EQ(r, 0);
+        pthread_mutex_unlock(&env.dev.qps_lock);
+        CHECK_MSG(ndk_test_now_ms() < end, "the reclaim never waited for the lookup's %s", rx_mutex ? "rx_mutex" : "qp->lock");
+        usleep(1000);
+    }
+    usleep(100 * 1000);
+    CHECK_MSG(!retired_empty(), "the MR was freed while a lookup held it (%s)", rx_mutex ? "rx_mutex" : "qp->lock");
+    CHECK_EQ(o->type, IW_OBJ_MR);                 /* its memory is still the MR's */
+    pthread_mutex_unlock(lock);
+
+    end = ndk_test_now_ms() + 5000;
+    while (!retired_empty())
+        CHECK_MSG(ndk_test_now_ms() < end, "the MR was never freed after the lookup let go");
+    IoFreeMdl(m.mdl);
+    free(m.buf);
+}
+
+/* ---- storm ---- */
+
+/* Two registrations of the MR take turns, over different ranges of one buffer, so that a view
+ * mixing them is seen. */
+#define STORM_BUF 16384u
+static const struct { size_t off, len; } storm_reg[2] = { { 0, 8192 }, { 4096, 2048 } };
+
+static uint8_t *storm_buf;
+static MDL *storm_mdl[2];
+static NDK_MR *storm_mr;
+static _Atomic uint64_t storm_cur;            /* the current token << 32 | its registration */
+static _Atomic uint32_t storm_done;           /* the last token whose deregistration completed */
+static atomic_bool storm_stop;
+static atomic_ulong storm_found, storm_missed;
+static atomic_int dereg_done;
+
+static void dereg_cb(PVOID ctx, NTSTATUS st)
+{
+    CHECK_STATUS(st, STATUS_SUCCESS);
+    atomic_store(&storm_done, (uint32_t)(uintptr_t)ctx);
+    atomic_fetch_add(&dereg_done, 1);
+}
+
+static void *storm_lookups(void *arg)
+{
+    struct iw_qp *qp = env.s[(intptr_t)arg].qp;
+
+    while (!atomic_load(&storm_stop)) {
+        struct iw_mem_view v;
+        struct iw_obj *o;
+        uint64_t cur = atomic_load(&storm_cur);
+        uint32_t tok = (uint32_t)(cur >> 32);
+        int r = (int)(cur & 1);
+        pthread_mutex_lock(&qp->lock);             /* as the TX engine looks keys up */
+        if (iw_mem_get(&env.dev, tok, &o, &v) == 0) {
+            CHECK(o->type == IW_OBJ_MR);
+            CHECK_MSG(v.base == (uint64_t)(uintptr_t)(storm_buf + storm_reg[r].off) && v.length == storm_reg[r].len,
+                      "token %#x of registration %d gave base +%lld length %llu", tok, r,
+                      (long long)(v.base - (uint64_t)(uintptr_t)storm_buf), (unsigned long long)v.length);
+            CHECK((v.rights & DP_ACC_REMOTE_WRITE) != 0);
+            /* Held: the deregistration of tok cannot have completed. */
+            CHECK_MSG(atomic_load(&storm_done) != tok, "a lookup holds token %#x after its deregistration completed", tok);
+            iw_mem_put(o);
+            atomic_fetch_add(&storm_found, 1);
+        } else {
+            atomic_fetch_add(&storm_missed, 1);
+        }
+        pthread_mutex_unlock(&qp->lock);
+    }
+    return NULL;
+}
+
+static void storm(void)
+{
+    const ULONG flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
+    pthread_t t[2];
+    int pending = 0, rounds = 0;
+
+    CHECK(posix_memalign((void **)&storm_buf, 4096, STORM_BUF) == 0);
+    for (int r = 0; r < 2; r++)
+        CHECK((storm_mdl[r] = IoAllocateMdl(storm_buf + storm_reg[r].off, (ULONG)storm_reg[r].len, FALSE, FALSE, NULL)));
+    CHECK_STATUS(env.pd->Dispatch->NdkCreateMr(env.pd, FALSE, NULL, NULL, &storm_mr), STATUS_SUCCESS);
+    CHECK_STATUS(storm_mr->Dispatch->NdkRegisterMr(storm_mr, storm_mdl[0], storm_reg[0].len, flags, NULL, NULL),
+                 STATUS_SUCCESS);
+    atomic_store(&storm_cur, (uint64_t)storm_mr->Dispatch->NdkGetLocalTokenFromMr(storm_mr) << 32);
+    for (intptr_t i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, storm_lookups, (void *)i) == 0);
+    uint64_t end = ndk_test_now_ms() + 3000;
+    while (ndk_test_now_ms() < end) {
+        uint32_t tok = (uint32_t)(atomic_load(&storm_cur) >> 32);
+        NTSTATUS st = storm_mr->Dispatch->NdkDeregisterMr(storm_mr, dereg_cb, (PVOID)(uintptr_t)tok);
+        CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+        if (st == STATUS_PENDING) {
+            /* A lookup holds the region: the deregistration ends when it lets go. */
+            pending++;
+            uint64_t wait_end = ndk_test_now_ms() + 5000;
+            while (atomic_load(&dereg_done) < pending)
+                CHECK_MSG(ndk_test_now_ms() < wait_end, "a pending deregistration never completed");
+        } else {
+            atomic_store(&storm_done, tok);
+        }
+        int r = (rounds + 1) & 1;
+        CHECK_STATUS(storm_mr->Dispatch->NdkRegisterMr(storm_mr, storm_mdl[r], storm_reg[r].len, flags, NULL, NULL),
+                     STATUS_SUCCESS);
+        uint32_t ntok = storm_mr->Dispatch->NdkGetLocalTokenFromMr(storm_mr);
+        CHECK_MSG(ntok != tok, "a registration got its last token back");
+        atomic_store(&storm_cur, (uint64_t)ntok << 32 | (uint64_t)r);
+        rounds++;
+    }
+    atomic_store(&storm_stop, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("storm: %d registrations, %d deregistrations pended, %lu lookups found the region, %lu did not\n", rounds,
+           pending, atomic_load(&storm_found), atomic_load(&storm_missed));
+    CHECK_MSG(atomic_load(&storm_found) > 0 && pending > 0, "the storm never overlapped");
+    NTSTATUS st = storm_mr->Dispatch->NdkCloseMr(&storm_mr->Header, NULL, NULL);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    uint64_t wait_end = ndk_test_now_ms() + 5000;
+    while (!retired_empty() || atomic_load(&env.dev.nmr))
+        CHECK_MSG(ndk_test_now_ms() < wait_end, "the closed MR was never freed");
+    for (int r = 0; r < 2; r++)
+        IoFreeMdl(storm_mdl[r]);
+    free(storm_buf);
+}
+
+int main(int argc, char **argv)
+{
+    struct dpt_conn_opts o;
+
+    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|storm");
+    dpt_env_init(&env);
+    dpt_conn_opts_default(&o);
+    dpt_connect(&env, &o);
+    if (!strcmp(argv[1], "qp-lock"))
+        grace(false);
+    else if (!strcmp(argv[1], "rx-mutex"))
+        grace(true);
+    else if (!strcmp(argv[1], "storm"))
+        storm();
+    else
+        CHECK_MSG(0, "unknown mode %s", argv[1]);
+    dpt_disconnect(&env);
+    dpt_env_fini(&env);
+    printf("test_dp_lookup %s: OK\n", argv[1]);
+    return 0;
+}
