@@ -23,8 +23,10 @@
  *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
  *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
- *                 iw_mem_get) ; mr->lock / mw->lock are taken with qp->lock held and before
- *                 dev->mem_lock.
+ *                 iw_mem_put when it wakes a deregistration; key lookups take none) ;
+ *                 mr->lock / mw->lock are taken with qp->lock held and before dev->mem_lock.
+ *   Every key lookup (iw_mem_get) runs under rx_mutex or qp->lock: the walk that frees closed
+ *                 MRs and MWs (iw_qp_lookups_quiesce) relies on it.
  * No consumer callback is ever called from the data path: completions go through iw_cq_push,
  * which queues notifications to the progress thread.
  */
@@ -87,7 +89,7 @@ struct dp_sgl {
  * DP_ACC_REMOTE_WRITE or DP_ACC_REMOTE_READ. rdmap: report with RDMAP layer codes (Read
  * Request source, RFC 5040 §7.2) instead of DDP tagged codes (RFC 5041 §7.2). On success *mem
  * holds a reference (release with iw_mem_put). Returns 0 or -EACCES with *tc filled.
- * Any thread; takes dev->mem_lock and the object's lock; qp->lock may be held. */
+ * RX engine (rx_mutex held); takes no lock but dev->mem_lock to wake a deregistration. */
 int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
                     struct iw_obj **mem, struct dp_term_code *tc);
 

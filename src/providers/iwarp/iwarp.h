@@ -25,9 +25,10 @@
  *     (and then only where §0.4 allows it: never create/close completions inline).
  *   - Close completions always run on the progress thread (never inside the consumer's call), so
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
- *   - Lock order (outermost first): cq->qps_lock (consumer-driven progress) -> the data
- *     path's dp->rx_mutex / dp->tx_mutex (datapath.h) -> dev->lock (CM) -> qp->lock ->
- *     srq->lock -> cq->lock -> dev->mem_lock -> dev->wq_lock. The adapter instance's and the
+ *   - Lock order (outermost first): dev->qps_lock (the walk of iw_qp_lookups_quiesce) ->
+ *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_mutex / dp->tx_mutex
+ *     (datapath.h) -> dev->lock (CM) -> qp->lock -> srq->lock -> cq->lock -> dev->mem_lock ->
+ *     dev->wq_lock. The adapter instance's and the
  *     instance list's locks (src/common/ndk_prov_adapter.h) and dev->timer_lock are leaves.
  *   - Names: a non-static function iw_<object>_* is defined in <object>.c: access, cm (cm.c,
  *     cm.h), connector, cq, listener, mem, obj, poll, post, progress, qp, rx, srq, tx, wq

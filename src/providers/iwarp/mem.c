@@ -230,7 +230,8 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *o)
     struct iw_mem_inval *inv = iw_mem_inval_of(o);
     struct iw_qp *prev = NULL;
 
-    /* Nothing in flight: none can start either, the token being invalid under mem_lock. */
+    /* Nothing in flight: none can start either, the token being invalid (a lookup that counts
+     * itself after this read finds mem_seq changed and lets go without placing a byte). */
     if (!atomic_load(iw_mem_users(o)))
         return false;
     iw_obj_get(&qp->obj);

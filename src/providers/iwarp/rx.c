@@ -169,7 +169,7 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
  * SGL resolved for writing (*res the resolve's result, *bad its bad SGE). An RQ entry is
  * resolved where it lies and released there: a WQE is some 400 bytes that a small message
  * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine with qp->lock
- * held (takes the SRQ's lock and dev->mem_lock inside it). */
+ * held (takes the SRQ's lock inside it). */
 static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
 {
     struct iw_wqe copy;

@@ -1,6 +1,6 @@
 /* stag.c - the STag table: random indices and keys, slot reuse before growth (stag.h).
- * Talks to no other provider file: mem.c owns the table (in struct iw_device, under mem_lock)
- * and post.c rekeys through mem.c. */
+ * Talks to no other provider file: mem.c owns the table (in struct iw_device: its writers under
+ * mem_lock, its lookups without) and post.c rekeys through mem.c. */
 #include "stag.h"
 
 #include <errno.h>
