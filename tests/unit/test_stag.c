@@ -29,7 +29,7 @@ static double top_step_share(const uint32_t *idx, size_t n)
 
 static void churn_one_alive(void)
 {
-    struct iw_stag_table t = { 0 };
+    struct iw_stag_table t = { .nfree = 0 };
     enum { CYCLES = 100000 };
     static uint32_t idx[CYCLES];
     bool key_seen[256] = { false };
@@ -66,7 +66,7 @@ static void churn_one_alive(void)
 
 static void grow_and_shrink_live(void)
 {
-    struct iw_stag_table t = { 0 };
+    struct iw_stag_table t = { .nfree = 0 };
     enum { LIVE = 10000 };
     static uint32_t s[LIVE];
     static uint32_t order[LIVE];
@@ -101,7 +101,7 @@ static void grow_and_shrink_live(void)
 
 static void rekey(void)
 {
-    struct iw_stag_table t = { 0 };
+    struct iw_stag_table t = { .nfree = 0 };
     uint32_t s, prev;
     bool seen[256] = { false };
     int keys = 0;
