@@ -38,6 +38,30 @@
 #include "iwarp.h"
 #include "fpdu.h"
 
+/* ThreadSanitizer cannot see that the bytes one QP sends are the bytes another QP of the
+ * process receives: the kernel orders them, and io_uring's completions are not intercepted at
+ * all. In a TSan build every socket write of the data path releases, and every read that
+ * brought bytes acquires, one process-wide sync object (iw_tx_tsan_wire, tx.c), so that what a
+ * poster wrote before its request is ordered before what the peer's engines do on receiving it,
+ * as it is on the wire. Nothing in other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define IW_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IW_TSAN 1
+#endif
+#endif
+#ifdef IW_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+extern char iw_tx_tsan_wire;
+#define IW_TSAN_WIRE_SENT() __tsan_release(&iw_tx_tsan_wire)
+#define IW_TSAN_WIRE_RECEIVED() __tsan_acquire(&iw_tx_tsan_wire)
+#else
+#define IW_TSAN_WIRE_SENT() ((void)0)
+#define IW_TSAN_WIRE_RECEIVED() ((void)0)
+#endif
+
 /* ---- completion status mapping (the NDKPI status rules, docs/ndkpi.md), fixed and documented ----
  *   remote access error (Terminate: invalid STag, not associated, access rights, TO wrap,
  *     "cannot invalidate")                               -> STATUS_ACCESS_VIOLATION

@@ -984,12 +984,19 @@ static uint32_t rx_tail_rest_len(const struct iw_fpdu_rx *fr)
  * than the empty read itself; recv() takes no iovec at all. */
 static ssize_t rx_read(const struct iw_dp *dp, int fd, struct rx_layout *l)
 {
-    if (__builtin_expect(dp->wire != NULL, 0))
-        return iw_wire_recv(dp->wire, fd, l->iov, (size_t)l->n);   /* capture / faults (wire.h) */
-    if (l->n == 1)
-        return recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
-    struct msghdr m = { .msg_iov = l->iov, .msg_iovlen = (size_t)l->n };
-    return recvmsg(fd, &m, MSG_DONTWAIT);
+    ssize_t n;
+
+    if (__builtin_expect(dp->wire != NULL, 0)) {
+        n = iw_wire_recv(dp->wire, fd, l->iov, (size_t)l->n);   /* capture / faults (wire.h) */
+    } else if (l->n == 1) {
+        n = recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
+    } else {
+        struct msghdr m = { .msg_iov = l->iov, .msg_iovlen = (size_t)l->n };
+        n = recvmsg(fd, &m, MSG_DONTWAIT);
+    }
+    if (n > 0)
+        IW_TSAN_WIRE_RECEIVED();
+    return n;
 }
 
 /* Reads the socket and runs what came through the deframer (rx_engine). rx_mutex held. */
@@ -1159,6 +1166,7 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, b
     else if (rx->state != DP_RX_RUN)
         err = rx->state == DP_RX_TERMINATED ? -ECONNRESET : -EBADMSG;
     else {
+        IW_TSAN_WIRE_RECEIVED();                  /* the ring's read (datapath.h) */
         IW_COUNT_OWN(qp->obj.dev, rdma_in_reads, 1);
         IW_COUNT(qp->obj.dev, rdma_in_octets, res);
         rx->rx_bytes += (uint64_t)res;

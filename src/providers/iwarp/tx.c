@@ -607,9 +607,14 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
  * about 3% of the one-way latency. */
 #define DP_TX_LINEAR_MAX 256u
 
+#ifdef IW_TSAN
+char iw_tx_tsan_wire;                              /* datapath.h */
+#endif
+
 /* One contiguous buffer to the socket, without waiting. */
 static ssize_t tx_send_buf(const struct iw_dp *dp, const void *buf, size_t len)
 {
+    IW_TSAN_WIRE_SENT();
     if (__builtin_expect(dp->wire != NULL, 0)) {   /* capture / faults (wire.h) */
         struct iovec v = { (void *)buf, len };
         return iw_wire_send(dp->wire, dp->fd, &v, 1, true);
@@ -638,6 +643,7 @@ static ssize_t tx_send(struct iw_dp *dp)
     }
 gather:;
     struct msghdr m = { .msg_iov = (struct iovec *)v, .msg_iovlen = cnt < DP_IOV_MAX ? cnt : DP_IOV_MAX };
+    IW_TSAN_WIRE_SENT();
     if (__builtin_expect(dp->wire != NULL, 0))
         return iw_wire_send(dp->wire, dp->fd, v, m.msg_iovlen, true);
     return sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
