@@ -41,6 +41,10 @@ static void grace(bool rx_mutex)
     dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
     CHECK(retired_empty());
 
+    /* The harness thread stops watching the (idle) connection: its polls take the QP's locks,
+     * and one waiting for the lock held here would never reach the reclaim. */
+    for (int i = 0; i < 2; i++)
+        atomic_store(&env.s[i].live, false);
     pthread_mutex_lock(lock);
     struct iw_obj *o = iw_stag_find(&env.dev.stags, m.token);
     CHECK_MSG(o != NULL, "the registered token's slot is empty");
@@ -52,7 +56,7 @@ static void grace(bool rx_mutex)
     /* The harness thread runs the close's finish and then the reclaim: the reclaim must stop in
      * the walk (holding qps_lock), waiting for the lock this lookup holds. A reclaim that does
      * not wait frees the MR without ever taking qps_lock. */
-    uint64_t end = ndk_test_now_ms() + 5000;
+    uint64_t end = ndk_test_now_ms() + 20000;
     for (;;) {
         int r = pthread_mutex_trylock(&env.dev.qps_lock);
         if (r == EBUSY)
@@ -70,6 +74,8 @@ static void grace(bool rx_mutex)
     end = ndk_test_now_ms() + 5000;
     while (!retired_empty())
         CHECK_MSG(ndk_test_now_ms() < end, "the MR was never freed after the lookup let go");
+    for (int i = 0; i < 2; i++)
+        atomic_store(&env.s[i].live, true);
     IoFreeMdl(m.mdl);
     free(m.buf);
 }
