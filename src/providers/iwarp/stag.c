@@ -51,10 +51,16 @@ out:
 
 _Static_assert(IW_STAG_MIN_SLOTS == 64u && (64u << (IW_STAG_NSEG - 1)) == IW_STAG_MAX_SLOTS, "segment layout");
 
+/* The segment holding idx (stag.h's layout). */
+static uint32_t iw_stag_seg_of(uint32_t idx)
+{
+    return idx < 64u ? 0 : (uint32_t)(31 - __builtin_clz(idx)) - 5u;
+}
+
 /* The slot of idx (idx < cap, so its segment exists). */
 static struct iw_obj *_Atomic *iw_stag_slot(const struct iw_stag_table *t, uint32_t idx)
 {
-    uint32_t k = idx < 64u ? 0 : (uint32_t)(31 - __builtin_clz(idx)) - 5u;
+    uint32_t k = iw_stag_seg_of(idx);
     uint32_t first = k ? 64u << (k - 1) : 0;
     struct iw_obj *_Atomic *seg = atomic_load_explicit(&t->seg[k], memory_order_acquire);
 
@@ -71,7 +77,7 @@ static int iw_stag_grow(struct iw_stag_table *t)
         ncap = IW_STAG_MAX_SLOTS;
     if (ncap == t->cap)
         return -ENOSPC;
-    uint32_t k = t->cap ? (uint32_t)(31 - __builtin_clz(t->cap)) - 5u : 0;
+    uint32_t k = iw_stag_seg_of(t->cap);         /* cap is the new segment's first index */
     if (!atomic_load_explicit(&t->seg[k], memory_order_relaxed)) {
         struct iw_obj *_Atomic *seg = calloc(ncap - t->cap, sizeof *seg);
         if (!seg)
