@@ -4,6 +4,7 @@
  * Talks to: progress.c (the device's engine), log.c, and the creates its dispatch names: pd.c,
  * cq.c, connector.c, listener.c, shared_endpoint.c. Called by provider.c. */
 #include "iwarp.h"
+#include "datapath.h"
 #include "ndk_prov_lam.h"
 
 #include <stdio.h>
@@ -144,6 +145,8 @@ VOID iw_device_destroy(NDIS_HANDLE ctx)
     if (ndk_prov_adapter_list_destroy(&dev->adapters))
         iw_derr(dev, "%s: halted with adapter instances still open", dev->ifname);
     iw_progress_stop(dev);              /* runs the last reclaim of retired MRs and MWs */
+    iw_rx_bufs_free(dev);
+    iw_tx_batch_free(dev);
     iw_stag_table_destroy(&dev->stags);
     pthread_mutex_destroy(&dev->lock);
     pthread_mutex_destroy(&dev->mem_lock);

@@ -402,6 +402,8 @@ int iw_tx_run(struct iw_qp *qp);
  * per sendmsg(), 200-250 calls per MiB against libfabric's one. Consumer thread, no lock held;
  * never blocks. */
 int iw_tx_poll(struct iw_qp *qp);
+/* Frees the progress thread's batch storage (dev->prog_tx_batch) once that thread has ended. */
+void iw_tx_batch_free(struct iw_device *dev);
 /* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held). */
 void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp);
 void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp);
@@ -445,6 +447,8 @@ void iw_rx_ring_disown(struct iw_qp *qp);
 /* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
  * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
 int iw_rx_poll(struct iw_qp *qp);
+/* Frees the progress thread's RX buffers (dev->prog_rx_bufs) once that thread has ended. */
+void iw_rx_bufs_free(struct iw_device *dev);
 /* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held;
  * completes the receive being filled). */
 void iw_rx_init(struct iw_qp *qp, struct iw_dp *dp);

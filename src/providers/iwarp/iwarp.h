@@ -109,6 +109,8 @@
 
 struct iw_provider;
 struct iw_device;
+struct iw_rx_bufs;
+struct dp_tx_batch;
 struct iw_adapter;
 struct iw_obj;
 struct iw_qp;
@@ -395,6 +397,11 @@ struct iw_device {
      * glibc thread has that id) before it ends: pthread_create may store `thread` only after the
      * new thread runs, so reading `thread` there would race. */
     _Atomic(pthread_t) progress_self;
+    /* The RX engine's and the TX engine's buffers for the progress thread (rx.c, tx.c): other
+     * threads use thread-locals, each a __tls_get_addr call in a dlopen'ed provider. Allocated
+     * by the progress thread at its first use, only ever touched by it, freed at the destroy. */
+    struct iw_rx_bufs *prog_rx_bufs;
+    struct dp_tx_batch *prog_tx_batch;
     bool thread_running;
     int epfd, evfd;
     atomic_bool stopping;

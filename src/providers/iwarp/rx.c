@@ -706,10 +706,11 @@ static int rx_feed(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data, size
 }
 
 /* The staging buffer and the tail buffers are the thread's, not the QP's (issue 14 item 3:
- * 8 KiB per connection otherwise): rx_engine feeds all of them to the deframer before it
+ * 8 KiB per connection otherwise; the progress thread's are its device's, rx_bufs_mine):
+ * rx_engine feeds all of them to the deframer before it
  * returns (st_off == st_len on every return), and nothing it calls runs another QP's RX
  * engine. */
-struct rx_bufs {
+struct iw_rx_bufs {
     uint8_t stage[DP_RX_STAGE];
     uint8_t tail[DP_RX_TAILS][DP_RX_TAIL_LEN];
     /* DP_RX_BULK bytes for reading a backlog, allocated by the first read of one in an
@@ -718,9 +719,9 @@ struct rx_bufs {
      * at any time after it). */
     uint8_t *bulk;
 };
-/* One thread-local object, its address taken once per rx_engine call and passed down: in a
+/* Other threads' buffers; the address is taken once per rx_engine call and passed down: in a
  * shared object each lookup is a __tls_get_addr call. */
-static __thread struct rx_bufs rx_bufs_tls;
+static __thread struct iw_rx_bufs rx_bufs_tls;
 _Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
 /* Feeds what the last read left in the staging buffer. RX engine (rx_mutex held). */
@@ -772,7 +773,7 @@ static bool rx_bulk_wanted(const struct dp_rx *rx)
 /* Lays a staging buffer: the bulk one when rx_bulk_wanted (allocated here, once per rx_engine
  * call; without memory the small one does), else the small one, so that a read that brings a
  * large segment's head leaves the rest of that segment to go straight to its target. */
-static void rx_lay_stage(const struct dp_rx *rx, struct rx_bufs *b, struct rx_layout *l)
+static void rx_lay_stage(const struct dp_rx *rx, struct iw_rx_bufs *b, struct rx_layout *l)
 {
     bool bulk = rx_bulk_wanted(rx);
 
@@ -834,7 +835,7 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
  * NDKPI defines the received length as BytesTransferred (docs/ndkpi.md, Completions and
  * notifications) and nowhere licenses writing past it, so bytes of other FPDUs must not pass
  * through it. */
-static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b, struct rx_layout *l)
+static void rx_layout(struct iw_qp *qp, struct iw_dp *dp, struct iw_rx_bufs *b, struct rx_layout *l)
 {
     struct dp_rx *rx = &dp->rx;
     const struct iw_fpdu_hdr *h = &rx->fr.hdr;
@@ -1000,7 +1001,7 @@ static ssize_t rx_read(const struct iw_dp *dp, int fd, struct rx_layout *l)
 }
 
 /* Reads the socket and runs what came through the deframer (rx_engine). rx_mutex held. */
-static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b)
+static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct iw_rx_bufs *b)
 {
     struct dp_rx *rx = &dp->rx;
     struct rx_layout l;
@@ -1059,12 +1060,30 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct rx_bufs *b
     return rx_consume_stage(qp, dp);
 }
 
+/* The buffers of the calling thread: the device's own on its progress thread, where most
+ * engine runs happen (no __tls_get_addr), a thread-local elsewhere or if the allocation fails.
+ * Never blocks. */
+static struct iw_rx_bufs *rx_bufs_mine(struct iw_device *dev)
+{
+    if (!iw_progress_on_thread(dev))
+        return &rx_bufs_tls;
+    if (!dev->prog_rx_bufs)
+        dev->prog_rx_bufs = calloc(1, sizeof(*dev->prog_rx_bufs));
+    return dev->prog_rx_bufs ? dev->prog_rx_bufs : &rx_bufs_tls;
+}
+
+void iw_rx_bufs_free(struct iw_device *dev)
+{
+    free(dev->prog_rx_bufs);
+    dev->prog_rx_bufs = NULL;
+}
+
 /* Reads the socket and runs what came through the deframer; every byte read is fed before it
  * returns (st_off == st_len), so the bulk buffer goes with the call. rx_mutex held; never
  * blocks. */
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
-    struct rx_bufs *b = &rx_bufs_tls;
+    struct iw_rx_bufs *b = rx_bufs_mine(qp->obj.dev);
     int err = rx_engine_reads(qp, dp, b);
 
     if (b->bulk) {                                /* most calls (every empty poll) have none */

@@ -304,7 +304,8 @@ static int tx_idle_pick_locked(struct iw_qp *qp, struct iw_dp *dp)
 
 /* ---- building a batch of FPDUs ---- */
 
-/* Batches are built here, the thread's, not in each QP (5.5 KB per connection otherwise): a
+/* Batches are built here, the thread's (the progress thread's is its device's, tx_batch_mine),
+ * not in each QP (5.5 KB per connection otherwise): a
  * batch the socket takes whole never needs more, and one it does not moves to the QP
  * (tx_keep). Nothing the engine calls runs another QP's TX engine on this thread. */
 static __thread struct dp_tx_batch tx_thread_batch;
@@ -487,10 +488,27 @@ static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, stru
     return last ? 1 : 0;
 }
 
-/* Starts an empty batch in the thread's storage (the last batch is out). tx_mutex held. */
-static void tx_batch_begin(struct dp_tx *tx)
+/* The batch storage of the calling thread: the device's own on its progress thread (no
+ * __tls_get_addr), the thread-local elsewhere or if the allocation fails. Never blocks. */
+static struct dp_tx_batch *tx_batch_mine(struct iw_device *dev)
 {
-    tx->b = &tx_thread_batch;
+    if (!iw_progress_on_thread(dev))
+        return &tx_thread_batch;
+    if (!dev->prog_tx_batch)
+        dev->prog_tx_batch = malloc(sizeof(*dev->prog_tx_batch));
+    return dev->prog_tx_batch ? dev->prog_tx_batch : &tx_thread_batch;
+}
+
+void iw_tx_batch_free(struct iw_device *dev)
+{
+    free(dev->prog_tx_batch);
+    dev->prog_tx_batch = NULL;
+}
+
+/* Starts an empty batch in the thread's storage (the last batch is out). tx_mutex held. */
+static void tx_batch_begin(struct iw_qp *qp, struct dp_tx *tx)
+{
+    tx->b = tx_batch_mine(qp->obj.dev);
     tx->b->nmsg = tx->b->mdone = 0;
     tx->b->has_rresp = false;
     tx->iovcnt = tx->iovpos = 0;
@@ -511,7 +529,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
     struct dp_tx *tx = &dp->tx;
     int nf = 0;
 
-    tx_batch_begin(tx);
+    tx_batch_begin(qp, tx);
     for (;;) {
         int r = tx_frame(qp, dp, &nf);
         if (r < 0)
@@ -988,7 +1006,7 @@ static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w
     }
     tx->src = &s->sgl;
     tx->off = 0;
-    tx_batch_begin(tx);
+    tx_batch_begin(qp, tx);
     framed = tx_frame(qp, dp, &nf);
     if (framed < 0) {
         tx_goto(qp, dp, DP_TX_DEAD);
