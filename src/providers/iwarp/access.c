@@ -236,7 +236,7 @@ static int mem_iov(struct iw_obj *mem, uint64_t va, uint64_t len, struct iovec *
     struct iw_mr *mr = obj_mr(mem);
     int n = 0;
     pthread_mutex_lock(&mr->lock);
-    uint64_t pos = mr->fbo + (va - mr->base_va);
+    uint64_t pos = mr->fbo + (va - mr->key.base_va);
     while (len && n < max) {
         uint64_t pg = pos / PAGE_SIZE, in = pos % PAGE_SIZE;
         if (pg >= mr->npages)
@@ -301,17 +301,10 @@ int iw_access_invalidate(struct iw_qp *qp, uint32_t stag, bool remote, struct dp
     if (iw_obj_ante(o, 0) != &qp->pd->obj || (o->type == IW_OBJ_MR && !obj_mr(o)->fast_register)) {
         set_tc(tc, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_PROT, IW_TERM_RDMAP_CANT_INVALIDATE);
         err = -EACCES;
-    } else if (o->type == IW_OBJ_MR) {
-        pthread_mutex_lock(&dev->mem_lock);
-        iw_mem_write_begin(o);
-        IW_MEM_SET(obj_mr(o)->registered, false);
-        iw_mem_write_end(o);
-        iw_mem_sv_describe_locked(o);
-        pthread_mutex_unlock(&dev->mem_lock);
     } else {
         pthread_mutex_lock(&dev->mem_lock);
         iw_mem_write_begin(o);
-        IW_MEM_SET(obj_mw(o)->bound, false);
+        IW_MEM_SET(iw_mem_key_of(o)->valid, false);
         iw_mem_write_end(o);
         iw_mem_sv_describe_locked(o);
         pthread_mutex_unlock(&dev->mem_lock);
@@ -327,7 +320,7 @@ NTSTATUS iw_access_exec_invalidate(struct iw_qp *qp, struct iw_wqe *w)
     uint32_t stag;
 
     pthread_mutex_lock(&qp->obj.dev->mem_lock);
-    stag = w->mem->type == IW_OBJ_MR ? obj_mr(w->mem)->stag : obj_mw(w->mem)->stag;
+    stag = iw_mem_key_of(w->mem)->stag;
     pthread_mutex_unlock(&qp->obj.dev->mem_lock);
     /* §2.9: invalidating a token that is already invalid (e.g. by the peer's Send with
      * Invalidate) fails as a completion with an error status. */
@@ -344,8 +337,8 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     /* §2.9 NdkBind: the window lies inside the registered MR of the same PD. */
     pthread_mutex_lock(&mr->lock);
     pthread_mutex_lock(&dev->mem_lock);
-    ok = mr->registered && w->length && UINT64_MAX - w->va >= w->length - 1 &&
-         in_bounds(mr->base_va, mr->length, w->va, w->length);
+    ok = mr->key.valid && w->length && UINT64_MAX - w->va >= w->length - 1 &&
+         in_bounds(mr->key.base_va, mr->key.length, w->va, w->length);
     pthread_mutex_unlock(&dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);
     if (!ok || iw_obj_ante(w->mem, 0) != iw_obj_ante(w->mem2, 0) || iw_obj_ante(w->mem, 0) != &qp->pd->obj)
@@ -355,11 +348,11 @@ NTSTATUS iw_access_exec_bind(struct iw_qp *qp, struct iw_wqe *w)
     iw_obj_set_ante(&mw->obj, IW_MW_ANTE_MR, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);            /* iw_mem_get's view */
     iw_mem_write_begin(&mw->obj);
-    IW_MEM_SET(mw->base_va, w->va);
-    IW_MEM_SET(mw->length, w->length);
+    IW_MEM_SET(mw->key.base_va, w->va);
+    IW_MEM_SET(mw->key.length, w->length);
     mw->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
-    IW_MEM_SET(mw->rights, iw_access_rights(mw->access, false, true));
-    IW_MEM_SET(mw->bound, true);
+    IW_MEM_SET(mw->key.rights, iw_access_rights(mw->access, false, true));
+    IW_MEM_SET(mw->key.valid, true);
     iw_mem_write_end(&mw->obj);
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);
@@ -384,12 +377,12 @@ NTSTATUS iw_access_exec_fast_register(struct iw_qp *qp, struct iw_wqe *w)
         mr->fbo = w->fbo;
         pthread_mutex_lock(&dev->mem_lock);        /* iw_mem_get's view */
         iw_mem_write_begin(&mr->obj);
-        IW_MEM_SET(mr->base_va, w->va);
-        IW_MEM_SET(mr->length, w->length);
+        IW_MEM_SET(mr->key.base_va, w->va);
+        IW_MEM_SET(mr->key.length, w->length);
         mr->access = w->flags & (NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |
                                  NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_RDMA_READ_SINK);
-        IW_MEM_SET(mr->rights, iw_access_rights(mr->access, true, false));
-        IW_MEM_SET(mr->registered, true);
+        IW_MEM_SET(mr->key.rights, iw_access_rights(mr->access, true, false));
+        IW_MEM_SET(mr->key.valid, true);
         iw_mem_write_end(&mr->obj);
         iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&dev->mem_lock);

@@ -379,7 +379,7 @@ struct iw_device {
     struct ndk_prov_adapter_list adapters;   /* open iw_adapter instances (its own leaf lock) */
 
     /* STag table (stag.c, used by mem.c). Job of mem_lock: the table's writers, every MR's / MW's
-     * stag, registered and bound fields (which lookups read without it: mem_seq), and the lists
+     * key (struct iw_mem_key, which lookups read without it: key.seq), and the lists
      * of retired MRs and MWs. */
     pthread_mutex_t mem_lock;
     struct iw_stag_table stags;
@@ -819,58 +819,68 @@ struct iw_mem_inval {
     struct iw_obj *obj;               /* the MR or MW it is part of */
 };
 
+/* What a key lookup (iw_mem_get) reads without a lock, laid out alike in an MR and an MW so
+ * that the data path takes it from the object without asking which of the two it is. */
+struct iw_mem_key {
+    /* stag, valid, base_va, length and rights: written under dev->mem_lock, between
+     * iw_mem_write_begin and _end (seq odd meanwhile). */
+    atomic_uint seq;
+    uint32_t stag;                    /* an MR's local token = its remote token (siw: lkey == rkey) */
+    bool valid;                       /* MR: registered (NdkRegisterMr, or fast-registered); MW: bound */
+    unsigned rights;                  /* the access as DP_ACC_* bits (iw_access_rights) */
+    uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
+    uint64_t length;
+    /* DMA users (data path references taken with iw_mem_get). A deregister while they are
+     * non-zero pends until the last iw_mem_put (§5.10: memory is the consumer's after it). */
+    atomic_int users;
+    struct iw_mem_inval inval;        /* an invalidation waiting for users (fast MR, MW) */
+};
+
 struct iw_mr {
     NDK_MR ndk;
     struct iw_obj obj;
-    /* Job of lock: every field below (registration state, page list). */
+    struct iw_mem_key key;            /* at the MW's offset from obj (IW_MEM_KEY_OFF) */
+    /* Job of lock: the registration state and the page list (key's fields are written under
+     * it too). */
     pthread_mutex_t lock;
     bool fast_register;               /* created with FastRegister = TRUE */
-    bool registered;                  /* NdkRegisterMr done, or fast-registered */
     bool frmr_initialized;            /* NdkInitializeFastRegisterMr done */
     bool frmr_remote;                 /* RemoteAccess given at initialization */
-    uint32_t stag;                    /* local token = remote token (siw: lkey == rkey) */
-    /* stag, registered, base_va, length and rights are what iw_mem_get reads without a lock:
-     * written under dev->mem_lock as well, between iw_mem_write_begin and _end (mem_seq). */
-    atomic_uint mem_seq;
     struct ndk_list retired;          /* dev->mr_retired once destroyed (mem_lock) */
-    uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
-    uint64_t length;
     ULONG access;                     /* NDK_MR_FLAG_* (registered) or NDK_OP_FLAG_ALLOW_* (fast) */
-    unsigned rights;                  /* access as DP_ACC_* bits (iw_access_rights), written with it */
     uint32_t page_cap;                /* fast register: pages reserved */
     uint64_t *pages;                  /* fast register: adapter (virtual) page addresses */
     uint32_t npages;
     uint32_t fbo;
-    /* DMA users (data path references taken with iw_mem_get). A deregister while they are
-     * non-zero pends until the last iw_mem_put (§5.10: memory is the consumer's after it). */
-    atomic_int dma_users;
-    /* A deregister waits for dma_users to reach 0: lets iw_mem_put skip dev->mem_lock on the
+    /* A deregister waits for key.users to reach 0: lets iw_mem_put skip dev->mem_lock on the
      * data path when none waits. Set and cleared under dev->mem_lock. */
     atomic_bool dereg_waiting;
     NDK_FN_REQUEST_COMPLETION dereg_cb;
     void *dereg_ctx;
     struct iw_work dereg_work;
-    struct iw_mem_inval inval;        /* a fast-registered MR's invalidation */
 };
 static inline struct iw_mr *to_iw_mr(NDK_MR *m) { return ndk_container_of(m, struct iw_mr, ndk); }
 
 struct iw_mw {
     NDK_MW ndk;
     struct iw_obj obj;
-    pthread_mutex_t lock;             /* job: the binding below (written by the data path's bind) */
-    uint32_t stag;
-    bool bound;
-    uint64_t base_va, length;         /* with stag, bound, rights: as the MR's (mem_seq) */
-    atomic_uint mem_seq;
+    struct iw_mem_key key;            /* valid: bound; at the MR's offset from obj */
+    pthread_mutex_t lock;             /* job: the binding (written by the data path's bind) */
     struct ndk_list retired;          /* dev->mw_retired once destroyed (mem_lock) */
     ULONG access;                     /* NDK_OP_FLAG_ALLOW_* of the bind */
-    unsigned rights;                  /* access as DP_ACC_* bits (iw_access_rights), written with it */
     /* the bound MR is obj.ante[1] (a successor reference: §1.7 MR -> MW) */
-    atomic_int dma_users;             /* data-path users, as the MR's */
-    struct iw_mem_inval inval;
 };
 static inline struct iw_mw *to_iw_mw(NDK_MW *m) { return ndk_container_of(m, struct iw_mw, ndk); }
 #define IW_MW_ANTE_MR 1
+
+/* The key of an MR's or MW's obj (struct iw_mem_key). */
+#define IW_MEM_KEY_OFF (offsetof(struct iw_mr, key) - offsetof(struct iw_mr, obj))
+_Static_assert(IW_MEM_KEY_OFF == offsetof(struct iw_mw, key) - offsetof(struct iw_mw, obj),
+               "an MR's and an MW's key lie at one offset from their obj");
+static inline struct iw_mem_key *iw_mem_key_of(struct iw_obj *o)
+{
+    return (struct iw_mem_key *)((char *)o + IW_MEM_KEY_OFF);
+}
 
 NTSTATUS iw_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MR **out);
 /* Rewrites an MR's or MW's system-view description (PD, length, fast register, registered or
@@ -896,7 +906,7 @@ unsigned iw_access_rights(ULONG access, bool fast, bool window);
  * Takes no lock: the caller holds a QP's qp->lock or its datapath's rx_mutex, which is what
  * keeps an object it may find alive (iw_qp_lookups_quiesce). */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
-/* A writer of what iw_mem_get reads without a lock (struct iw_mr / iw_mw, mem_seq): the fields
+/* A writer of what iw_mem_get reads without a lock (struct iw_mem_key, key.seq): the fields
  * are set with IW_MEM_SET between the two. dev->mem_lock held. */
 void iw_mem_write_begin(struct iw_obj *o);
 void iw_mem_write_end(struct iw_obj *o);

@@ -39,18 +39,12 @@ uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag)
     return ns ? ns : stag;
 }
 
-static atomic_uint *iw_mem_seq(struct iw_obj *o)
-{
-    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->mem_seq
-                                : &ndk_container_of(o, struct iw_mw, obj)->mem_seq;
-}
-
 void iw_mem_write_begin(struct iw_obj *o)
 {
-    atomic_uint *seq = iw_mem_seq(o);
+    atomic_uint *seq = &iw_mem_key_of(o)->seq;
 
     /* Odd: a lookup that read the fields meanwhile reads them again. Sequentially consistent,
-     * so that it comes before this writer's later look at dma_users (iw_mem_get's count and
+     * so that it comes before this writer's later look at key.users (iw_mem_get's count and
      * second read of seq are the other half); the fence keeps the fields' stores after it. */
     atomic_store(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1);
     atomic_thread_fence(memory_order_release);
@@ -58,42 +52,30 @@ void iw_mem_write_begin(struct iw_obj *o)
 
 void iw_mem_write_end(struct iw_obj *o)
 {
-    atomic_uint *seq = iw_mem_seq(o);
+    atomic_uint *seq = &iw_mem_key_of(o)->seq;
 
     atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
 }
 
-static atomic_int *iw_mem_users(struct iw_obj *o);
 static void iw_mem_unuse(struct iw_obj *o);
 
-/* One consistent read of what a lookup checks, between two equal even values of mem_seq. */
-static void iw_mem_read(struct iw_obj *o, atomic_uint *seq, unsigned *s, uint32_t *stag, bool *valid,
-                        struct iw_mem_view *v)
+/* One consistent read of what a lookup checks, between two equal even values of k->seq. */
+static void iw_mem_read(struct iw_mem_key *k, unsigned *s, uint32_t *stag, bool *valid, struct iw_mem_view *v)
 {
     for (unsigned spins = 0;; spins++) {
-        unsigned s1 = atomic_load_explicit(seq, memory_order_acquire);
+        unsigned s1 = atomic_load_explicit(&k->seq, memory_order_acquire);
         if (s1 & 1) {
             if (spins > 64)
                 sched_yield();                    /* a writer holds mem_lock: never for long */
             continue;
         }
-        if (o->type == IW_OBJ_MR) {
-            struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
-            *stag = __atomic_load_n(&mr->stag, __ATOMIC_RELAXED);
-            *valid = __atomic_load_n(&mr->registered, __ATOMIC_RELAXED);
-            *v = (struct iw_mem_view){ __atomic_load_n(&mr->base_va, __ATOMIC_RELAXED),
-                                       __atomic_load_n(&mr->length, __ATOMIC_RELAXED),
-                                       __atomic_load_n(&mr->rights, __ATOMIC_RELAXED) };
-        } else {
-            struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
-            *stag = __atomic_load_n(&mw->stag, __ATOMIC_RELAXED);
-            *valid = __atomic_load_n(&mw->bound, __ATOMIC_RELAXED);
-            *v = (struct iw_mem_view){ __atomic_load_n(&mw->base_va, __ATOMIC_RELAXED),
-                                       __atomic_load_n(&mw->length, __ATOMIC_RELAXED),
-                                       __atomic_load_n(&mw->rights, __ATOMIC_RELAXED) };
-        }
+        *stag = __atomic_load_n(&k->stag, __ATOMIC_RELAXED);
+        *valid = __atomic_load_n(&k->valid, __ATOMIC_RELAXED);
+        *v = (struct iw_mem_view){ __atomic_load_n(&k->base_va, __ATOMIC_RELAXED),
+                                   __atomic_load_n(&k->length, __ATOMIC_RELAXED),
+                                   __atomic_load_n(&k->rights, __ATOMIC_RELAXED) };
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(seq, memory_order_relaxed) == s1) {
+        if (atomic_load_explicit(&k->seq, memory_order_relaxed) == s1) {
             *s = s1;
             return;
         }
@@ -109,23 +91,23 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
 
     if (!o || !iw_obj_tryget(o))
         return -ENOENT;
-    atomic_uint *seq = iw_mem_seq(o);
+    struct iw_mem_key *k = iw_mem_key_of(o);
     for (;;) {
         struct iw_mem_view v;
         uint32_t ostag;
         unsigned s;
         bool valid;
 
-        iw_mem_read(o, seq, &s, &ostag, &valid, &v);
+        iw_mem_read(k, &s, &ostag, &valid, &v);
         if (ostag != stag || !valid || iw_obj_closing(o)) {
             iw_obj_put(o);
             return -ENOENT;
         }
-        /* Against a writer that makes the token invalid and then looks at dma_users (the
+        /* Against a writer that makes the token invalid and then looks at key.users (the
          * deregistration, an invalidation waiting for placements): we count ourselves, then
          * read seq again (both sequentially consistent), so either it sees us or we see it. */
-        atomic_fetch_add(iw_mem_users(o), 1);
-        if (atomic_load(seq) == s) {
+        atomic_fetch_add(&k->users, 1);
+        if (atomic_load(&k->seq) == s) {
             if (view)
                 *view = v;
             *out = o;
@@ -144,18 +126,6 @@ static void iw_mr_dereg_work(struct iw_work *w)
     if (cb)
         cb(mr->dereg_ctx, STATUS_SUCCESS);
     iw_obj_put(&mr->obj);
-}
-
-static atomic_int *iw_mem_users(struct iw_obj *o)
-{
-    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->dma_users
-                                : &ndk_container_of(o, struct iw_mw, obj)->dma_users;
-}
-
-static struct iw_mem_inval *iw_mem_inval_of(struct iw_obj *o)
-{
-    return o->type == IW_OBJ_MR ? &ndk_container_of(o, struct iw_mr, obj)->inval
-                                : &ndk_container_of(o, struct iw_mw, obj)->inval;
 }
 
 /* Progress thread: the last placement into the object ended; completes the invalidation that
@@ -187,16 +157,16 @@ static void iw_mem_unuse(struct iw_obj *o)
     struct iw_device *dev = o->dev;
     bool done = false;
     /* Against iw_deregister_mr and iw_mem_inval_wait: each publishes its waiting, then reads
-     * dma_users; we lower dma_users, then read what waits (all sequentially consistent), so at
+     * key.users; we lower key.users, then read what waits (all sequentially consistent), so at
      * least one of the two sides sees the other. For the deregister the recheck under mem_lock
      * lets only one complete; for an invalidation the exchange of inval.qp does. */
-    bool last = atomic_fetch_sub(iw_mem_users(o), 1) == 1;
+    bool last = atomic_fetch_sub(&iw_mem_key_of(o)->users, 1) == 1;
 
     if (last && o->type == IW_OBJ_MR) {
         struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
         if (atomic_load(&mr->dereg_waiting)) {
             pthread_mutex_lock(&dev->mem_lock);
-            done = atomic_load(&mr->dereg_waiting) && atomic_load(&mr->dma_users) == 0;
+            done = atomic_load(&mr->dereg_waiting) && atomic_load(&mr->key.users) == 0;
             if (done)
                 atomic_store(&mr->dereg_waiting, false);
             pthread_mutex_unlock(&dev->mem_lock);
@@ -205,7 +175,7 @@ static void iw_mem_unuse(struct iw_obj *o)
             iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
     if (last) {
-        struct iw_mem_inval *inv = iw_mem_inval_of(o);
+        struct iw_mem_inval *inv = &iw_mem_key_of(o)->inval;
         if (atomic_load(&inv->qp)) {
             iw_obj_get(o);
             if (!iw_progress_queue(dev, &inv->work))
@@ -222,24 +192,24 @@ void iw_mem_put(struct iw_obj *o)
 
 bool iw_mem_placing(struct iw_obj *o)
 {
-    return atomic_load(iw_mem_users(o)) != 0;
+    return atomic_load(&iw_mem_key_of(o)->users) != 0;
 }
 
 bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *o)
 {
-    struct iw_mem_inval *inv = iw_mem_inval_of(o);
+    struct iw_mem_inval *inv = &iw_mem_key_of(o)->inval;
     struct iw_qp *prev = NULL;
 
     /* Nothing in flight: none can start either, the token being invalid (a lookup that counts
-     * itself after this read finds mem_seq changed and lets go without placing a byte). */
-    if (!atomic_load(iw_mem_users(o)))
+     * itself after this read finds key.seq changed and lets go without placing a byte). */
+    if (!atomic_load(&iw_mem_key_of(o)->users))
         return false;
     iw_obj_get(&qp->obj);
     if (!atomic_compare_exchange_strong(&inv->qp, &prev, qp)) {
         iw_obj_put(&qp->obj);                          /* not the last reference: the caller's */
         return prev == qp;                             /* its work completes every one of qp's */
     }
-    if (atomic_load(iw_mem_users(o)))
+    if (atomic_load(&iw_mem_key_of(o)->users))
         return true;
     if (atomic_exchange(&inv->qp, NULL) == qp) {
         iw_obj_put(&qp->obj);
@@ -261,12 +231,12 @@ void iw_mem_sv_describe_locked(struct iw_obj *o)
     if (o->type == IW_OBJ_MR) {
         struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
         r->u.mem.fast_register = mr->fast_register;
-        r->u.mem.bound = mr->registered;
-        r->u.mem.length = mr->registered ? mr->length : 0;
+        r->u.mem.bound = mr->key.valid;
+        r->u.mem.length = mr->key.valid ? mr->key.length : 0;
     } else {
         struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
-        r->u.mem.bound = mw->bound;
-        r->u.mem.length = mw->bound ? mw->length : 0;
+        r->u.mem.bound = mw->key.valid;
+        r->u.mem.length = mw->key.valid ? mw->key.length : 0;
     }
     ndk_sv_end(r);
 }
@@ -276,7 +246,7 @@ void iw_mem_sv_describe_locked(struct iw_obj *o)
 /* A lookup may have read an object's slot just before its close emptied it, and then look at the
  * object under its QP lock (iw_mem_get); so a destroyed MR or MW waits on a list until the
  * progress thread has seen every QP lock free once (iw_qp_lookups_quiesce). Its close completes
- * meanwhile: the consumer's pages are kept by dma_users, not by this memory. The type's destroy,
+ * meanwhile: the consumer's pages are kept by key.users, not by this memory. The type's destroy,
  * any thread that may run it (the progress thread, or the consumer's close), no lock held. */
 static void iw_mem_retire(struct iw_device *dev, struct ndk_list *list, struct ndk_list *link)
 {
@@ -352,7 +322,7 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
     if (len > NdkMdlChainByteCount(mdl) || !NdkMdlChainIsContiguous(mdl, len))
         return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&mr->lock);
-    if (mr->fast_register || mr->registered || mr->dereg_cb) {
+    if (mr->fast_register || mr->key.valid || mr->dereg_cb) {
         pthread_mutex_unlock(&mr->lock);
         return STATUS_INVALID_DEVICE_REQUEST;
     }
@@ -362,12 +332,12 @@ static NTSTATUS iw_register_mr(NDK_MR *m, MDL *mdl, SIZE_T len, ULONG flags, NDK
          * not the new one, so the lookup turns it down. */
         pthread_mutex_lock(&mr->obj.dev->mem_lock);
         iw_mem_write_begin(&mr->obj);
-        IW_MEM_SET(mr->base_va, (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl));
-        IW_MEM_SET(mr->length, (uint64_t)len);
+        IW_MEM_SET(mr->key.base_va, (uint64_t)(uintptr_t)MmGetMdlVirtualAddress(mdl));
+        IW_MEM_SET(mr->key.length, (uint64_t)len);
         mr->access = flags;
-        IW_MEM_SET(mr->rights, iw_access_rights(flags, false, false));
-        IW_MEM_SET(mr->stag, stag);
-        IW_MEM_SET(mr->registered, true);
+        IW_MEM_SET(mr->key.rights, iw_access_rights(flags, false, false));
+        IW_MEM_SET(mr->key.stag, stag);
+        IW_MEM_SET(mr->key.valid, true);
         iw_mem_write_end(&mr->obj);
         iw_mem_sv_describe_locked(&mr->obj);
         pthread_mutex_unlock(&mr->obj.dev->mem_lock);
@@ -383,20 +353,20 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     NTSTATUS st = STATUS_SUCCESS;
 
     pthread_mutex_lock(&mr->lock);
-    if (mr->fast_register || !mr->registered) {
+    if (mr->fast_register || !mr->key.valid) {
         pthread_mutex_unlock(&mr->lock);
         return STATUS_INVALID_DEVICE_REQUEST;
     }
-    iw_mem_stag_free(dev, mr->stag, &mr->obj);
+    iw_mem_stag_free(dev, mr->key.stag, &mr->obj);
     pthread_mutex_lock(&dev->mem_lock);
     iw_mem_write_begin(&mr->obj);
-    IW_MEM_SET(mr->registered, false);
+    IW_MEM_SET(mr->key.valid, false);
     iw_mem_write_end(&mr->obj);
     iw_mem_sv_describe_locked(&mr->obj);
     mr->dereg_cb = cb;
     mr->dereg_ctx = ctx;
     atomic_store(&mr->dereg_waiting, true);
-    if (atomic_load(&mr->dma_users) > 0) {
+    if (atomic_load(&mr->key.users) > 0) {
         /* DMA in flight still uses the pages: complete when the data path lets go. */
         iw_obj_get(&mr->obj);
         st = STATUS_PENDING;
@@ -444,7 +414,7 @@ static NTSTATUS iw_init_fast_register_mr(NDK_MR *m, ULONG pages, BOOLEAN remote,
             } else {
                 pthread_mutex_lock(&mr->obj.dev->mem_lock);
                 iw_mem_write_begin(&mr->obj);
-                IW_MEM_SET(mr->stag, stag);
+                IW_MEM_SET(mr->key.stag, stag);
                 iw_mem_write_end(&mr->obj);
                 pthread_mutex_unlock(&mr->obj.dev->mem_lock);
                 mr->frmr_initialized = true;
@@ -461,7 +431,7 @@ static UINT32 iw_mr_token(NDK_MR *m)
     uint32_t stag;
 
     pthread_mutex_lock(&mr->obj.dev->mem_lock);
-    stag = mr->stag;
+    stag = mr->key.stag;
     pthread_mutex_unlock(&mr->obj.dev->mem_lock);
     return stag;
 }
@@ -477,11 +447,11 @@ static void iw_mr_close_start(struct iw_obj *o)
 
     /* Closing revokes access at once; in-flight DMA holds references, so the close pends. */
     pthread_mutex_lock(&mr->lock);
-    if (mr->stag)
-        iw_mem_stag_free(o->dev, mr->stag, o);
+    if (mr->key.stag)
+        iw_mem_stag_free(o->dev, mr->key.stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     iw_mem_write_begin(o);
-    IW_MEM_SET(mr->registered, false);
+    IW_MEM_SET(mr->key.valid, false);
     iw_mem_write_end(o);
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
@@ -538,10 +508,10 @@ NTSTATUS iw_create_mr(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     iw_obj_init(&mr->obj, &iw_mr_ops, IW_OBJ_MR, pd->obj.adapter, &mr->ndk.Header, &iw_mr_dispatch);
     pthread_mutex_init(&mr->lock, NULL);
     mr->fast_register = fast != 0;
-    atomic_init(&mr->dma_users, 0);
+    atomic_init(&mr->key.users, 0);
     mr->dereg_work.fn = iw_mr_dereg_work;
     ndk_list_init(&mr->dereg_work.link);
-    iw_mem_inval_init(&mr->inval, &mr->obj);
+    iw_mem_inval_init(&mr->key.inval, &mr->obj);
     iw_obj_set_ante(&mr->obj, 0, &pd->obj);
     pthread_mutex_lock(&dev->mem_lock);
     iw_mem_sv_describe_locked(&mr->obj);
@@ -558,7 +528,7 @@ static UINT32 iw_mw_token(NDK_MW *m)
     uint32_t stag;
 
     pthread_mutex_lock(&mw->obj.dev->mem_lock);
-    stag = mw->stag;
+    stag = mw->key.stag;
     pthread_mutex_unlock(&mw->obj.dev->mem_lock);
     return stag;
 }
@@ -572,10 +542,10 @@ static void iw_mw_close_start(struct iw_obj *o)
 {
     struct iw_mw *mw = ndk_container_of(o, struct iw_mw, obj);
 
-    iw_mem_stag_free(o->dev, mw->stag, o);
+    iw_mem_stag_free(o->dev, mw->key.stag, o);
     pthread_mutex_lock(&o->dev->mem_lock);
     iw_mem_write_begin(o);
-    IW_MEM_SET(mw->bound, false);
+    IW_MEM_SET(mw->key.valid, false);
     iw_mem_write_end(o);
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
@@ -626,17 +596,17 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     }
     iw_obj_init(&mw->obj, &iw_mw_ops, IW_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &iw_mw_dispatch);
     pthread_mutex_init(&mw->lock, NULL);
-    atomic_init(&mw->dma_users, 0);
-    iw_mem_inval_init(&mw->inval, &mw->obj);
+    atomic_init(&mw->key.users, 0);
+    iw_mem_inval_init(&mw->key.inval, &mw->obj);
     iw_obj_set_ante(&mw->obj, 0, &pd->obj);
-    /* The window's STag exists from creation but is invalid until a bind (mw->bound). */
+    /* The window's STag exists from creation but is invalid until a bind (mw->key.valid). */
     if (iw_mem_stag_alloc(dev, &mw->obj, &stag) < 0) {
         iw_obj_abort_create(&mw->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     pthread_mutex_lock(&dev->mem_lock);
     iw_mem_write_begin(&mw->obj);
-    IW_MEM_SET(mw->stag, stag);
+    IW_MEM_SET(mw->key.stag, stag);
     iw_mem_write_end(&mw->obj);
     iw_mem_sv_describe_locked(&mw->obj);
     pthread_mutex_unlock(&dev->mem_lock);

@@ -248,26 +248,26 @@ NTSTATUS iw_post_read(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, UIN
     return post_sq(qp, &w, NULL);
 }
 
-/* Under qp->lock, at acceptance: the window gets its new token and is invalid until the bind
- * executes (mem.c's lookup requires mw->bound). */
-static void bind_rekey(struct iw_qp *qp, struct iw_wqe *w)
+/* Under qp->lock, at acceptance of a bind or a fast register: the window or MR gets its new
+ * token and is invalid until the request executes (iw_mem_get requires key.valid). */
+static void mem_rekey(struct iw_qp *qp, struct iw_wqe *w)
 {
-    struct iw_mw *mw = ndk_container_of(w->mem, struct iw_mw, obj);
+    struct iw_mem_key *k = iw_mem_key_of(w->mem);
     struct iw_device *dev = qp->obj.dev;
     uint32_t old;
 
     pthread_mutex_lock(&dev->mem_lock);
-    old = mw->stag;
-    iw_mem_write_begin(&mw->obj);
-    IW_MEM_SET(mw->bound, false);
-    iw_mem_write_end(&mw->obj);
-    iw_mem_sv_describe_locked(&mw->obj);
+    old = k->stag;
+    iw_mem_write_begin(w->mem);
+    IW_MEM_SET(k->valid, false);
+    iw_mem_write_end(w->mem);
+    iw_mem_sv_describe_locked(w->mem);
     pthread_mutex_unlock(&dev->mem_lock);
     uint32_t ns = iw_mem_rekey(dev, old);
     pthread_mutex_lock(&dev->mem_lock);
-    iw_mem_write_begin(&mw->obj);
-    IW_MEM_SET(mw->stag, ns);
-    iw_mem_write_end(&mw->obj);
+    iw_mem_write_begin(w->mem);
+    IW_MEM_SET(k->stag, ns);
+    iw_mem_write_end(w->mem);
     pthread_mutex_unlock(&dev->mem_lock);
 }
 
@@ -303,29 +303,7 @@ NTSTATUS iw_post_bind(NDK_QP *q, PVOID rctx, NDK_MR *m, NDK_MW *mwp, PVOID va, S
     w.mem2 = &mr->obj;
     iw_obj_get(w.mem);
     iw_obj_get(w.mem2);
-    return post_sq(qp, &w, bind_rekey);
-}
-
-/* Under qp->lock, at acceptance: new key, registration invalid until the request executes. */
-static void frmr_rekey(struct iw_qp *qp, struct iw_wqe *w)
-{
-    struct iw_mr *mr = ndk_container_of(w->mem, struct iw_mr, obj);
-    struct iw_device *dev = qp->obj.dev;
-    uint32_t old;
-
-    pthread_mutex_lock(&dev->mem_lock);
-    old = mr->stag;
-    iw_mem_write_begin(&mr->obj);
-    IW_MEM_SET(mr->registered, false);
-    iw_mem_write_end(&mr->obj);
-    iw_mem_sv_describe_locked(&mr->obj);
-    pthread_mutex_unlock(&dev->mem_lock);
-    uint32_t ns = iw_mem_rekey(dev, old);
-    pthread_mutex_lock(&dev->mem_lock);
-    iw_mem_write_begin(&mr->obj);
-    IW_MEM_SET(mr->stag, ns);
-    iw_mem_write_end(&mr->obj);
-    pthread_mutex_unlock(&dev->mem_lock);
+    return post_sq(qp, &w, mem_rekey);
 }
 
 NTSTATUS iw_post_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, CONST NDK_LOGICAL_ADDRESS *pages,
@@ -379,7 +357,7 @@ NTSTATUS iw_post_fast_register(NDK_QP *q, PVOID rctx, NDK_MR *m, ULONG npages, C
     w.va = (uint64_t)(uintptr_t)base_va;
     w.mem = &mr->obj;
     iw_obj_get(w.mem);
-    return post_sq(qp, &w, frmr_rekey);
+    return post_sq(qp, &w, mem_rekey);
 }
 
 NTSTATUS iw_post_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG flags)
