@@ -215,6 +215,10 @@ void dpt_env_fini(struct dpt_env *e)
     CHECK_STATUS(e->pd->Dispatch->NdkClosePd(&e->pd->Header, NULL, NULL), STATUS_SUCCESS);
     run_work(&e->dev);
     iw_stag_table_destroy(&e->dev.stags);
+    /* What the harness thread, as the device's progress thread, had the engines allocate (as
+     * iw_device_destroy does after the real one ends). */
+    iw_rx_bufs_free(&e->dev);
+    iw_tx_batch_free(&e->dev);
     g_env = NULL;
 }
 
