@@ -840,8 +840,8 @@ struct iw_mr {
     NDK_MR ndk;
     struct iw_obj obj;
     struct iw_mem_key key;            /* at the MW's offset from obj (IW_MEM_KEY_OFF) */
-    /* Job of lock: the registration state and the page list (key's fields are written under
-     * it too). */
+    /* Job of lock: the registration state and the page list (key's fields are dev->mem_lock's:
+     * a fast register's rekeying at acceptance writes them without this lock). */
     pthread_mutex_t lock;
     bool fast_register;               /* created with FastRegister = TRUE */
     bool frmr_initialized;            /* NdkInitializeFastRegisterMr done */
