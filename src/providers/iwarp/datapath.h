@@ -9,7 +9,9 @@
  *
  * Locks (outermost first; iwarp.h gives the whole order):
  *   cq->qps_lock  job: the CQ's list of connected QPs (poll.c); a consumer busy-polling the CQ
- *                 runs the QPs' engines under it, and iw_qp_stop takes the QP off the list first.
+ *                 runs the QPs' engines under it (a CQ's one QP: inside the poll's read side
+ *                 instead, which a detach waits out), and iw_qp_stop takes the QP off the list
+ *                 first.
  *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target).
  *                 Held by the progress thread or a polling consumer while it reads the socket
  *                 with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never taken by TX or
@@ -445,7 +447,8 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, b
  * receive (the socket was taken back); the socket has other readers again. Progress thread. */
 void iw_rx_ring_disown(struct iw_qp *qp);
 /* RX engine run by a polling consumer: like iw_rx_run, but returns 0 at once when another
- * thread owns the engine. Any thread; no lock held except cq->qps_lock. */
+ * thread owns the engine. Any thread; no lock held except cq->qps_lock (or none, inside the
+ * read side of iw_poll_cq). */
 int iw_rx_poll(struct iw_qp *qp);
 /* Frees the progress thread's RX buffers (dev->prog_rx_bufs) once that thread has ended. */
 void iw_rx_bufs_free(struct iw_device *dev);

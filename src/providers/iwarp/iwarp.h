@@ -121,6 +121,7 @@ struct iw_listener;
 struct iw_shared_endpoint;
 struct iw_endpoint;
 struct iw_dp;
+struct dp_cq_ref;
 struct iw_wire;
 struct iw_wire_prov;
 
@@ -642,8 +643,8 @@ struct iw_cq {
     _Atomic uint64_t last_short_ns;   /* when the last one was */
     /* Consumer-driven progress (poll.c). Job of qps_lock: the list of connected QPs that
      * complete here, and their engines' use by a polling consumer (a QP leaves the list only
-     * under it, so a poller holding it may run the QP's engines). The outermost lock of the
-     * provider: taken with no other lock held. */
+     * under it, so a poller holding it may run the QP's engines; a CQ's one QP is run without
+     * it, see poll_one). The outermost lock of the provider: taken with no other lock held. */
     pthread_mutex_t qps_lock;
     struct ndk_list qps;              /* struct dp_cq_ref (datapath.h) */
     uint32_t poll_nqps;               /* entries of qps (qps_lock) */
@@ -651,6 +652,14 @@ struct iw_cq {
      * reading each (issue 14 item 5); made at the second QP, closed with the last (qps_lock). */
     int poll_ep;
     bool poll_ep_on;
+    /* The CQ's one QP while it has exactly one (its struct dp_cq_ref), else NULL: a busy poll
+     * runs it without qps_lock (an empty poll is most of them), inside the read side below.
+     * Written under qps_lock; a detach waits out the read sides that may still run the QP's
+     * engines (poll.c: the two counters, one per parity of poll_epoch, as SRCU does, so a
+     * steady poller cannot hold a detach off). */
+    _Atomic(struct dp_cq_ref *) poll_one;
+    atomic_uint poll_epoch;
+    atomic_uint poll_readers[2];
     /* TX engines of these QPs that found their socket full since the poller last looked: the
      * poller retries them (a hint: the poller recounts; incremented by tx.c, any thread). */
     atomic_uint poll_tx_blocked;
@@ -1061,7 +1070,8 @@ void iw_qp_want_writable(struct iw_qp *qp, bool on);
  * EPOLLOUT as the TX engine asks) and a polling consumer (on = true: out of the progress
  * thread's epoll set; the poller's reads see the peer going away). Only while the QP is connected and not
  * CLOSING; a QP nobody polled for dev->poll_idle_ms goes back by itself. Any thread except
- * inside the engines; no lock held except cq->qps_lock (takes qp->lock). */
+ * inside the engines; no lock held except cq->qps_lock, or inside a poll's read side (takes
+ * qp->lock). */
 void iw_qp_set_polled(struct iw_qp *qp, bool on);
 
 /* ====================================================================================

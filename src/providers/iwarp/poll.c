@@ -22,6 +22,14 @@
  * (iw_tx_poll), until they get their bytes out. A QP nobody
  * polls stays with the progress thread until its first data.
  *
+ * A CQ with one QP (the usual latency case) is polled without cq->qps_lock: its QP is published
+ * in cq->poll_one and run inside a read side (two counters, one per parity of cq->poll_epoch);
+ * a detach, after taking the QP off, flips the parity twice and waits each time for the old
+ * parity's readers to leave, so no poller still runs the QP's engines when it returns, and one
+ * that keeps polling cannot hold it off (new readers count on the other parity). With two QPs or
+ * more the poll takes qps_lock and asks the epoll set, a system call beside which the lock is
+ * small.
+ *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
  * the connection on the progress thread exactly as if that thread had found them.
  *
@@ -30,13 +38,14 @@
 #include "datapath.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
 /* Runs the QP's engines once. busy: the consumer counts as busy-polling, and the QP becomes (or
  * stays) polled; otherwise only a QP that is polled already runs (the consumer slowed down, but
  * nobody else reads its socket), and the poll does not keep it polled. Consumer thread;
- * cq->qps_lock held (the QP cannot go away). */
+ * cq->qps_lock held or inside the read side of iw_poll_cq (the QP cannot go away). */
 static void poll_qp(struct iw_qp *qp, bool busy)
 {
     struct iw_dp *dp = qp->dp;
@@ -81,6 +90,16 @@ static unsigned poll_tx_sweep(struct iw_cq *cq, bool busy)
 void iw_poll_cq(struct iw_cq *cq, bool busy)
 {
     struct ndk_list *pos;
+    /* The read side: count ourselves, then look (both sequentially consistent, against the
+     * detach's store of poll_one and its look at the counters). */
+    unsigned side = atomic_load_explicit(&cq->poll_epoch, memory_order_relaxed) & 1;
+    atomic_fetch_add(&cq->poll_readers[side], 1);
+    struct dp_cq_ref *one = atomic_load(&cq->poll_one);
+    if (one)
+        poll_qp(one->qp, busy);
+    atomic_fetch_sub_explicit(&cq->poll_readers[side], 1, memory_order_release);
+    if (one)
+        return;
 
     pthread_mutex_lock(&cq->qps_lock);
     if (!cq->poll_ep_on) {
@@ -158,6 +177,31 @@ void iw_poll_cq_stop(struct iw_cq *cq)
     pthread_mutex_unlock(&cq->qps_lock);
 }
 
+/* Publishes the CQ's one QP, or none. qps_lock held. */
+static void poll_one_update(struct iw_cq *cq)
+{
+    struct dp_cq_ref *one = NULL;
+
+    if (cq->poll_nqps == 1)
+        one = ndk_container_of(cq->qps.next, struct dp_cq_ref, link);
+    atomic_store(&cq->poll_one, one);
+}
+
+/* Returns once every read side of iw_poll_cq that began before the call has ended: one that
+ * began later reads poll_one after the caller's store to it. Two rounds, each flipping the
+ * parity that new readers count on and waiting for the old one to empty: a reader that read the
+ * parity before a flip may count itself on either. qps_lock held (one flipper at a time). */
+static void poll_grace(struct iw_cq *cq)
+{
+    for (int round = 0; round < 2; round++) {
+        unsigned old = atomic_fetch_add(&cq->poll_epoch, 1) & 1;
+        for (unsigned spins = 0; atomic_load(&cq->poll_readers[old]); spins++) {
+            if (spins > 64)
+                sched_yield();              /* a reader runs the engines once: never for long */
+        }
+    }
+}
+
 static void ref_attach(struct dp_cq_ref *r)
 {
     struct iw_cq *cq = r->cq;
@@ -179,6 +223,7 @@ static void ref_attach(struct dp_cq_ref *r)
         } else if (cq->poll_ep_on) {
             ref_watch(r);
         }
+        poll_one_update(cq);
     }
     pthread_mutex_unlock(&cq->qps_lock);
 }
@@ -199,6 +244,10 @@ static void ref_detach(struct dp_cq_ref *r)
             close(cq->poll_ep);
             cq->poll_ep_on = false;
         }
+        poll_one_update(cq);
+        /* A poller may have found r as the CQ's one QP before, even before an attach that
+         * replaced it: always wait. */
+        poll_grace(cq);
     }
     pthread_mutex_unlock(&cq->qps_lock);
 }

@@ -624,7 +624,8 @@ void iw_qp_stop(struct iw_qp *qp)
     if (!dp)
         return;
     /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
-     * can find the QP afterwards (cq->qps_lock is outside the engine mutexes). */
+     * can find the QP afterwards (cq->qps_lock and the poll's read side are outside the engine
+     * mutexes). */
     iw_poll_detach(qp);
     pthread_mutex_lock(&dp->rx_mutex);
     pthread_mutex_lock(&dp->tx_mutex);
