@@ -88,7 +88,9 @@ struct ndk_sv_adapter {
     uint32_t ifindex;
     uint32_t flags;                   /* NDK_SV_ADAPTER_* */
     uint32_t open_instances;          /* NDK_ADAPTER instances open now */
-    uint32_t pad;
+    uint32_t missing;                 /* counters the provider does not keep: bit k is counters[k]
+                                       * (its MissingCounterMask, written by the runtime); 0 in
+                                       * records of runtimes before it, which did not say */
     uint64_t counters[NDK_SV_COUNTERS];   /* atomic words: any thread of the owner adds */
 };
 

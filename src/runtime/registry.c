@@ -211,6 +211,10 @@ static void try_bind(struct ndk_rt *rt, struct rt_provider *p, const struct ndk_
     a->info = *attrs.NdkCapabilities->NdkInfo;
     a->caps.NdkInfo = &a->info;
     a->enabled = attrs.Enabled;
+    /* The system view's readers must not show a counter the provider does not keep as 0. */
+    ndk_sv_begin(a->sv);
+    a->sv->u.adapter.missing = (uint32_t)(a->caps.MissingCounterMask & ((1ull << NDK_SV_COUNTERS) - 1));
+    ndk_sv_end(a->sv);
 
     pthread_mutex_lock(&rt->lock);
     a->id = ++rt->next_adapter_id;

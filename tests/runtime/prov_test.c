@@ -163,6 +163,8 @@ static NDIS_STATUS initialize(NDIS_HANDLE driver_ctx, NDIS_HANDLE handle, CONST 
     dev->caps.Header.Revision = NDIS_NDK_CAPABILITIES_REVISION_1;
     dev->caps.Header.Size = (USHORT)NDIS_SIZEOF_NDK_CAPABILITIES_REVISION_1;
     dev->caps.MaxQpCount = 7;
+    /* One counter said missing, for tools that must not show it as a count (ndkinfo --stats). */
+    dev->caps.MissingCounterMask = NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAInFrames);
     dev->caps.NdkInfo = &dev->info;
     attrs->Header.Type = NDIS_OBJECT_TYPE_MINIPORT_ADAPTER_NDK_ATTRIBUTES;
     attrs->Header.Revision = NDIS_MINIPORT_ADAPTER_NDK_ATTRIBUTES_REVISION_1;

@@ -121,6 +121,8 @@ static void case_publish(void)
               "adapter record %s/%s", ad->u.adapter.provider, ad->u.adapter.ifname);
     CHECK_EQ(ad->adapter, ad->id);
     CHECK_EQ(ad->u.adapter.open_instances, 0);
+    /* The counter the test provider does not keep (its MissingCounterMask), for the readers. */
+    CHECK_EQ(ad->u.adapter.missing, 1u << 28);
     CHECK_EQ(count_type(me, NDK_SV_PD), 0);
     uint64_t adapter_rec = ad->id;
     ndk_rt_sysview_free(sv);

@@ -93,10 +93,17 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         HAS(fields[i]);
 
+    /* The test provider says it does not keep RDMAInFrames (MissingCounterMask): no count is shown
+     * for it. The iwarp provider keeps every counter. */
+    bool testprov = strcmp(provider, "iwarp") != 0;
     run(ndkinfo, "--stats --connections --endpoints");
     HAS("NDK performance counters (OID_NDK_STATISTICS)");
     HAS("ActiveConnection");
     HAS("RDMAOutFrames");
+    if (testprov)
+        HAS("RDMAInFrames             not kept by the provider");
+    else
+        CHECK_MSG(!strstr(out, "not kept by the provider"), "a counter of iwarp shown as not kept:\n%s", out);
     HAS("ND connections (OID_NDK_CONNECTIONS)");
     HAS("ND local endpoints (OID_NDK_LOCAL_ENDPOINTS)");
     /* Nobody else publishes here: the system view says so instead of an empty list. */
@@ -110,6 +117,15 @@ int main(int argc, char **argv)
     HAS("\"127.0.0.1\"");
     HAS("\"::1\"");
     HAS("\"MaxCqDepth\":");
+    if (testprov) {
+        HAS("\"MissingCounterMask\":268435456");
+        HAS("\"missing\":\"RDMAInFrames\"");
+        CHECK_MSG(!strstr(out, "\"RDMAInFrames\":"), "a count for a counter the provider does not keep:\n%s", out);
+    } else {
+        HAS("\"MissingCounterMask\":0");
+        HAS("\"RDMAInFrames\":");
+        CHECK_MSG(!strstr(out, "\"missing\":"), "iwarp's counters said missing:\n%s", out);
+    }
 
     /* Selecting an adapter that does not exist is an error with a clear line. */
     char cmd[2048];

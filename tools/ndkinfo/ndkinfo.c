@@ -174,15 +174,30 @@ static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
         return;
     }
     const ULONG64 *c = &s.CounterSet.Connect;
+    /* A counter the provider says it cannot keep (NDIS_NDK_CAPABILITIES.MissingCounterMask) is
+     * not a count of 0. */
+    ULONG64 missing = a->capabilities.MissingCounterMask;
     if (!opt_json)
         printf("    NDK performance counters (OID_NDK_STATISTICS):\n");
     for (int i = 0; i < 30; i++) {
         if (!counter_names[i])
             continue;
-        if (opt_json)
+        bool kept = !(missing & (1ull << i));
+        if (opt_json && kept)
             ndk_tool_json_u64(&json, counter_names[i], c[i]);
-        else
+        else if (!opt_json && kept)
             printf("      %-24s %llu\n", counter_names[i], (unsigned long long)c[i]);
+        else if (!opt_json)
+            printf("      %-24s not kept by the provider\n", counter_names[i]);
+    }
+    if (opt_json && missing) {
+        char names[256] = "";
+        for (int i = 0; i < 30; i++) {
+            if (counter_names[i] && (missing & (1ull << i)))
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? " " : "",
+                         counter_names[i]);
+        }
+        ndk_tool_json_str(&json, "missing", names);
     }
     if (opt_json)
         ndk_tool_json_close(&json, '}');
@@ -412,7 +427,7 @@ static void show_adapter(ndk_rt *rt, const ndk_rt_adapter_info *a)
             printf("    NDIS_NDK_CAPABILITIES:\n");
             n = caps_fields(&a->capabilities, f);
             for (size_t i = 0; i < n; i++)
-                printf("      %-24s %llu\n", f[i].name, f[i].value);
+                printf(f[i].hex ? "      %-24s 0x%llx\n" : "      %-24s %llu\n", f[i].name, f[i].value);
         }
     }
     if (opt_stats)

@@ -332,10 +332,19 @@ static void sv_adapter_rec(proc_t *p, rec_t *r, const struct ndkinfo_sv_opts *o,
         ndk_tool_json_u64(j, "ifindex", a->ifindex);
         ndk_tool_json_u64(j, "open_instances", a->open_instances);
         if (counters) {
+            char missing[256] = "";
             ndk_tool_json_open(j, "counters", '{');
-            for (int i = 0; i < NDK_SV_COUNTERS; i++)
-                if (sv_counter_names[i])
+            for (int i = 0; i < NDK_SV_COUNTERS; i++) {
+                if (!sv_counter_names[i])
+                    continue;
+                if (a->missing & (1u << i))   /* not kept: not a count of 0 */
+                    snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
+                             missing[0] ? " " : "", sv_counter_names[i]);
+                else
                     ndk_tool_json_u64(j, sv_counter_names[i], a->counters[i]);
+            }
+            if (missing[0])
+                ndk_tool_json_str(j, "missing", missing);
             ndk_tool_json_close(j, '}');
         }
         return;
@@ -345,8 +354,10 @@ static void sv_adapter_rec(proc_t *p, rec_t *r, const struct ndkinfo_sv_opts *o,
     if (counters) {
         printf("      this process's NDK counters:");
         for (int i = 0; i < NDK_SV_COUNTERS; i++)
-            if (sv_counter_names[i])
+            if (sv_counter_names[i] && !(a->missing & (1u << i)))
                 printf(" %s %llu", sv_counter_names[i], (unsigned long long)a->counters[i]);
+        if (a->missing)
+            printf(" (the provider keeps no other)");
         printf("\n");
     }
 }

@@ -178,8 +178,13 @@ static void vb_fill_info(struct vb_device *dev, const struct ibv_device_attr_ex 
     c->MaxOutboundReadLimit = 0;
     c->MaxMwCount = dev->has_mw2 ? (ULONG)a->max_mw : (ULONG)a->max_mr;
     c->MaxSrqCount = dev->has_srq ? (ULONG)a->max_srq : 0;
-    /* Only connection counters are kept; the octet/frame counters live in the device. */
-    c->MissingCounterMask = 0;
+    /* The connection and CQ counters are kept in software; the octet and frame counters (with
+     * their layer-2 overhead, §6.6) only the device could keep, and verbs gives no common way
+     * to read them (siw has none, rxe counts packets only): said missing, not reported as 0. */
+    c->MissingCounterMask = NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAInOctets) |
+                            NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAOutOctets) |
+                            NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAInFrames) |
+                            NDIS_NDK_PERFORMANCE_COUNTER_MASK(RDMAOutFrames);
     c->NdkInfo = &dev->info;
 }
 

@@ -261,10 +261,22 @@ cell_sysview() {
 	[ "$procs" -ge 2 ] || why="$why; $procs process(es) with a connected QP counting both ways (need 2)"
 	if grep -Eiq '"[a-z_]*(stag|rkey|lkey|token)[a-z_]*":' "$json"; then why="$why; a key field in the JSON"; fi
 	[ "$stats" = ok ] || why="$why; OID_NDK_STATISTICS does not count both processes (Connect, Accept, ActiveConnection 2)"
+	# The octet and frame counters are the device's, which the provider does not read: the
+	# capabilities must say so (MissingCounterMask bits 26-29), and ndkinfo must not show them as 0.
+	grep -q '"MissingCounterMask":1006632960' "$RES/sysview-$dev-stats.json" 2>/dev/null ||
+		why="$why; MissingCounterMask is not 0x3c000000 (the octet and frame counters)"
+	grep -q '"missing":"RDMAInOctets RDMAOutOctets RDMAInFrames RDMAOutFrames"' "$RES/sysview-$dev-stats.json" 2>/dev/null ||
+		why="$why; ndkinfo --stats does not name the counters the provider does not keep"
+	if grep -oE '"(statistics|counters)":\{[^}]*\}' "$RES/sysview-$dev-stats.json" 2>/dev/null | grep -q '"RDMAInOctets":'; then
+		why="$why; ndkinfo --stats shows a count for a counter the provider does not keep"
+	fi
+	grep -o '"counters":{[^}]*}' "$RES/sysview-$dev-stats.json" 2>/dev/null |
+		grep -q '"missing":"RDMAInOctets RDMAOutOctets RDMAInFrames RDMAOutFrames"' ||
+		why="$why; the system view's per-process counters do not name the ones the provider does not keep"
 	[ "$src" = 0 ] && [ "$crc" = 0 ] || why="$why; ndkping server $src, client $crc"
 	rm -rf "$rt"
 	if [ -z "$why" ]; then
-		record PASS "sysview-$dev" "ndkinfo $view --json during ndkping: both ends' QPs RTS with ops and bytes each way, no key field; --stats counts the whole adapter"
+		record PASS "sysview-$dev" "ndkinfo $view --json during ndkping: both ends' QPs RTS with ops and bytes each way, no key field; --stats counts the whole adapter and names the octet and frame counters missing"
 	else record FAIL "sysview-$dev" "${why#; } (results/sysview-$dev.log)"; fi
 }
 
