@@ -153,11 +153,6 @@ static NTSTATUS query_live_info(ndk_rt *rt, const ndk_rt_adapter_info *a, NDK_AD
     return st;
 }
 
-static const char *counter_names[30] = {
-    "Connect", "Accept", "ConnectFailure", "ConnectionError", "ActiveConnection",
-    [25] = "CQError", [26] = "RDMAInOctets", [27] = "RDMAOutOctets", [28] = "RDMAInFrames", [29] = "RDMAOutFrames",
-};
-
 static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
 {
     NDIS_NDK_STATISTICS_INFO s;
@@ -180,23 +175,20 @@ static void show_stats(ndk_rt *rt, const ndk_rt_adapter_info *a)
     if (!opt_json)
         printf("    NDK performance counters (OID_NDK_STATISTICS):\n");
     for (int i = 0; i < 30; i++) {
-        if (!counter_names[i])
-            continue;
+        const char *name = ndkinfo_counter_names[i];
         bool kept = !(missing & (1ull << i));
+        if (!name)
+            continue;
         if (opt_json && kept)
-            ndk_tool_json_u64(&json, counter_names[i], c[i]);
+            ndk_tool_json_u64(&json, name, c[i]);
         else if (!opt_json && kept)
-            printf("      %-24s %llu\n", counter_names[i], (unsigned long long)c[i]);
+            printf("      %-24s %llu\n", name, (unsigned long long)c[i]);
         else if (!opt_json)
-            printf("      %-24s not kept by the provider\n", counter_names[i]);
+            printf("      %-24s not kept by the provider\n", name);
     }
     if (opt_json && missing) {
-        char names[256] = "";
-        for (int i = 0; i < 30; i++) {
-            if (counter_names[i] && (missing & (1ull << i)))
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? " " : "",
-                         counter_names[i]);
-        }
+        char names[256];
+        ndkinfo_counters_missing(missing, names, sizeof names);
         ndk_tool_json_str(&json, "missing", names);
     }
     if (opt_json)

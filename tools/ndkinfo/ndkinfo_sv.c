@@ -30,10 +30,22 @@ struct conn_row {
     proc_t *peer;                     /* the other end's process, when it is on this machine */
 };
 
-static const char *const sv_counter_names[NDK_SV_COUNTERS] = {
+_Static_assert(NDK_SV_COUNTERS == 30, "the system view's counters are NDIS_NDK_PERFORMANCE_COUNTERS' words");
+const char *const ndkinfo_counter_names[30] = {
     "Connect", "Accept", "ConnectFailure", "ConnectionError", "ActiveConnection",
     [25] = "CQError", [26] = "RDMAInOctets", [27] = "RDMAOutOctets", [28] = "RDMAInFrames", [29] = "RDMAOutFrames",
 };
+
+void ndkinfo_counters_missing(uint64_t mask, char *buf, size_t len)
+{
+    size_t at = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < 30; i++) {
+        if (ndkinfo_counter_names[i] && (mask & (1ull << i)) && at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", ndkinfo_counter_names[i]);
+    }
+}
 
 static uint64_t sv_now_ns(void)
 {
@@ -332,19 +344,15 @@ static void sv_adapter_rec(proc_t *p, rec_t *r, const struct ndkinfo_sv_opts *o,
         ndk_tool_json_u64(j, "ifindex", a->ifindex);
         ndk_tool_json_u64(j, "open_instances", a->open_instances);
         if (counters) {
-            char missing[256] = "";
             ndk_tool_json_open(j, "counters", '{');
-            for (int i = 0; i < NDK_SV_COUNTERS; i++) {
-                if (!sv_counter_names[i])
-                    continue;
-                if (a->missing & (1u << i))   /* not kept: not a count of 0 */
-                    snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s",
-                             missing[0] ? " " : "", sv_counter_names[i]);
-                else
-                    ndk_tool_json_u64(j, sv_counter_names[i], a->counters[i]);
-            }
-            if (missing[0])
+            for (int i = 0; i < NDK_SV_COUNTERS; i++)   /* one not kept is not a count of 0 */
+                if (ndkinfo_counter_names[i] && !(a->missing & (1u << i)))
+                    ndk_tool_json_u64(j, ndkinfo_counter_names[i], a->counters[i]);
+            if (a->missing) {
+                char missing[256];
+                ndkinfo_counters_missing(a->missing, missing, sizeof missing);
                 ndk_tool_json_str(j, "missing", missing);
+            }
             ndk_tool_json_close(j, '}');
         }
         return;
@@ -354,8 +362,8 @@ static void sv_adapter_rec(proc_t *p, rec_t *r, const struct ndkinfo_sv_opts *o,
     if (counters) {
         printf("      this process's NDK counters:");
         for (int i = 0; i < NDK_SV_COUNTERS; i++)
-            if (sv_counter_names[i] && !(a->missing & (1u << i)))
-                printf(" %s %llu", sv_counter_names[i], (unsigned long long)a->counters[i]);
+            if (ndkinfo_counter_names[i] && !(a->missing & (1u << i)))
+                printf(" %s %llu", ndkinfo_counter_names[i], (unsigned long long)a->counters[i]);
         if (a->missing)
             printf(" (the provider keeps no other)");
         printf("\n");

@@ -17,4 +17,10 @@ struct ndkinfo_sv_opts {
  * could not be read or --pid names no publishing process. May block (file I/O). */
 int ndkinfo_sv_show(const struct ndkinfo_sv_opts *o, ndk_tool_json *json);
 
+/* The NDK performance counters' names, by their index in NDIS_NDK_PERFORMANCE_COUNTERS (NULL for
+ * the reserved words), for both parts' counters. */
+extern const char *const ndkinfo_counter_names[30];
+/* The names of the counters set in mask (a MissingCounterMask), separated by spaces, in buf. */
+void ndkinfo_counters_missing(uint64_t mask, char *buf, size_t len);
+
 #endif /* NDKINFO_SV_H */
