@@ -168,7 +168,9 @@ cell_tools() {
 	: >"$log"
 	pair "$log" 120 "rping -s -a $ip -p 7321 -C 20 -S 4096 -v" "ndkping --rping -c -a $ip -p 7321 -C 20 -S 4096 --provider verbs"
 	[ "$PAIR_CRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.server)" -ge 20 ] || bad="$bad rping2verbs"
-	pair "$log" 120 "ndkping --rping -s -a $ip -p 7322 --provider verbs" "rping -c -a $ip -p 7322 -C 20 -S 4096 -v"
+	# -v: our server says when it listens (rping's own says nothing), so the client does not start
+	# on the fixed wait alone (it was once refused on siw while the machine was loaded)
+	pair "$log" 120 "ndkping --rping -s -v -a $ip -p 7322 --provider verbs" "rping -c -a $ip -p 7322 -C 20 -S 4096 -v"
 	[ "$PAIR_SRC" = 0 ] && [ "$(grep -c 'ping data' /tmp/pair.client)" -ge 20 ] || bad="$bad verbs2rping"
 	pair "$log" 120 "ucmatose -b $ip -p 7323 -C 20 -S 1024" "ndkping --cmatose -s $ip -p 7323 -C 20 -S 1024 --provider verbs"
 	[ "$PAIR_SRC" = 0 ] && [ "$PAIR_CRC" = 0 ] || bad="$bad ucmatose2verbs"
