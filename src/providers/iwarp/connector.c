@@ -142,7 +142,6 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
     struct iw_device *dev = c->obj.dev;
     int err;
 
-    c->active = true;
     c->peer = *dst;
     c->my_ird = iw_cap(ird, IW_MAX_IRD);
     c->my_ord = iw_cap(ord, IW_MAX_ORD);
@@ -166,15 +165,14 @@ static NTSTATUS iw_conn_start(struct iw_connector *c, int fd, const SOCKADDR_INE
             return ndk_status_from_errno(err);
         c->local = local;
     }
+    /* Built before the state moves: a failure leaves the connector IDLE, as it found it. */
+    err = iw_cm_build_request(c);
+    if (err < 0)
+        return ndk_status_from_errno(err);
+    c->active = true;
     c->poll.fd = fd;
     c->poll.handler = iw_cm_poll;
     iw_cm_set_state(c, IW_CM_TCP_CONNECTING);
-    err = iw_cm_build_request(c);
-    if (err < 0) {
-        c->poll.fd = -1;
-        c->state = IW_CM_IDLE;
-        return ndk_status_from_errno(err);
-    }
     iw_cm_req_store(c, &c->connect_cb, &c->connect_ctx, cb, ctx);
     iw_obj_get(&c->obj);                 /* the epoll registration's reference */
     c->polled = true;
