@@ -759,6 +759,10 @@ void iw_wq_free(struct iw_wq *q);
 int iw_wq_reserve(struct iw_wq *q);
 /* Appends a copy of *w (which then owns nothing); -ENOSPC when full, -ENOMEM. */
 int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
+/* Appends a receive of the nsge (<= max_sge) SGEs at sgl, length bytes in all, written in its
+ * slot; -ENOSPC when full, -ENOMEM. */
+int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t nsge, uint64_t length,
+                       uint64_t posted_ns);
 /* Moves the oldest entry into *out (its buffers and references with it) and zeroes its slot,
  * side state included (the owner releases what the side state holds first); -ENOBUFS when
  * empty. */

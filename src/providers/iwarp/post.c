@@ -387,31 +387,25 @@ NTSTATUS iw_post_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG
 NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_qp *qp = to_iw_qp(q);
-    struct iw_wqe w;
     NTSTATUS st = STATUS_SUCCESS;
+    uint64_t length;
 
     if (qp->srq)
         return STATUS_INVALID_DEVICE_REQUEST;       /* §8 item 27: receives go to the SRQ */
     if (nsge > qp->rq.max_sge)
         return STATUS_INVALID_PARAMETER;
-    iw_wqe_clear(&w);
-    if (sgl_total(sgl, nsge, &w.length) < 0)
+    if (sgl_total(sgl, nsge, &length) < 0)
         return STATUS_INVALID_PARAMETER;
-    w.op = IW_WR_RECEIVE;
-    w.request_context = rctx;
-    w.nsge = nsge;
-    if (nsge)
-        memcpy(w.sge, sgl, nsge * sizeof(NDK_SGE));
     /* §8 item 28: receives may be posted before the connection exists; the RX engine takes
      * them when a Send arrives. On an ERROR QP they complete at once, CANCELLED (§8 item 29). */
-    w.posted_ns = iw_sv_now();
+    uint64_t now = iw_sv_now();
     pthread_mutex_lock(&qp->lock);
-    if (iw_wq_push(&qp->rq, &w) < 0) {
+    if (iw_wq_push_receive(&qp->rq, rctx, sgl, nsge, length, now) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
     } else {
         /* 0 exactly when no receive is outstanding, queued or being filled (rx.c). */
         if (!__atomic_load_n(&qp->svq->rq_oldest_ns, __ATOMIC_RELAXED))
-            ndk_sv_set(&qp->svq->rq_oldest_ns, w.posted_ns);
+            ndk_sv_set(&qp->svq->rq_oldest_ns, now);
         ndk_sv_add(&qp->svq->rq_posted, 1);
     }
     if (st == STATUS_SUCCESS && qp->state == IW_QP_ERROR) {

@@ -45,24 +45,18 @@ int iw_srq_take(struct iw_srq *srq, struct iw_wqe *out)
 static NTSTATUS iw_srq_receive(NDK_SRQ *s, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_srq *srq = to_iw_srq(s);
-    struct iw_wqe w;
     NTSTATUS st = STATUS_SUCCESS;
+    uint64_t length = 0;
 
     if (nsge > srq->rq.max_sge || (nsge && !sgl))
         return STATUS_INVALID_PARAMETER;
-    memset(&w, 0, sizeof w);
     for (ULONG i = 0; i < nsge; i++)
-        w.length += sgl[i].Length;
-    if (w.length > IW_MAX_TRANSFER)
+        length += sgl[i].Length;
+    if (length > IW_MAX_TRANSFER)
         return STATUS_INVALID_PARAMETER;
-    w.op = IW_WR_RECEIVE;
-    w.request_context = rctx;
-    w.nsge = nsge;
-    if (nsge)
-        memcpy(w.sge, sgl, nsge * sizeof(NDK_SGE));
-    w.posted_ns = iw_sv_now();
+    uint64_t now = iw_sv_now();
     pthread_mutex_lock(&srq->lock);
-    if (iw_wq_push(&srq->rq, &w) < 0)
+    if (iw_wq_push_receive(&srq->rq, rctx, sgl, nsge, length, now) < 0)
         st = STATUS_INSUFFICIENT_RESOURCES;
     else
         ndk_sv_add(&srq->obj.sv->u.srq.posted, 1);   /* srq->lock orders the writers */

@@ -124,6 +124,32 @@ int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
     return 0;
 }
 
+int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t nsge, uint64_t length,
+                       uint64_t posted_ns)
+{
+    uint32_t slot;
+    int err = iw_wq_reserve(q);
+
+    if (err)
+        return err;
+    slot = iw_wq_slot(q, q->count);
+    /* Built where it lies: the free slot is zero, so only what a receive has is written, where
+     * a WQE built aside would be cleared, filled and then copied in. */
+    struct iw_wqe *d = iw_wq_slot_ptr(q, slot);
+    d->op = IW_WR_RECEIVE;
+    d->request_context = rctx;
+    d->nsge = nsge;
+    if (nsge == 1)
+        d->sge[0] = sgl[0];                      /* the usual one: no library call */
+    else if (nsge)
+        memcpy(d->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
+    d->length = length;
+    d->posted_ns = posted_ns;
+    q->chunk[slot / IW_WQ_CHUNK]->used++;
+    q->count++;
+    return 0;
+}
+
 /* The head slot was emptied and zeroed: gives its chunk back if it was the chunk's last entry. */
 static void wq_advance(struct iw_wq *q)
 {
