@@ -253,8 +253,6 @@ static bool iw_cq_seen_empty(struct iw_cq *cq, unsigned *pushes)
  * cores would have to preempt the spinning consumer. Consumer thread (or a callback). */
 static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
-    /* A consumer polling from a notification callback is on the progress thread already. */
-    bool may_run = !cq->obj.dev->no_poll_progress && !iw_progress_on_thread(cq->obj.dev);
     bool busy = false;
     unsigned pushes;
     ULONG got = 0;
@@ -262,7 +260,8 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* An empty ring is seen without the lock: most busy polls find nothing. */
     if (!iw_cq_seen_empty(cq, &pushes))
         got = iw_cq_pop(cq, ex, plain, n);
-    if (!may_run || got == n)
+    /* A consumer polling from a notification callback is on the progress thread already. */
+    if (got == n || cq->obj.dev->no_poll_progress || iw_progress_on_thread(cq->obj.dev))
         return got;
     busy = iw_cq_short_poll(cq);
     /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */
