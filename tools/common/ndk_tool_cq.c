@@ -12,8 +12,10 @@
 #define TOOL_CQ_CB_BUSY 2
 
 /* The CQ's owner (the notification callback, or the thread of ndk_tool_cq_run while it hands
- * the CQ over): feeds the handler until the CQ is empty, then arms and looks once more, since a
- * completion that raced with the arm is either returned by that look or notifies (§5.7 rule 2).
+ * the CQ over): feeds the handler until the CQ is empty, then arms. No look after the arm: a
+ * completion that came between the empty poll and the arm satisfies it at once (§5.7 rule 2,
+ * both providers), so its notification follows this one, and a look would cost every message a
+ * poll.
  * Returns false once the handler is finished; true when the CQ is armed, or when the run's
  * thread asked for the CQ back. Never blocks; no tool lock held. */
 static bool tool_cq_serve(ndk_tool_cq *c, ndk_tool_cq_handler handler, void *ctx)
@@ -25,9 +27,7 @@ static bool tool_cq_serve(ndk_tool_cq *c, ndk_tool_cq_handler handler, void *ctx
         ULONG n = c->cq->Dispatch->NdkGetCqResults(c->cq, r, TOOL_CQ_BATCH);
         if (!n) {
             c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
-            n = c->cq->Dispatch->NdkGetCqResults(c->cq, r, TOOL_CQ_BATCH);
-            if (!n)
-                return true;
+            return true;
         }
         __atomic_add_fetch(&c->batches, 1, __ATOMIC_RELAXED);
         if (!handler(ctx, r, n))
