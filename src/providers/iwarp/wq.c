@@ -108,19 +108,35 @@ int iw_wq_reserve(struct iw_wq *q)
     return *c ? 0 : -ENOMEM;
 }
 
-int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
+/* The tail's slot, its chunk present (it is zero: a free slot); the caller writes the entry there
+ * and then counts it with wq_commit. Caller: the queue's owner lock held. */
+static int wq_tail(struct iw_wq *q, uint32_t *slot)
 {
-    uint32_t slot;
     int err = iw_wq_reserve(q);
 
     if (err)
         return err;
-    slot = iw_wq_slot(q, q->count);
-    struct iw_wqe *d = iw_wq_slot_ptr(q, slot);   /* zero: a free slot */
-    memcpy(d, w, offsetof(struct iw_wqe, sge) + wq_sge_bytes(w));
-    memcpy(&d->length, &w->length, sizeof(*w) - offsetof(struct iw_wqe, length));
+    *slot = iw_wq_slot(q, q->count);
+    return 0;
+}
+
+static void wq_commit(struct iw_wq *q, uint32_t slot)
+{
     q->chunk[slot / IW_WQ_CHUNK]->used++;
     q->count++;
+}
+
+int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w)
+{
+    uint32_t slot;
+    int err = wq_tail(q, &slot);
+
+    if (err)
+        return err;
+    struct iw_wqe *d = iw_wq_slot_ptr(q, slot);
+    memcpy(d, w, offsetof(struct iw_wqe, sge) + wq_sge_bytes(w));
+    memcpy(&d->length, &w->length, sizeof(*w) - offsetof(struct iw_wqe, length));
+    wq_commit(q, slot);
     return 0;
 }
 
@@ -128,11 +144,10 @@ int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t
                        uint64_t posted_ns)
 {
     uint32_t slot;
-    int err = iw_wq_reserve(q);
+    int err = wq_tail(q, &slot);
 
     if (err)
         return err;
-    slot = iw_wq_slot(q, q->count);
     /* Built where it lies: the free slot is zero, so only what a receive has is written, where
      * a WQE built aside would be cleared, filled and then copied in. */
     struct iw_wqe *d = iw_wq_slot_ptr(q, slot);
@@ -145,8 +160,7 @@ int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t
         memcpy(d->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
     d->length = length;
     d->posted_ns = posted_ns;
-    q->chunk[slot / IW_WQ_CHUNK]->used++;
-    q->count++;
+    wq_commit(q, slot);
     return 0;
 }
 
@@ -204,14 +218,13 @@ int iw_wq_resize(struct iw_wq *q, uint32_t depth)
     if (wq_init_stride(&n, depth, q->max_sge, q->stride) < 0)
         return -ENOMEM;
     for (uint32_t i = 0; i < q->count; i++) {
-        uint32_t slot = iw_wq_slot(&n, n.count);
-        if (iw_wq_reserve(&n) < 0) {
+        uint32_t slot;
+        if (wq_tail(&n, &slot) < 0) {
             wq_free_chunks(&n);      /* copies only: the entries still belong to q */
             return -ENOMEM;
         }
         memcpy(iw_wq_slot_ptr(&n, slot), iw_wq_at(q, i), q->stride);
-        n.chunk[slot / IW_WQ_CHUNK]->used++;
-        n.count++;
+        wq_commit(&n, slot);
     }
     wq_free_chunks(q);
     *q = n;
