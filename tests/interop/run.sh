@@ -208,6 +208,16 @@ cat "$OUT/matrix.txt"
 echo "===== timing"
 cat "$OUT/timing.txt"
 echo "total $(secs $T_ALL)s"
+if [ "$nfail" != 0 ]; then
+	# last, because a runner that keeps only the head and tail of a long output drops the table
+	echo "===== failed cells, with the end of each one's guest log"
+	awk '$3 == "FAIL"' "$OUT/matrix.txt"
+	while IFS='|' read -r res v c _; do
+		[ "$res" = FAIL ] && [ -s "$OUT/$v/results/$c.log" ] || continue
+		echo "--- $v/$c: last 25 lines of $OUT/$v/results/$c.log"
+		tail -n 25 "$OUT/$v/results/$c.log" | cut -c1-300
+	done <"$OUT/cells.txt"
+fi
 echo "===== summary: $npass passed, $nfail failed, $nxfail expected siw limitations (XFAIL-SIW)"
 [ "$nfail" = 0 ] && [ "$npass" -gt 0 ]
 }
