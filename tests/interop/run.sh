@@ -217,6 +217,12 @@ if [ "$nfail" != 0 ]; then
 		echo "--- $v/$c: last 25 lines of $OUT/$v/results/$c.log"
 		tail -n 25 "$OUT/$v/results/$c.log" | cut -c1-300
 	done <"$OUT/cells.txt"
+	# siw's own account (guest/matrix.sh turns on the dynamic debug of its error paths)
+	for v in $(awk -F'|' '$1 == "FAIL" { print $2 }' "$OUT/cells.txt" | sort -u); do
+		[ -s "$OUT/$v/results/dmesg.txt" ] || continue
+		echo "--- $v: siw in the guest's kernel log (last 30 lines; all of it in $OUT/$v/results/dmesg.txt)"
+		grep -E 'siw|QP\[' "$OUT/$v/results/dmesg.txt" | grep -vE 'speed is unknown|promiscuous' | tail -n 30 | cut -c1-300
+	done
 fi
 echo "===== summary: $npass passed, $nfail failed, $nxfail expected siw limitations (XFAIL-SIW)"
 [ "$nfail" = 0 ] && [ "$npass" -gt 0 ]

@@ -38,6 +38,20 @@ record() {
 say "variant $VARIANT: setting up siw0 on siwd0 ($IP)"
 ndkvm-setup >"$RES/setup.log" 2>&1 || { cat "$RES/setup.log"; record FAIL setup "-" "ndkvm-setup failed"; exit 1; }
 cat "$RES/setup.log"
+# siw tells why it drops a connection only through dynamic debug: turn on the lines of its error
+# paths (a WQE that failed, a receive error, a memory check that refused), not its per-frame ones,
+# so that dmesg.txt (and run.sh's report of a failed cell) shows siw's reason when siw closes
+ddc=/proc/dynamic_debug/control
+[ -w "$ddc" ] || { mount -t debugfs none /sys/kernel/debug 2>/dev/null; ddc=/sys/kernel/debug/dynamic_debug/control; }
+if [ -w "$ddc" ]; then
+	for q in 'func siw_check_mem' 'func siw_check_sge' 'func siw_cm_upcall' 'format "processing failed"' \
+		'format "read.response failed"' 'format "rx error"' 'format "SQ task failed"'; do
+		echo "module siw $q +p" >"$ddc" 2>/dev/null || echo "dynamic debug: '$q' refused" >>"$RES/setup.log"
+	done
+	echo "dynamic debug: siw's error paths on ($(grep -c '^[^#].*\[siw\].* =p' "$ddc") sites)" >>"$RES/setup.log"
+else
+	echo "dynamic debug: no control file; siw's reasons for closing will not be in dmesg" >>"$RES/setup.log"
+fi
 # want GROUP: whether params.env's CELL_GROUPS selects this group of cells
 want() { [[ " ${CELL_GROUPS:-all} " == *" all "* || " ${CELL_GROUPS:-all} " == *" $1 "* ]]; }
 # Every connection runs over lo; at lo's default MTU TCP's MSS is about 64 KiB and both sides send
