@@ -92,6 +92,7 @@ cell() {
 	local name=$1 tmo=$2 cap=$3 port=$4 scmd=$5 ccmd=$6 log=$RES/$1.log pcap=/tmp/cell.pcap sp tp cp i
 	say "cell $name (timeout ${tmo}s, port $port)"
 	: >"$log"
+	local klog0; klog0=$(dmesg | wc -l)
 	rm -f "$pcap"
 	capture_start tcpdump -i lo -s 0 -B 32768 -U -Z root ${cap:+-c $cap} -w "$pcap" "host $IP and tcp port $port"
 	tp=$CAP_PID
@@ -146,8 +147,20 @@ cell() {
 	  echo "## client exit $CELL_CRC, stderr:"; head -c 4000 /tmp/cell.client.err
 	  echo "## client stdout:"; grep -av "ping data: rdma-ping-" /tmp/cell.client | head -c 20000; echo "(ping data lines: $(grep -ac "ping data: rdma-ping-" /tmp/cell.client))"
 	  echo "## tcpdump:"; cat /tmp/tcpdump.txt; } >>"$log"
+	# siw's lines of the kernel log while the cell ran (dynamic debug of its error paths, above)
+	dmesg | tail -n +"$((klog0 + 1))" | grep -aE 'siw|QP\[' | grep -avE 'speed is unknown|promiscuous' >/tmp/cell.kernel
+	{ echo "## kernel log, siw, during the cell:"; head -c 4000 /tmp/cell.kernel; } >>"$log"
 	[ -s "$pcap" ] && cp "$pcap" "$PC/$VARIANT-$name.pcap"
 	return 0
+}
+# siw_rresp_efault SIZE: the cell's kernel log shows siw's Read Response race (tests/interop/README.md,
+# siw limitations): its transmit thread failed a Read Response of at most 32 bytes with EFAULT while
+# no memory check of siw refused our Read Request, and our server saw the connection close while it
+# waited for that Read
+siw_rresp_efault() {
+	[ "$1" -le 32 ] && grep -aq 'read.response failed: -14' /tmp/cell.kernel \
+		&& ! grep -aqE 'siw_check_(mem|sge)' /tmp/cell.kernel \
+		&& grep -aq 'peer disconnected while waiting for RDMA Read completion' /tmp/cell.server.err
 }
 why() { # a one-line reason from a cell's outputs
 	local w
@@ -251,6 +264,8 @@ for sz in $RPING_SIZES; do
 		if rping_rcs_ok client && [ "$n_siw" = "$RPING_ITERS" ] && [ -z "$errs" ] \
 			&& grep -q "$RPING_ITERS pings of $sz bytes.*compared byte for byte: ok" <<<"$ours"; then
 			record PASS $name "$((2 * bytes)) (rping -V + ndkping: 2 x $RPING_ITERS x $sz)" "siw rping client, our server$RPING_RACE"
+		elif siw_rresp_efault "$sz"; then
+			record XFAIL-SIW $name "-" "siw limitation (tests/interop/README.md, siw limitations): siw's transmit thread failed its Read Response of $sz bytes with EFAULT (kernel log: $(grep -a -m1 'read.response failed' /tmp/cell.kernel | cut -c1-100)), no memory check refused, and siw closed without a Terminate after $n_siw good pings; $(why)"
 		else
 			record FAIL $name "-" "siw client completed $n_siw/$RPING_ITERS; ${errs:+siw: $errs; }$(why)"
 		fi
