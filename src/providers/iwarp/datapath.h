@@ -325,6 +325,15 @@ static inline struct dp_sqe *iw_dp_sqe(struct iw_qp *qp, uint32_t slot)
     return iw_wq_side(&qp->sq, slot);
 }
 
+/* The entry off places after head in the ORQ or IRQ ring of cap entries. head < cap and
+ * off <= cap, so one subtraction wraps it: no division per Read. */
+static inline uint32_t iw_dp_ring_index(uint32_t head, uint32_t off, uint32_t cap)
+{
+    uint32_t i = head + off;
+
+    return i >= cap ? i - cap : i;
+}
+
 /* The QP's place in one of its CQs' lists of QPs to progress when a consumer busy-polls the CQ
  * (poll.c). Protected by that CQ's qps_lock. */
 struct dp_cq_ref {

@@ -755,7 +755,7 @@ struct iw_wq {
 int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_size);
 void iw_wq_free(struct iw_wq *q);
 /* Makes sure the next push has its slot: -ENOSPC when full, -ENOMEM when the slot's chunk cannot
- * be allocated; after 0 the next iw_wq_push cannot fail. */
+ * be allocated; after 0 the next iw_wq_push cannot fail. The slot is iw_wq_slot(q, q->count). */
 int iw_wq_reserve(struct iw_wq *q);
 /* Appends a copy of *w (which then owns nothing); -ENOSPC when full, -ENOMEM. */
 int iw_wq_push(struct iw_wq *q, const struct iw_wqe *w);
@@ -773,8 +773,15 @@ int iw_wq_resize(struct iw_wq *q, uint32_t depth);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
 void iw_wqe_clear(struct iw_wqe *w);   /* zeroes all but the SGE array (wq.c) */
-/* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays). */
-static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i) { return (q->head + i) % q->depth; }
+/* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays).
+ * head < depth and i <= count <= depth, so one subtraction wraps it: a division here was 7 of
+ * a small message's round trip, each some tens of cycles (docs/performance.md). */
+static inline uint32_t iw_wq_slot(const struct iw_wq *q, uint32_t i)
+{
+    uint32_t s = q->head + i;
+
+    return s >= q->depth ? s - q->depth : s;
+}
 /* A queued slot's WQE and side state (the slot's chunk exists while the slot is queued). */
 static inline void *iw_wq_slot_ptr(struct iw_wq *q, uint32_t slot)
 {
@@ -789,7 +796,9 @@ static inline bool iw_wq_full(const struct iw_wq *q) { return q->count == q->dep
 /* Whether slot holds a queued entry (a slot's storage may be gone once its entry left). */
 static inline bool iw_wq_slot_queued(const struct iw_wq *q, uint32_t slot)
 {
-    return q->depth && (slot + q->depth - q->head) % q->depth < q->count;
+    uint32_t age = slot + q->depth - q->head;     /* slot < depth: one subtraction wraps it */
+
+    return q->depth && (age >= q->depth ? age - q->depth : age) < q->count;
 }
 /* NDK_OPERATION_TYPE of a WQE's completion. */
 static inline NDK_OPERATION_TYPE iw_wr_type(enum iw_wr_op op)

@@ -663,7 +663,7 @@ void iw_qp_stop(struct iw_qp *qp)
         dp->orq_count = 0;
         while (dp->irq_count) {
             iw_access_sgl_release(&dp->irq[dp->irq_head].src);
-            dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
+            dp->irq_head = iw_dp_ring_index(dp->irq_head, 1, dp->irq_slots);
             dp->irq_count--;
         }
         dp->rresp_last_out = false;

@@ -337,7 +337,7 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
                 s->pec = IW_PEC(IW_PEC_POSTED, tc.layer, tc.etype, tc.ecode);
             }
             s->state = DP_SQE_DONE;
-            dp->orq_head = (dp->orq_head + 1) % dp->orq_cap;
+            dp->orq_head = iw_dp_ring_index(dp->orq_head, 1, dp->orq_cap);
             dp->orq_count--;
             iw_qp_sq_retire_locked(qp);
         }
@@ -482,7 +482,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     case IW_OP_READ_REQ:
         if (rx->rr_pending) {
             pthread_mutex_lock(&qp->lock);
-            dp->irq[(dp->irq_head + dp->irq_count) % dp->irq_slots] = rx->rr;
+            dp->irq[iw_dp_ring_index(dp->irq_head, dp->irq_count, dp->irq_slots)] = rx->rr;
             dp->irq_count++;
             rx->rr_pending = false;
             memset(&rx->rr, 0, sizeof rx->rr);

@@ -230,7 +230,7 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
             tx->h.rr.src_to = w->remote_addr;
             /* Into the ORQ before the request leaves, so its Response always finds it. */
             {
-                struct dp_orq_ent *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
+                struct dp_orq_ent *o = &dp->orq[iw_dp_ring_index(dp->orq_head, dp->orq_count, dp->orq_cap)];
                 o->slot = slot;
                 o->sink_stag = tx->h.rr.sink_stag;
                 o->sink_to = tx->h.rr.sink_to;
@@ -599,7 +599,7 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
             ndk_sv_add(&qp->svq->ops_out, 1);
             drop = dp->irq[dp->irq_head].src;
             memset(&dp->irq[dp->irq_head], 0, sizeof dp->irq[0]);
-            dp->irq_head = (dp->irq_head + 1) % dp->irq_slots;
+            dp->irq_head = iw_dp_ring_index(dp->irq_head, 1, dp->irq_slots);
             dp->irq_count--;
             dp->rresp_last_out = false;
             break;

@@ -90,13 +90,16 @@ void iw_wq_free(struct iw_wq *q)
     wq_free_chunks(q);
 }
 
-int iw_wq_reserve(struct iw_wq *q)
+/* The tail's slot, its chunk present (it is zero: a free slot); the caller writes the entry there
+ * and then counts it with wq_commit. Caller: the queue's owner lock held. */
+static int wq_tail(struct iw_wq *q, uint32_t *slot)
 {
     struct iw_wq_chunk **c;
 
     if (iw_wq_full(q))
         return -ENOSPC;
-    c = &q->chunk[iw_wq_slot(q, q->count) / IW_WQ_CHUNK];
+    *slot = iw_wq_slot(q, q->count);
+    c = &q->chunk[*slot / IW_WQ_CHUNK];
     if (*c)
         return 0;
     if (q->spare) {
@@ -108,16 +111,11 @@ int iw_wq_reserve(struct iw_wq *q)
     return *c ? 0 : -ENOMEM;
 }
 
-/* The tail's slot, its chunk present (it is zero: a free slot); the caller writes the entry there
- * and then counts it with wq_commit. Caller: the queue's owner lock held. */
-static int wq_tail(struct iw_wq *q, uint32_t *slot)
+int iw_wq_reserve(struct iw_wq *q)
 {
-    int err = iw_wq_reserve(q);
+    uint32_t slot;
 
-    if (err)
-        return err;
-    *slot = iw_wq_slot(q, q->count);
-    return 0;
+    return wq_tail(q, &slot);
 }
 
 static void wq_commit(struct iw_wq *q, uint32_t slot)
@@ -176,7 +174,7 @@ static void wq_advance(struct iw_wq *q)
             free(*c);
         *c = NULL;
     }
-    q->head = (q->head + 1) % q->depth;
+    q->head = iw_wq_slot(q, 1);
     q->count--;
 }
 
