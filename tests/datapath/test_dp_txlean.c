@@ -25,17 +25,17 @@ static NDK_QP *qa(void) { return env.s[0].ndk; }
 static NDK_QP *qb(void) { return env.s[1].ndk; }
 
 /* ---- short writes on demand ----
- * The provider's send() calls resolve to this definition (the test executable's wins over
- * libc's): the next short_calls calls on short_fd take at most short_cap bytes, and none with
+ * The provider's sends go through iw_sys_send (sysio.h), which this definition replaces (the
+ * provider's is weak): the next short_calls calls on short_fd take at most short_cap bytes, and none with
  * EAGAIN when it is 0, as a TCP socket with little room may. Only A's TX engine writes to its
  * socket, under its tx_mutex. */
 static atomic_int short_fd = -1;
 static atomic_int short_calls;
 static atomic_uint short_cap;
-/* Run once, by the next send() on A's socket: inside the lean path, A's tx_mutex held. */
+/* Run once, by the next send on A's socket: inside the lean path, A's tx_mutex held. */
 static void (*_Atomic send_hook)(void);
 
-ssize_t send(int fd, const void *buf, size_t len, int flags)
+ssize_t iw_sys_send(int fd, const void *buf, size_t len, int flags)
 {
     if (env.s[0].qp && fd == env.s[0].fd && atomic_load(&send_hook)) {
         void (*h)(void) = atomic_exchange(&send_hook, NULL);

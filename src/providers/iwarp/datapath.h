@@ -39,6 +39,7 @@
 
 #include "iwarp.h"
 #include "fpdu.h"
+#include "sysio.h"
 
 /* ThreadSanitizer cannot see that the bytes one QP sends are the bytes another QP of the
  * process receives: the kernel orders them, and io_uring's completions are not intercepted at
@@ -46,14 +47,7 @@
  * brought bytes acquires, one process-wide sync object (iw_tx_tsan_wire, tx.c), so that what a
  * poster wrote before its request is ordered before what the peer's engines do on receiving it,
  * as it is on the wire. Nothing in other builds. */
-#if defined(__SANITIZE_THREAD__)
-#define IW_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define IW_TSAN 1
-#endif
-#endif
-#ifdef IW_TSAN
+#ifdef IW_TSAN                                     /* sysio.h */
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 extern char iw_tx_tsan_wire;

@@ -110,7 +110,7 @@ void iw_poll_cq(struct iw_cq *cq, bool busy)
     }
     /* Only the QPs with data (level-triggered: what one pass leaves is reported again). */
     struct epoll_event evs[POLL_EVENTS];
-    int n = epoll_wait(cq->poll_ep, evs, POLL_EVENTS, 0);
+    int n = iw_sys_epoll_wait(cq->poll_ep, evs, POLL_EVENTS, 0);
     for (int i = 0; i < n; i++)
         poll_qp(((struct dp_cq_ref *)evs[i].data.ptr)->qp, busy);
     /* Increments after this load survive the subtraction below; those before it are replaced

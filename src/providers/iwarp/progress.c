@@ -13,6 +13,7 @@
  * Talks to: log.c only; everything else reaches it (pollables, work, timers) and it calls back
  * only through the handlers registered with it (and a lent pollable's ring_arm / ring_done). */
 #include "iwarp.h"
+#include "sysio.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -278,7 +279,7 @@ static bool iw_work_pending(struct iw_device *dev)
 static void iw_progress_epoll(struct iw_device *dev, int timeout)
 {
     struct epoll_event evs[IW_EPOLL_BATCH];
-    int n = epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);
+    int n = iw_sys_epoll_wait(dev->epfd, evs, IW_EPOLL_BATCH, timeout);
 
     if (n < 0) {
         if (errno != EINTR)

@@ -990,10 +990,10 @@ static ssize_t rx_read(const struct iw_dp *dp, int fd, struct rx_layout *l)
     if (__builtin_expect(dp->wire != NULL, 0)) {
         n = iw_wire_recv(dp->wire, fd, l->iov, (size_t)l->n);   /* capture / faults (wire.h) */
     } else if (l->n == 1) {
-        n = recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
+        n = iw_sys_recv(fd, l->iov[0].iov_base, l->iov[0].iov_len, MSG_DONTWAIT);
     } else {
         struct msghdr m = { .msg_iov = l->iov, .msg_iovlen = (size_t)l->n };
-        n = recvmsg(fd, &m, MSG_DONTWAIT);
+        n = iw_sys_recvmsg(fd, &m, MSG_DONTWAIT);
     }
     if (n > 0)
         IW_TSAN_WIRE_RECEIVED();
@@ -1103,7 +1103,7 @@ int iw_rx_discard_locked(struct iw_dp *dp)
         return 0;                                 /* the ring's receive reads, and drops (below) */
     for (int i = 0; i < 64; i++) {
         struct iovec v = { sink, sizeof sink };
-        ssize_t n = dp->wire ? iw_wire_recv(dp->wire, dp->fd, &v, 1) : recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = dp->wire ? iw_wire_recv(dp->wire, dp->fd, &v, 1) : iw_sys_recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
         if (n == 0)
             return -ESHUTDOWN;
         if (n < 0)

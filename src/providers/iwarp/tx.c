@@ -637,7 +637,7 @@ static ssize_t tx_send_buf(const struct iw_dp *dp, const void *buf, size_t len)
         struct iovec v = { (void *)buf, len };
         return iw_wire_send(dp->wire, dp->fd, &v, 1, true);
     }
-    return send(dp->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return iw_sys_send(dp->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* One socket write of what is left of the batch: send() of a copy when it is small and in
@@ -664,7 +664,7 @@ gather:;
     IW_TSAN_WIRE_SENT();
     if (__builtin_expect(dp->wire != NULL, 0))
         return iw_wire_send(dp->wire, dp->fd, v, m.msg_iovlen, true);
-    return sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return iw_sys_sendmsg(dp->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Accounts one socket write (n: what send / sendmsg returned): 0 when it took bytes, -EINTR to
