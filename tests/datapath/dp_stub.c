@@ -410,6 +410,38 @@ bool dpt_try_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms)
     }
 }
 
+enum dpt_count { DPT_RX_READS, DPT_RX_BULK, DPT_TX_WRITES };
+
+static uint64_t dpt_count(struct dpt_env *e, enum dpt_count which)
+{
+    uint64_t sum = 0;
+
+    for (int i = 0; i < 2; i++) {
+        struct iw_dp *dp = e->s[i].qp ? e->s[i].qp->dp : NULL;
+        if (dp)
+            sum += __atomic_load_n(which == DPT_RX_READS  ? &dp->rx.reads
+                                   : which == DPT_RX_BULK ? &dp->rx.bulk_reads
+                                                          : &dp->tx.writes,
+                                   __ATOMIC_RELAXED);
+    }
+    return sum;
+}
+
+uint64_t dpt_rx_reads(struct dpt_env *e)
+{
+    return dpt_count(e, DPT_RX_READS);
+}
+
+uint64_t dpt_rx_bulk_reads(struct dpt_env *e)
+{
+    return dpt_count(e, DPT_RX_BULK);
+}
+
+uint64_t dpt_tx_writes(struct dpt_env *e)
+{
+    return dpt_count(e, DPT_TX_WRITES);
+}
+
 void dpt_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms)
 {
     if (!dpt_try_poll(e, i, r, timeout_ms))

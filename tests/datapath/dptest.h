@@ -65,6 +65,13 @@ int dpt_connect_raw(struct dpt_env *e, const struct dpt_conn_opts *o);
 /* Tears down both sides (as the CM would), closes QPs and CQs. */
 void dpt_disconnect(struct dpt_env *e);
 
+/* Socket reads of both sides' RX engines, those of them through staging in bulk, and socket
+ * writes of both TX engines (rx.c and tx.c count them per QP; read relaxed, without the engines'
+ * mutexes, which the caller may hold). A side without a connected QP counts 0. */
+uint64_t dpt_rx_reads(struct dpt_env *e);
+uint64_t dpt_rx_bulk_reads(struct dpt_env *e);
+uint64_t dpt_tx_writes(struct dpt_env *e);
+
 /* Waits for one completion on side i's CQ; fails the test after timeout_ms. */
 void dpt_poll(struct dpt_env *e, int i, NDK_RESULT_EX *r, int timeout_ms);
 /* Polls side i's next completion (20 s at most) and checks its context, status and type, and

@@ -157,8 +157,8 @@ int main(int argc, char **argv)
     put_send(&s, 4, small[2], 1);
     put_send(&s, 5, small[3], 17);
 
-    uint64_t reads0 = atomic_load(&env.dev.counters.rdma_in_reads);
-    uint64_t bulk0 = atomic_load(&env.dev.counters.rdma_in_bulk);
+    uint64_t reads0 = dpt_rx_reads(&env);
+    uint64_t bulk0 = dpt_rx_bulk_reads(&env);
     /* The backlog: all the socket takes while the engine cannot read, then the rest. */
     pthread_mutex_lock(&env.s[0].qp->dp->rx_mutex);
     size_t early = send_now(fd, s.p, s.len);
@@ -170,8 +170,8 @@ int main(int argc, char **argv)
     dpt_expect(&env, 0, NdkOperationTypeReceive, (void *)0x201, STATUS_SUCCESS, 64);
     dpt_expect(&env, 0, NdkOperationTypeReceive, (void *)0x202, STATUS_SUCCESS, 1);
     dpt_expect(&env, 0, NdkOperationTypeReceive, (void *)0x203, STATUS_SUCCESS, 17);
-    uint64_t reads = atomic_load(&env.dev.counters.rdma_in_reads) - reads0;
-    uint64_t bulk = atomic_load(&env.dev.counters.rdma_in_bulk) - bulk0;
+    uint64_t reads = dpt_rx_reads(&env) - reads0;
+    uint64_t bulk = dpt_rx_bulk_reads(&env) - bulk0;
 
     CHECK_MSG(!memcmp(m.p + W1_OFF, w1, W1_LEN), "Write 1 landed wrong");
     CHECK_MSG(!memcmp(m.p + W2_OFF, w2, W2_LEN), "Write 2 landed wrong");

@@ -123,7 +123,7 @@ static void run(enum deviate d)
     int big = 8 << 20;
     (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big);
     memset(m.p, FILLER, m.len);
-    uint64_t reads0 = atomic_load(&env.dev.counters.rdma_in_reads);
+    uint64_t reads0 = dpt_rx_reads(&env);
 
     if (d == DEV_SEND) {
         NDK_SGE r = { .VirtualAddress = m.p + RECV_OFF, .Length = RECV_LEN, .MemoryRegionToken = m.token };
@@ -244,7 +244,7 @@ static void run(enum deviate d)
     }
     CHECK(dpt_mr_guard_ok(&m));
     printf("  %-18s %2u segments, %4llu reads, %u segments not where foreseen\n", dev_name[d], nseg,
-           (unsigned long long)(atomic_load(&env.dev.counters.rdma_in_reads) - reads0), miss);
+           (unsigned long long)(dpt_rx_reads(&env) - reads0), miss);
     close(fd);
     dpt_disconnect(&env);
     free(pay);

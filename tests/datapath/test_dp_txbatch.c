@@ -24,7 +24,7 @@ static NDK_QP *qb(void) { return env.s[1].ndk; }
 
 static uint64_t out_writes(void)
 {
-    return atomic_load(&env.dev.counters.rdma_out_writes);
+    return dpt_tx_writes(&env);
 }
 
 /* The test owns A's TX engine: posts queue, kicks return at once (tx_pending stays set). */

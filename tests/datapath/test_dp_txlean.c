@@ -66,7 +66,7 @@ static void force_short(unsigned cap, int calls)
 
 struct counts {
     uint64_t lean, lean_short;        /* dp_tx: completed by the poster / handed to the engine */
-    uint64_t frames, writes, octets;  /* the device counters */
+    uint64_t frames, writes, octets;  /* the device counters; the TX engines' socket writes */
 };
 
 static struct counts counts_now(void)
@@ -79,7 +79,7 @@ static struct counts counts_now(void)
     c.lean_short = dp->tx.lean_short;
     pthread_mutex_unlock(&dp->tx_mutex);
     c.frames = atomic_load(&env.dev.counters.rdma_out_frames);
-    c.writes = atomic_load(&env.dev.counters.rdma_out_writes);
+    c.writes = dpt_tx_writes(&env);
     c.octets = atomic_load(&env.dev.counters.rdma_out_octets);
     return c;
 }

@@ -63,7 +63,7 @@ int main(void)
     cq = env.s[0].cq;
     CHECK(pthread_create(&thr, NULL, slow_reader, &rd) == 0);
 
-    uint64_t w0 = atomic_load(&env.dev.counters.rdma_out_writes);
+    uint64_t w0 = dpt_tx_writes(&env);
     NDK_SGE s = dpt_sge(&ma, 0, WLEN);
     for (uintptr_t i = 0; i < NW; i++)
         CHECK_STATUS(env.s[0].ndk->Dispatch->NdkWrite(env.s[0].ndk, (void *)(0x100 + i), &s, 1, 0x10000, 0x1234, 0),
@@ -81,7 +81,7 @@ int main(void)
         CHECK_STATUS(r.Status, STATUS_SUCCESS);
         done++;
     }
-    uint64_t writes = atomic_load(&env.dev.counters.rdma_out_writes) - w0;
+    uint64_t writes = dpt_tx_writes(&env) - w0;
     /* The last Write completes when its bytes are in the socket: let the reader take them all. */
     while (atomic_load(&rd.got) < (size_t)NW * WLEN) {
         CHECK_MSG(ndk_test_now_ms() < end, "the peer read %zu of %u bytes", atomic_load(&rd.got), NW * WLEN);

@@ -58,6 +58,11 @@ extern char iw_tx_tsan_wire;
 #define IW_TSAN_WIRE_RECEIVED() ((void)0)
 #endif
 
+/* One more on a count of an engine's own that other threads read (the tests: dp_rx.reads,
+ * dp_tx.writes): its one writer is the engine's owner, so a relaxed load and store do, not a
+ * read-modify-write. */
+#define IW_DP_COUNT(c) __atomic_store_n(&(c), (c) + 1, __ATOMIC_RELAXED)
+
 /* ---- completion status mapping (the NDKPI status rules, docs/ndkpi.md), fixed and documented ----
  *   remote access error (Terminate: invalid STag, not associated, access rights, TO wrap,
  *     "cannot invalidate")                               -> STATUS_ACCESS_VIOLATION
@@ -247,6 +252,7 @@ struct dp_tx {
     uint32_t mss_countdown;   /* multi-segment messages until the next read of the MSS */
     uint32_t mss_every;       /* the interval, doubled while the MSS stays the same */
     uint64_t mss_reads;       /* reads so far (observed by the tests) */
+    uint64_t writes;          /* socket writes (IW_DP_COUNT, as rx.reads) */
     bool want_out;            /* EPOLLOUT requested */
     /* Saved qp->lock round trips (engine-private): more_hint is false when the last pick saw
      * nothing else to send, so the batch does not look again (a later post kicks the engine);
@@ -297,6 +303,10 @@ struct dp_rx {
     bool rr_pending;          /* a Read Request header passed its checks; queue it at END */
     struct dp_irq_ent rr;
     uint64_t rx_bytes;
+    /* Socket reads of this engine, and of those the ones of several segments through staging
+     * (IW_DP_COUNT; observed by the tests: per QP, so that no read costs an atomic on a
+     * device-wide line). */
+    uint64_t reads, bulk_reads;
     bool first_done;          /* one good FPDU seen (RFC 5044 §7.1.2 hold-back released) */
     int tx_err;               /* socket error the TX engine hit while RX kicked it */
     const uint8_t *st_buf;    /* the thread's staging buffer the last read used (rx.c), */

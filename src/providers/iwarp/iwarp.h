@@ -312,8 +312,8 @@ void iw_log_bind_thread(const struct iw_device *dev);
  * counters are laid out as NDIS_NDK_PERFORMANCE_COUNTERS (30 words), so that they can live in
  * the adapter's system-view record (sysview.c: every process's record of the adapter is summed
  * for OID_NDK_STATISTICS); dev->ndk points there, or at counters.ndk below when the runtime has
- * no system view. IW_COUNT goes through that pointer: one relaxed atomic add, as before. The
- * rest are this process's own (tests and benches read them). */
+ * no system view. IW_COUNT goes through that pointer: one relaxed atomic add. The socket calls
+ * the tests count are the data path's own, per QP (datapath.h: dp_rx.reads, dp_tx.writes). */
 #define IW_NDK_COUNTER_WORDS                                                                          \
     _Atomic uint64_t connect, accept, connect_failure, connection_error, active_connection;        \
     _Atomic uint64_t reserved_[20];                                                                 \
@@ -326,9 +326,6 @@ struct iw_counters {
         struct iw_ndk_counters ndk;
         struct { IW_NDK_COUNTER_WORDS; };
     };
-    _Atomic uint64_t rdma_out_writes; /* sendmsg() calls of the TX engine (tx.c), issue 15 */
-    _Atomic uint64_t rdma_in_reads;   /* recv()/recvmsg() calls of the RX engine (rx.c), issue 15 */
-    _Atomic uint64_t rdma_in_bulk;    /* of those, reads of several segments through staging (rx.c) */
 };
 _Static_assert(sizeof(struct iw_ndk_counters) == NDK_SV_COUNTERS * sizeof(uint64_t) &&
                    sizeof(struct iw_ndk_counters) == sizeof(NDIS_NDK_PERFORMANCE_COUNTERS) &&
@@ -339,10 +336,8 @@ _Static_assert(sizeof(struct iw_ndk_counters) == NDK_SV_COUNTERS * sizeof(uint64
                        offsetof(NDIS_NDK_PERFORMANCE_COUNTERS, RDMAOutFrames) &&
                    sizeof(_Atomic uint64_t) == sizeof(uint64_t),
                "iw_ndk_counters is NDIS_NDK_PERFORMANCE_COUNTERS");
-/* An NDK counter (dev->ndk, any thread) and one of this process's own. */
+/* An NDK counter (dev->ndk, any thread). */
 #define IW_COUNT(dev, field, n) atomic_fetch_add_explicit(&(dev)->ndk->field, (uint64_t)(n), memory_order_relaxed)
-#define IW_COUNT_OWN(dev, field, n) \
-    atomic_fetch_add_explicit(&(dev)->counters.field, (uint64_t)(n), memory_order_relaxed)
 
 /* One bound network interface (MiniportAdapterContext). */
 struct iw_device {

@@ -1032,7 +1032,7 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct iw_rx_bufs
             rx_lay_stage(rx, b, &l);
         }
         ssize_t got = rx_read(dp, dp->fd, &l);
-        IW_COUNT_OWN(qp->obj.dev, rdma_in_reads, 1);
+        IW_DP_COUNT(rx->reads);
         if (got == 0)
             return -ESHUTDOWN;                    /* orderly FIN from the peer */
         if (got < 0) {
@@ -1046,7 +1046,7 @@ static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct iw_rx_bufs
         IW_COUNT(qp->obj.dev, rdma_in_octets, got);
         rx->tail_last = l.kind[l.n - 1] == RXP_TAIL;
         if (l.kind[l.n - 1] == RXP_STAGE && l.iov[l.n - 1].iov_base == b->bulk)
-            IW_COUNT_OWN(qp->obj.dev, rdma_in_bulk, 1);
+            IW_DP_COUNT(rx->bulk_reads);
         rx->bulk = (uint64_t)got == l.asked;
         err = rx_run_layout(qp, dp, &l, (size_t)got);
         if (err)
@@ -1186,7 +1186,7 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, b
         err = rx->state == DP_RX_TERMINATED ? -ECONNRESET : -EBADMSG;
     else {
         IW_TSAN_WIRE_RECEIVED();                  /* the ring's read (datapath.h) */
-        IW_COUNT_OWN(qp->obj.dev, rdma_in_reads, 1);
+        IW_DP_COUNT(rx->reads);
         IW_COUNT(qp->obj.dev, rdma_in_octets, res);
         rx->rx_bytes += (uint64_t)res;
         /* Read as the staging buffer would be: the next read of the engine is laid out anew. */

@@ -671,7 +671,7 @@ gather:;
  * write again, -EAGAIN when the socket is full, else -errno. Engine-private (tx_mutex). */
 static int tx_wrote(struct iw_qp *qp, ssize_t n)
 {
-    IW_COUNT_OWN(qp->obj.dev, rdma_out_writes, 1);
+    IW_DP_COUNT(qp->dp->tx.writes);
     if (n < 0) {
         if (errno == EINTR)
             return -EINTR;
