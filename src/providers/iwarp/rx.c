@@ -1103,7 +1103,8 @@ int iw_rx_discard_locked(struct iw_dp *dp)
         return 0;                                 /* the ring's receive reads, and drops (below) */
     for (int i = 0; i < 64; i++) {
         struct iovec v = { sink, sizeof sink };
-        ssize_t n = dp->wire ? iw_wire_recv(dp->wire, dp->fd, &v, 1) : iw_sys_recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
+        ssize_t n = dp->wire ? iw_wire_recv(dp->wire, dp->fd, &v, 1)
+                             : iw_sys_recv(dp->fd, sink, sizeof sink, MSG_DONTWAIT);
         if (n == 0)
             return -ESHUTDOWN;
         if (n < 0)

@@ -16,8 +16,9 @@
  * read wrote lies inside the buffers the RX engine laid out (fuzz_rx runs under it). IW_TSAN
  * tells TSan builds apart; the data path's wire sync (datapath.h) uses it too.
  *
- * Includes only system headers (sysio.c holds iw_sys_send). Every function: any thread, no lock needed, never blocks unless
- * the caller's arguments ask it to (epoll_wait's timeout); errno as the library call would set it.
+ * Includes only system headers (sysio.c holds iw_sys_send). Every function: any thread, no
+ * lock needed, never blocks unless the caller's arguments ask it to (epoll_wait's timeout);
+ * errno as the library call would set it.
  */
 #ifndef IWARP_SYSIO_H
 #define IWARP_SYSIO_H
