@@ -7,8 +7,13 @@
  *   concurrent  two producer threads, a consumer taking random batches and a thread resizing:
  *               every completion arrives once, each producer's in order;
  *   misuse      the same with two consumers polling at once (a consumer breaking §5.4): still
- *               every completion once.
- * Usage: test_dp_cq ring|resize|rule2|concurrent|misuse */
+ *               every completion once;
+ *   mpsc        four producers pushing at the same moment (pushes take no lock), a consumer and
+ *               a resizing thread: every completion once, each producer's in order;
+ *   wakeup      producers pushing in bursts while the consumer drains the ring, arms it (ANY or
+ *               SOLICITED) and waits for the notification: none may be lost, however an arm and
+ *               a push interleave.
+ * Usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup */
 #include "dptest.h"
 
 #include <errno.h>
@@ -311,6 +316,149 @@ static void test_concurrent(bool two_consumers)
     cq_close(k.c);
 }
 
+/* ---- pushes at the same moment ---- */
+
+#define MP_PRODUCERS 4
+#define MP_LIMIT 8u                /* a producer's completions not yet taken, at most */
+
+struct mp {
+    NDK_CQ *c;
+    uint32_t per;                  /* completions per producer */
+    bool wakeup;                   /* the consumer arms and waits when the ring is empty */
+    atomic_bool stop;
+    atomic_uint pushed[MP_PRODUCERS];
+    atomic_uint taken[MP_PRODUCERS];
+    atomic_uint total;
+    atomic_uint waits;             /* arms that had to wait for a push's notification */
+};
+
+struct mp_producer {
+    struct mp *k;
+    ULONG who;
+};
+
+static void *mp_produce(void *arg)
+{
+    struct mp_producer *p = arg;
+    struct mp *k = p->k;
+    unsigned seed = env.seed * 31u + (unsigned)p->who;
+
+    for (uint32_t s = 0; s < k->per; s++) {
+        /* Never more than MP_LIMIT of ours queued: with four producers the ring (32 at its
+         * smallest) cannot overrun, and no room lock keeps the pushes apart. */
+        while (s - atomic_load(&k->taken[p->who]) >= MP_LIMIT)
+            sched_yield();
+        /* Solicited now and then, and always when the consumer might otherwise wait on a
+         * SOLICITED arm for a completion we cannot push (our limit reached, or our last). */
+        bool sol = rand_r(&seed) % 3 == 0 || s + 1 - atomic_load(&k->taken[p->who]) >= MP_LIMIT || s + 1 == k->per;
+        NDK_RESULT_EX r;
+        memset(&r, 0, sizeof r);
+        r.Status = rand_r(&seed) % 16 ? STATUS_SUCCESS : STATUS_CANCELLED;
+        r.RequestContext = (PVOID)(uintptr_t)s;
+        r.BytesTransferred = p->who;
+        r.Type = NdkOperationTypeReceive;
+        CHECK_EQ(iw_cq_push(to_iw_cq(k->c), &r, sol), 0);
+        atomic_store(&k->pushed[p->who], s + 1);
+        if (k->wakeup && rand_r(&seed) % 64 == 0)
+            usleep(rand_r(&seed) % 200);          /* bursts: the consumer finds the ring empty */
+    }
+    return NULL;
+}
+
+static void *mp_resize(void *arg)
+{
+    struct mp *k = arg;
+    ULONG depths[] = { 32, 64, 33, 128, 40 };
+    unsigned i = 0, ok = 0;
+
+    while (!atomic_load(&k->stop)) {
+        NTSTATUS st = k->c->Dispatch->NdkResizeCq(k->c, depths[i++ % 5], NULL, NULL);
+        CHECK_MSG(st == STATUS_SUCCESS, "resize to at least 32 with at most 32 queued: 0x%08x", (unsigned)st);
+        ok++;
+        usleep(100);
+    }
+    CHECK_MSG(ok > 10, "only %u resizes went through", ok);
+    return NULL;
+}
+
+/* The consumer: takes every completion, checks each producer's order, and in the wakeup mode
+ * arms the drained ring and waits for the notification that must come. */
+static void mp_consume(struct mp *k)
+{
+    NDK_RESULT_EX r[40];
+    uint32_t next[MP_PRODUCERS] = { 0 };
+    unsigned seed = env.seed;
+    uint32_t want = k->per * MP_PRODUCERS;
+
+    while (atomic_load(&k->total) < want) {
+        ULONG got = pop(k->c, r, 1 + (ULONG)rand_r(&seed) % 40);
+        for (ULONG i = 0; i < got; i++) {
+            ULONG who = r[i].BytesTransferred;
+            uint32_t seq = (uint32_t)(uintptr_t)r[i].RequestContext;
+            CHECK_MSG(who < MP_PRODUCERS, "a completion from nowhere (producer %lu)", (unsigned long)who);
+            CHECK_MSG(seq == next[who], "producer %lu: sequence %u, expected %u", (unsigned long)who, seq, next[who]);
+            next[who]++;
+            atomic_store(&k->taken[who], next[who]);
+        }
+        atomic_fetch_add(&k->total, got);
+        if (got || !k->wakeup) {
+            if (!got)
+                sched_yield();
+            continue;
+        }
+        if (atomic_load(&k->total) == want)
+            break;
+        /* Drained: arm and wait. Every producer has something left to push, or has pushed it
+         * since our poll, and each pushes a solicited completion before it stops or blocks,
+         * so either arm type must be notified. */
+        int before = atomic_load(&notifies);
+        k->c->Dispatch->NdkArmCq(k->c, rand_r(&seed) % 2 ? NDK_CQ_NOTIFY_ANY : NDK_CQ_NOTIFY_SOLICITED);
+        uint64_t end = ndk_test_now_ms() + 10000;
+        while (atomic_load(&notifies) == before) {
+            CHECK_MSG(ndk_test_now_ms() < end,
+                      "lost wake-up: armed on a drained ring, no notification in 10 s (%u of %u taken, "
+                      "pushed %u %u %u %u)", atomic_load(&k->total), want, atomic_load(&k->pushed[0]),
+                      atomic_load(&k->pushed[1]), atomic_load(&k->pushed[2]), atomic_load(&k->pushed[3]));
+            sched_yield();
+        }
+        atomic_fetch_add(&k->waits, 1);
+    }
+    for (int i = 0; i < MP_PRODUCERS; i++)
+        CHECK_EQ(next[i], k->per);
+}
+
+static void test_mpsc(bool wakeup)
+{
+    struct mp k;
+    struct mp_producer p[MP_PRODUCERS];
+    pthread_t tp[MP_PRODUCERS], tr;
+    NDK_RESULT_EX r[4];
+
+    memset(&k, 0, sizeof k);
+    k.c = cq_new(64);
+    k.per = wakeup ? 20000 : 100000;
+    k.wakeup = wakeup;
+    atomic_store(&notifies, 0);
+    for (int i = 0; i < MP_PRODUCERS; i++) {
+        p[i] = (struct mp_producer){ &k, (ULONG)i };
+        CHECK(pthread_create(&tp[i], NULL, mp_produce, &p[i]) == 0);
+    }
+    CHECK(pthread_create(&tr, NULL, mp_resize, &k) == 0);
+    mp_consume(&k);
+    for (int i = 0; i < MP_PRODUCERS; i++)
+        pthread_join(tp[i], NULL);
+    atomic_store(&k.stop, true);
+    pthread_join(tr, NULL);
+    CHECK_EQ(pop(k.c, r, 4), 0);
+    CHECK_EQ(to_iw_cq(k.c)->error, 0);
+    if (wakeup)
+        CHECK_MSG(atomic_load(&k.waits) > 100, "only %u arms waited: the interleavings were not tried",
+                  atomic_load(&k.waits));
+    printf("cq %s: %u completions, %u arms waited for a notification\n", wakeup ? "wakeup" : "mpsc",
+           atomic_load(&k.total), atomic_load(&k.waits));
+    cq_close(k.c);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -326,8 +474,12 @@ int main(int argc, char **argv)
         test_concurrent(false);
     else if (!strcmp(mode, "misuse"))
         test_concurrent(true);
+    else if (!strcmp(mode, "mpsc"))
+        test_mpsc(false);
+    else if (!strcmp(mode, "wakeup"))
+        test_mpsc(true);
     else
-        CHECK_MSG(false, "usage: test_dp_cq ring|resize|rule2|concurrent|misuse");
+        CHECK_MSG(false, "usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup");
     dpt_env_fini(&env);
     printf("cq %s: ok\n", mode);
     return 0;

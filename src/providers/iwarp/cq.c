@@ -49,28 +49,16 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
 }
 
-/* The ring index count entries after i; i < depth and count <= depth, so one subtraction wraps
- * it (no division on every push and pop). cq->lock held, or the popping flag. */
-static uint32_t iw_cq_index(const struct iw_cq *cq, uint32_t i, uint32_t count)
-{
-    i += count;
-    return i >= cq->depth ? i - cq->depth : i;
-}
+/* prod's flags below the claimed positions. GATE: a resize waits for the turns it let in, and
+ * new pushes wait for it on cq->lock. DEAD: the CQ is overrun, pushes fail (§3.4). */
+#define IW_CQ_GATE 1u
+#define IW_CQ_DEAD 2u
+#define IW_CQ_POS_SHIFT 2
 
-/* Whether position a of the push stream comes after b. The counts wrap, so every mark is kept
- * within IW_CQ_MARK_SPAN of the stream's end (iw_cq_mark_keep), where the comparison holds. */
-static bool iw_cq_after(uint32_t a, uint32_t b)
+/* Whether position a of the push stream comes after b (64-bit: never wraps). */
+static bool iw_cq_after(uint64_t a, uint64_t b)
 {
-    return (int32_t)(a - b) > 0;
-}
-
-#define IW_CQ_MARK_SPAN (1u << 30)
-
-/* A mark older than IW_CQ_MARK_SPAN positions before end moves up to that: §5.7 rule 2 cannot
- * tell it from one that old, no ring holding that many entries. */
-static uint32_t iw_cq_mark_keep(uint32_t mark, uint32_t end)
-{
-    return end - mark > IW_CQ_MARK_SPAN ? end - IW_CQ_MARK_SPAN : mark;
+    return a > b;
 }
 
 /* Takes the popping flag (struct iw_cq). Never blocks for long: a holder only copies entries.
@@ -86,45 +74,101 @@ static void iw_cq_pop_end(struct iw_cq *cq)
     atomic_store_explicit(&cq->popping, false, memory_order_release);
 }
 
-int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
+/* Whether an arm of type arm is satisfied by a completion (§5.7 rule 1; failures match
+ * SOLICITED). */
+static bool iw_cq_arm_matches(int arm, bool solicited)
 {
-    int err = 0;
+    return arm == IW_CQ_ARM_ANY || (arm == IW_CQ_ARM_SOLICITED && solicited);
+}
 
+/* Claims the next position of the push stream; -EOVERFLOW once the CQ is overrun. Waits on
+ * cq->lock while a resize holds the gate. The acquire pairs with the resize's opening of the
+ * gate: the claimer sees the ring and depth it left. Any thread, no lock held but the caller's. */
+static int iw_cq_claim(struct iw_cq *cq, uint64_t *pos)
+{
+    uint64_t w = atomic_load_explicit(&cq->prod, memory_order_relaxed);
+
+    for (;;) {
+        if (w & IW_CQ_DEAD)
+            return -EOVERFLOW;
+        if (w & IW_CQ_GATE) {
+            pthread_mutex_lock(&cq->lock);        /* the resize holds it until it opens the gate */
+            pthread_mutex_unlock(&cq->lock);
+            w = atomic_load_explicit(&cq->prod, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(&cq->prod, &w, w + (1u << IW_CQ_POS_SHIFT),
+                                                  memory_order_acquire, memory_order_relaxed))
+            break;
+    }
+    *pos = w >> IW_CQ_POS_SHIFT;
+    return 0;
+}
+
+/* Waits until every position before pos is published; false when the CQ was overrun
+ * meanwhile (the overrun's pusher never publishes, so the turn never comes). The acquire
+ * pairs with the last publication: the slot we reuse and the marks are ours now. */
+static bool iw_cq_turn(struct iw_cq *cq, uint64_t pos)
+{
+    for (unsigned spins = 0; atomic_load_explicit(&cq->pushes, memory_order_acquire) != pos; spins++) {
+        if (atomic_load_explicit(&cq->prod, memory_order_relaxed) & IW_CQ_DEAD)
+            return false;
+        if (spins > 64)
+            sched_yield();                        /* the pusher before us was preempted */
+    }
+    return true;
+}
+
+/* The push at pos (its turn held) found the ring full: latches the overrun, which ends the
+ * turns of the pushes behind it. Takes cq->lock. */
+static int iw_cq_overrun(struct iw_cq *cq)
+{
+    /* Release: a resize that sees DEAD sees the publications before this push's turn. */
+    atomic_fetch_or_explicit(&cq->prod, IW_CQ_DEAD, memory_order_release);
     pthread_mutex_lock(&cq->lock);
-    int arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
-    uint32_t pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
-    /* Acquire: the popping thread's reads of the slot we may reuse came before its pops. */
-    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
-    if (cq->error) {
-        err = -EOVERFLOW;       /* §3.4: after an overrun no further completions are reported */
-    } else if (pushes - pops >= cq->depth) {
+    if (!cq->error) {
         cq->error = STATUS_BUFFER_OVERFLOW;
         IW_COUNT(cq->obj.dev, cq_error, 1);
         iw_warn("CQ[%u] overrun (depth %u)", cq->obj.id, cq->depth);
         /* An error satisfies any arm type (§5.7 rule 5). */
-        if (arm != IW_CQ_ARM_NONE)
+        if (atomic_load_explicit(&cq->arm, memory_order_relaxed) != IW_CQ_ARM_NONE)
             iw_cq_fire_locked(cq, cq->error);
-        err = -EOVERFLOW;
-    } else {
-        cq->ring[cq->tail] = *res;
-        cq->tail = iw_cq_index(cq, cq->tail, 1);
-        /* Release: the entry is whole before a poll sees it counted. The lock orders the
-         * writers, so a store rather than a locked add. */
-        atomic_store_explicit(&cq->pushes, pushes + 1, memory_order_release);
-        ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);
-        if (res->Status != STATUS_SUCCESS)
-            ndk_sv_add(&cq->obj.sv->u.cq.errors, 1);
-        if (solicited || res->Status != STATUS_SUCCESS)
-            cq->last_sol_at = pushes + 1;
-        else
-            cq->last_sol_at = iw_cq_mark_keep(cq->last_sol_at, pushes + 1);
-        cq->notified_at = iw_cq_mark_keep(cq->notified_at, pushes + 1);
-        if (arm == IW_CQ_ARM_ANY ||
-            (arm == IW_CQ_ARM_SOLICITED && (solicited || res->Status != STATUS_SUCCESS)))
-            iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
-    return err;
+    return -EOVERFLOW;
+}
+
+int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
+{
+    bool sol = solicited || res->Status != STATUS_SUCCESS;
+    uint64_t pos;
+    int err = iw_cq_claim(cq, &pos);
+
+    if (err)
+        return err;
+    if (!iw_cq_turn(cq, pos))
+        return -EOVERFLOW;
+    /* Acquire: the popping thread's reads of the slot we may reuse came before its pops. */
+    if (pos - atomic_load_explicit(&cq->pops, memory_order_acquire) >= cq->depth)
+        return iw_cq_overrun(cq);
+    cq->ring[pos & cq->mask] = *res;
+    /* The system view's counters and the mark have one writer at a time: the turn's holder. */
+    ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);
+    if (res->Status != STATUS_SUCCESS)
+        ndk_sv_add(&cq->obj.sv->u.cq.errors, 1);
+    if (sol)
+        atomic_store_explicit(&cq->last_sol_at, pos + 1, memory_order_relaxed);
+    /* Sequentially consistent, and so is the look at arm after it: against iw_arm_cq's store
+     * of arm and its look at pushes, so that an arm either sees this entry or this push sees
+     * the arm. The store also releases the entry to the poll and the turn to the next push. */
+    atomic_store(&cq->pushes, pos + 1);
+    if (iw_cq_arm_matches(atomic_load(&cq->arm), sol)) {
+        pthread_mutex_lock(&cq->lock);
+        if (iw_cq_arm_matches(atomic_load_explicit(&cq->arm, memory_order_relaxed), sol))
+            iw_cq_fire_locked(cq, STATUS_SUCCESS);
+        pthread_mutex_unlock(&cq->lock);
+    }
+    return 0;
 }
 
 static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
@@ -143,12 +187,15 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
     if (iw_arm_rank((int)type) > iw_arm_rank(arm)) {
         arm = (int)type;
-        atomic_store_explicit(&cq->arm, arm, memory_order_relaxed);
+        /* Sequentially consistent, and so is the look at pushes after it: against a push's
+         * publication and its look at arm (iw_cq_push). An arm already there was stored so
+         * before this look, by an earlier arm. */
+        atomic_store(&cq->arm, arm);
     }
-    uint32_t pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    uint64_t pushes = atomic_load(&cq->pushes);
     /* The arm is serialized with the pops (§5.4): pops and drained hold still meanwhile. */
-    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
-    uint32_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
+    uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    uint64_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
     if (iw_cq_after(cq->notified_at, since))
         since = cq->notified_at;
     if (cq->error && !cq->error_notified) {
@@ -158,7 +205,8 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
         /* §5.7 rule 2: completions that arrived since the last notification satisfy at once;
          * those the consumer took before it last found the ring empty do not count. */
         if ((arm == IW_CQ_ARM_ANY && iw_cq_after(pushes, since)) ||
-            (arm == IW_CQ_ARM_SOLICITED && iw_cq_after(cq->last_sol_at, since)))
+            (arm == IW_CQ_ARM_SOLICITED &&
+             iw_cq_after(atomic_load_explicit(&cq->last_sol_at, memory_order_relaxed), since)))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
@@ -177,12 +225,11 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     ULONG got = 0;
 
     iw_cq_pop_begin(cq);
-    uint32_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
-    /* Acquire: the entries counted are whole (iw_cq_push's release). */
-    uint32_t avail = atomic_load_explicit(&cq->pushes, memory_order_acquire) - pops;
-    uint32_t head = cq->head;
+    uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    /* Acquire: the entries counted are whole (iw_cq_push's publication). */
+    uint64_t avail = atomic_load_explicit(&cq->pushes, memory_order_acquire) - pops;
     while (got < n && got < avail) {
-        const NDK_RESULT_EX *r = &cq->ring[head];
+        const NDK_RESULT_EX *r = &cq->ring[(pops + got) & cq->mask];
         if (ex) {
             ex[got] = *r;
         } else {
@@ -191,17 +238,14 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
             plain[got].QPContext = r->QPContext;
             plain[got].RequestContext = r->RequestContext;
         }
-        head = iw_cq_index(cq, head, 1);
         got++;
     }
     if (got) {
-        cq->head = head;
         /* Release: the slots are read before a producer may reuse them. */
         atomic_store_explicit(&cq->pops, pops + got, memory_order_release);
         ndk_sv_add(&cq->obj.sv->u.cq.polled, got);   /* one popping thread: one writer */
-        uint32_t drained = atomic_load_explicit(&cq->drained, memory_order_relaxed);
-        atomic_store_explicit(&cq->drained, got == avail ? pops + got : iw_cq_mark_keep(drained, pops + got),
-                              memory_order_relaxed);
+        if (got == avail)
+            atomic_store_explicit(&cq->drained, pops + got, memory_order_relaxed);
     }
     iw_cq_pop_end(cq);
     return got;
@@ -239,9 +283,9 @@ static bool iw_cq_short_poll(struct iw_cq *cq)
  * earlier would have missed too; one pushed before the notification that brought a callback here
  * is visible, the queueing of that notification ordering the two. *pushes: the count read. Any
  * thread, no lock. */
-static bool iw_cq_seen_empty(struct iw_cq *cq, unsigned *pushes)
+static bool iw_cq_seen_empty(struct iw_cq *cq, uint64_t *pushes)
 {
-    unsigned pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
+    uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_acquire);
 
     *pushes = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
     return pops == *pushes;
@@ -254,7 +298,7 @@ static bool iw_cq_seen_empty(struct iw_cq *cq, unsigned *pushes)
 static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     bool busy = false;
-    unsigned pushes;
+    uint64_t pushes;
     ULONG got = 0;
 
     /* An empty ring is seen without the lock: most busy polls find nothing. */
@@ -296,38 +340,75 @@ static void iw_cq_sv_describe_locked(struct iw_cq *cq)
     ndk_sv_end(r);
 }
 
+/* The ring's slots for depth entries: a power of two, so that a position's slot is a mask away. */
+static uint32_t iw_cq_slots(uint32_t depth)
+{
+    uint32_t n = 1;
+
+    while (n < depth)
+        n <<= 1;
+    return n;
+}
+
+/* Closes the gate and waits for the pushes it let in to be published (or for an overrun, after
+ * which none is written: the overrun's pusher held the turn, and those behind it give up
+ * before theirs). Returns pushes, final while the gate is closed. cq->lock held. */
+static uint64_t iw_cq_gate_close(struct iw_cq *cq)
+{
+    uint64_t end = atomic_fetch_or(&cq->prod, IW_CQ_GATE) >> IW_CQ_POS_SHIFT;
+
+    for (;;) {
+        /* Acquire on both: the publications, or the overrun's release of DEAD after them. */
+        if (atomic_load_explicit(&cq->prod, memory_order_acquire) & IW_CQ_DEAD)
+            break;
+        if (atomic_load_explicit(&cq->pushes, memory_order_acquire) == end)
+            break;
+        sched_yield();                  /* a pusher with a claimed position was preempted */
+    }
+    return atomic_load_explicit(&cq->pushes, memory_order_acquire);
+}
+
+/* Opens it: the release gives claimers the ring and depth as they are now. cq->lock held. */
+static void iw_cq_gate_open(struct iw_cq *cq)
+{
+    atomic_fetch_and_explicit(&cq->prod, ~(uint64_t)IW_CQ_GATE, memory_order_release);
+}
+
 static NTSTATUS iw_resize_cq(NDK_CQ *c, ULONG depth, NDK_FN_REQUEST_COMPLETION cb, PVOID ctx)
 {
     struct iw_cq *cq = to_iw_cq(c);
     NDK_RESULT_EX *ring, *old;
+    uint32_t slots;
 
     (void)cb;
     (void)ctx;
     if (depth == 0 || depth > IW_MAX_CQ_DEPTH)
         return STATUS_INVALID_PARAMETER;
-    ring = calloc(depth, sizeof(*ring));
+    slots = iw_cq_slots(depth);
+    ring = calloc(slots, sizeof(*ring));
     if (!ring)
         return STATUS_INSUFFICIENT_RESOURCES;
     pthread_mutex_lock(&cq->lock);
+    uint64_t pushes = iw_cq_gate_close(cq);
     iw_cq_pop_begin(cq);                /* the ring moves under a poll otherwise */
-    uint32_t count = atomic_load_explicit(&cq->pushes, memory_order_relaxed) -
-                     atomic_load_explicit(&cq->pops, memory_order_relaxed);
-    if (count > depth) {
+    uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+    if (pushes - pops > depth) {
         /* §8.31 decision: never drop queued completions; shrinking below them is refused. */
         iw_cq_pop_end(cq);
+        iw_cq_gate_open(cq);
         pthread_mutex_unlock(&cq->lock);
         free(ring);
         return STATUS_INVALID_PARAMETER;
     }
-    for (uint32_t i = 0; i < count; i++)
-        ring[i] = cq->ring[iw_cq_index(cq, cq->head, i)];
+    for (uint64_t p = pops; p != pushes; p++)
+        ring[p & (slots - 1)] = cq->ring[p & cq->mask];
     old = cq->ring;
     cq->ring = ring;
-    cq->head = 0;
-    cq->tail = count == depth ? 0 : count;
+    cq->mask = slots - 1;
     cq->depth = depth;
     iw_cq_sv_describe_locked(cq);
     iw_cq_pop_end(cq);
+    iw_cq_gate_open(cq);
     pthread_mutex_unlock(&cq->lock);
     free(old);
     return STATUS_SUCCESS;
@@ -387,7 +468,7 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     }
     cq = calloc(1, sizeof(*cq));
     if (cq)
-        cq->ring = calloc(depth, sizeof(*cq->ring));
+        cq->ring = calloc(iw_cq_slots(depth), sizeof(*cq->ring));
     if (!cq || !cq->ring) {
         if (cq)
             free(cq);
@@ -399,6 +480,7 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     pthread_mutex_init(&cq->qps_lock, NULL);
     ndk_list_init(&cq->qps);
     cq->depth = depth;
+    cq->mask = iw_cq_slots(depth) - 1;
     atomic_init(&cq->arm, IW_CQ_ARM_NONE);
     atomic_init(&cq->popping, false);
     cq->notify_cb = cb;

@@ -599,35 +599,43 @@ enum iw_cq_arm {
 struct iw_cq {
     NDK_CQ ndk;
     struct iw_obj obj;
-    /* Job of lock: the producers' side of the ring (tail, pushes), depth and ring (with
-     * resizing), the arm state, the notification marks and the error latch. Taken by the data
-     * path when it pushes completions (never held across a callback). The consumer's side
-     * (head, pops, drained) takes no lock: NdkGetCqResults(Ex) and NdkArmCq are serialized by
-     * the consumer (§5.4), so one thread at a time pops, and it meets the producers only
-     * through pushes and pops (release / acquire). It holds popping while it takes: a resize
-     * (which §5.4 does not serialize with the polls) and a second poller (a consumer breaking
-     * §5.4) wait for it rather than tear the ring. */
+    /* Pushes take no lock (issue 39): a push claims the next position of the stream (a CAS
+     * on prod), waits for its turn (pushes equal to its position: the pushes before it are
+     * published), checks for room, writes its slot and the per-push marks, and publishes by
+     * storing pushes = position + 1. The turns order the pushers like a ticket lock; the ring
+     * and its depth hold still meanwhile, a resize closing the gate (IW_CQ_GATE) and waiting
+     * for the turns it let in. Job of lock: the arm state and the notifications it queues,
+     * the error latch, and resizing; a push takes it only when the CQ is armed for it, is
+     * overrun, or the gate is closed. Never held across a callback. The consumer's side
+     * (pops, drained) takes no lock: NdkGetCqResults(Ex) and NdkArmCq are serialized by the
+     * consumer (§5.4), so one thread at a time pops, and it meets the producers only through
+     * pushes and pops (release / acquire). It holds popping while it takes: a resize (which
+     * §5.4 does not serialize with the polls) and a second poller (a consumer breaking §5.4)
+     * wait for it rather than tear the ring. Positions are 64-bit: they never wrap. */
     pthread_mutex_t lock;
-    NDK_RESULT_EX *ring;
-    uint32_t depth;
-    uint32_t tail;                    /* the next push goes to ring[tail] (lock) */
-    uint32_t head;                    /* the next pop takes ring[head] (the popping thread) */
-    _Atomic int arm;                  /* enum iw_cq_arm: written under lock; a poll's busy count
-                                       * reads it without (relaxed: a hint, as below) */
+    NDK_RESULT_EX *ring;              /* mask + 1 slots (a power of two); position p in p & mask */
+    uint32_t mask;
+    uint32_t depth;                   /* at most depth entries queued (§3.4) */
+    _Atomic uint64_t prod;            /* positions claimed << IW_CQ_POS_SHIFT | IW_CQ_GATE | IW_CQ_DEAD */
+    _Atomic int arm;                  /* enum iw_cq_arm: written under lock (sequentially
+                                       * consistent, against a push's publication); a push and
+                                       * a poll's busy count read it without */
     /* §5.7 rule 2's "completions since the last notification", kept as positions in the
      * stream of pushes: the consumer draining the ring forgets those it took. */
-    uint32_t notified_at;             /* pushes when the last notification was queued (lock) */
-    uint32_t last_sol_at;             /* pushes just after the last solicited or failed one (lock) */
-    atomic_uint drained;              /* pops when a pop last found the ring empty after it */
-    NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun) */
+    uint64_t notified_at;             /* pushes when the last notification was queued (lock) */
+    _Atomic uint64_t last_sol_at;     /* pushes just after the last solicited or failed one
+                                       * (written in the pusher's turn, read under lock) */
+    _Atomic uint64_t drained;         /* pops when a pop last found the ring empty after it */
+    NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun; lock) */
     bool error_notified;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb;
     void *notify_ctx;
     _Atomic(NTSTATUS) notify_status;  /* for the queued notification: written under lock, read without */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
-    atomic_uint pushes;               /* entries ever added, written under lock (release: the
-                                       * entry before it); pushes - pops are in the ring */
-    atomic_uint pops;                 /* entries ever taken, written by the popping thread
+    _Atomic uint64_t pushes;          /* entries published, in order (sequentially consistent
+                                       * store: the entry before it, and against the arm);
+                                       * pushes - pops are in the ring */
+    _Atomic uint64_t pops;            /* entries ever taken, written by the popping thread
                                        * (release: its reads of the slots before it) */
     atomic_bool popping;              /* a pop takes entries (iw_cq_pop_begin) */
     /* The busy-poll heuristic (iw_cq_short_poll), kept by the polling threads without a lock
@@ -670,7 +678,9 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
 /* Appends one completion (the engines, retire and flush). solicited: a solicited receive (arms of type
  * SOLICITED match it; failures always match). Returns 0, or -EOVERFLOW when the CQ was full (the
  * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
- * takes cq->lock (callers may hold qp->lock / srq->lock); may queue a notification. */
+ * may wait for pushes to the same CQ that came first, and takes cq->lock when the CQ is armed
+ * for this completion, overrun or being resized (callers may hold qp->lock / srq->lock); may
+ * queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
 /* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer polled cq and found
