@@ -1032,7 +1032,7 @@ struct iw_qp {
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
     atomic_bool polled;
-    atomic_uint poll_seq;             /* bumped by every consumer poll that ran the engines */
+    atomic_uint poll_seq;             /* moved by every consumer poll that ran the engines */
     bool poll_on;                     /* the progress thread left data and room to the poller (lock;
                                        * written atomically: rx.c reads it without) */
     unsigned poll_seq_seen;           /* poll_seq at the last expiry check (lock) */

@@ -54,7 +54,11 @@ static void poll_qp(struct iw_qp *qp, bool busy)
     if (busy) {
         if (!atomic_load_explicit(&qp->polled, memory_order_relaxed))
             iw_qp_set_polled(qp, true);
-        atomic_fetch_add_explicit(&qp->poll_seq, 1, memory_order_relaxed);
+        /* A load and a store, not a locked add, on every busy poll: the expiry check only asks
+         * whether the count moved. Two pollers at once may store one value; at worst that hands
+         * the QP back one check early, and the next busy poll takes it again. */
+        atomic_store_explicit(&qp->poll_seq, atomic_load_explicit(&qp->poll_seq, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     } else if (!atomic_load_explicit(&qp->polled, memory_order_relaxed)) {
         return;
     }
