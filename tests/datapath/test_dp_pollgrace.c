@@ -1,5 +1,5 @@
 /* test_dp_pollgrace: a busy poll of a CQ with one QP runs that QP's engines without
- * cq->qps_lock (poll.c: the QP published in cq->poll_one, a read side of two counters), so the
+ * cq->qps_lock (poll.c: the QP published in cq->poll_one, a read side of one generation), so the
  * detach that ends the QP's polling (iw_qp_stop's first step) must wait for a poller still inside
  * the engines, and a steady poller must not hold the detach off.
  *   detach: a poller thread busy-polls the QP's CQ; the test holds qp->lock and a raw peer sends
@@ -8,7 +8,7 @@
  *     poller is in there; once qp->lock is let go the receive completes and the detach returns.
  *     Without the wait the detach returns at once and the test fails.
  *   steady: the poller keeps polling an idle CQ as fast as it can while the test detaches and
- *     attaches the QP again and again: every detach returns (the counters' two parities), and
+ *     attaches the QP again and again: every detach returns (each entry a new generation), and
  *     after the last detach the CQ has no QP for a poll to run (poll_one NULL).
  * Usage: test_dp_pollgrace detach|steady */
 #include "dptest.h"

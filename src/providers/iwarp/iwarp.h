@@ -657,12 +657,11 @@ struct iw_cq {
     bool poll_ep_on;
     /* The CQ's one QP while it has exactly one (its struct dp_cq_ref), else NULL: a busy poll
      * runs it without qps_lock (an empty poll is most of them), inside the read side below.
-     * Written under qps_lock; a detach waits out the read sides that may still run the QP's
-     * engines (poll.c: the two counters, one per parity of poll_epoch, as SRCU does, so a
-     * steady poller cannot hold a detach off). */
+     * Written under qps_lock; a detach waits out the read side that may still run the QP's
+     * engines (poll.c: poll_gen is odd while a poller is inside; the detach waits for it to
+     * change, so a steady poller cannot hold it off). */
     _Atomic(struct dp_cq_ref *) poll_one;
-    atomic_uint poll_epoch;
-    atomic_uint poll_readers[2];
+    _Atomic uint64_t poll_gen;
     /* TX engines of these QPs that found their socket full since the poller last looked: the
      * poller retries them (a hint: the poller recounts; incremented by tx.c, any thread). */
     atomic_uint poll_tx_blocked;

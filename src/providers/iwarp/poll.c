@@ -23,12 +23,13 @@
  * polls stays with the progress thread until its first data.
  *
  * A CQ with one QP (the usual latency case) is polled without cq->qps_lock: its QP is published
- * in cq->poll_one and run inside a read side (two counters, one per parity of cq->poll_epoch);
- * a detach, after taking the QP off, flips the parity twice and waits each time for the old
- * parity's readers to leave, so no poller still runs the QP's engines when it returns, and one
- * that keeps polling cannot hold it off (new readers count on the other parity). With two QPs or
- * more the poll takes qps_lock and asks the epoll set, a system call beside which the lock is
- * small.
+ * in cq->poll_one and run inside a read side, which one poller at a time enters by making
+ * cq->poll_gen odd (a compare-exchange) and leaves by making it even again (a store). A detach,
+ * after taking the QP off, waits for an odd generation it sees to change, so no poller still
+ * runs the QP's engines when it returns, and one that keeps polling cannot hold it off (each
+ * entry is a new generation). A second poller finding the read side taken leaves the QPs to the
+ * first, as a failed trylock of the engine would. With two QPs or more the poll takes qps_lock
+ * and asks the epoll set, a system call beside which the lock is small.
  *
  * Errors the engines return are reported to the CM once (iw_cm_connection_failed), which closes
  * the connection on the progress thread exactly as if that thread had found them.
@@ -94,14 +95,15 @@ static unsigned poll_tx_sweep(struct iw_cq *cq, bool busy)
 void iw_poll_cq(struct iw_cq *cq, bool busy)
 {
     struct ndk_list *pos;
-    /* The read side: count ourselves, then look (both sequentially consistent, against the
-     * detach's store of poll_one and its look at the counters). */
-    unsigned side = atomic_load_explicit(&cq->poll_epoch, memory_order_relaxed) & 1;
-    atomic_fetch_add(&cq->poll_readers[side], 1);
+    /* The read side: enter, then look (both sequentially consistent, against the detach's
+     * store of poll_one and its look at poll_gen). One locked instruction per poll. */
+    uint64_t gen = atomic_load_explicit(&cq->poll_gen, memory_order_relaxed);
+    if ((gen & 1) || !atomic_compare_exchange_strong(&cq->poll_gen, &gen, gen + 1))
+        return;                                   /* another poller is inside and runs them */
     struct dp_cq_ref *one = atomic_load(&cq->poll_one);
     if (one)
         poll_qp(one->qp, busy);
-    atomic_fetch_sub_explicit(&cq->poll_readers[side], 1, memory_order_release);
+    atomic_store_explicit(&cq->poll_gen, gen + 2, memory_order_release);
     if (one)
         return;
 
@@ -191,18 +193,18 @@ static void poll_one_update(struct iw_cq *cq)
     atomic_store(&cq->poll_one, one);
 }
 
-/* Returns once every read side of iw_poll_cq that began before the call has ended: one that
- * began later reads poll_one after the caller's store to it. Two rounds, each flipping the
- * parity that new readers count on and waiting for the old one to empty: a reader that read the
- * parity before a flip may count itself on either. qps_lock held (one flipper at a time). */
+/* Returns once the read side of iw_poll_cq that may have begun before the call has ended: one
+ * that begins later reads poll_one after the caller's store to it. The generation seen moves
+ * when that poller leaves, whatever the next one does. qps_lock held. */
 static void poll_grace(struct iw_cq *cq)
 {
-    for (int round = 0; round < 2; round++) {
-        unsigned old = atomic_fetch_add(&cq->poll_epoch, 1) & 1;
-        for (unsigned spins = 0; atomic_load(&cq->poll_readers[old]); spins++) {
-            if (spins > 64)
-                sched_yield();              /* a reader runs the engines once: never for long */
-        }
+    uint64_t gen = atomic_load(&cq->poll_gen);
+
+    if (!(gen & 1))
+        return;
+    for (unsigned spins = 0; atomic_load(&cq->poll_gen) == gen; spins++) {
+        if (spins > 64)
+            sched_yield();                  /* a reader runs the engines once: never for long */
     }
 }
 
