@@ -12,8 +12,11 @@
  *               a resizing thread: every completion once, each producer's in order;
  *   wakeup      producers pushing in bursts while the consumer drains the ring, arms it (ANY or
  *               SOLICITED) and waits for the notification: none may be lost, however an arm and
- *               a push interleave.
- * Usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup */
+ *               a push interleave;
+ *   overrun     four producers pushing into an armed ring nobody takes from: exactly depth pushes
+ *               succeed (each producer's in order), every later one fails, none hangs, the arm
+ *               hears STATUS_BUFFER_OVERFLOW, and a resize afterwards keeps the entries.
+ * Usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup|overrun */
 #include "dptest.h"
 
 #include <errno.h>
@@ -459,6 +462,71 @@ static void test_mpsc(bool wakeup)
     cq_close(k.c);
 }
 
+/* ---- an overrun with pushes at the same moment ---- */
+
+#define OV_DEPTH 64u
+#define OV_PER 2000u
+
+struct ov_producer {
+    NDK_CQ *c;
+    ULONG who;
+    uint32_t ok;                   /* pushes that succeeded: the first ok of this producer's */
+};
+
+static void *ov_produce(void *arg)
+{
+    struct ov_producer *p = arg;
+    bool failed = false;
+
+    for (uint32_t s = 0; s < OV_PER; s++) {
+        int err = push(p->c, s, p->who, false);
+        CHECK_MSG(err == 0 || err == -EOVERFLOW, "push: %d", err);
+        /* A push that succeeded after one that failed would be a completion past the overrun. */
+        CHECK_MSG(!(failed && err == 0), "producer %lu: push %u succeeded after a failed one", (unsigned long)p->who,
+                  s);
+        failed |= err != 0;
+        if (!err)
+            p->ok++;
+    }
+    return NULL;
+}
+
+static void test_overrun(void)
+{
+    NDK_CQ *c = cq_new(OV_DEPTH);
+    struct ov_producer p[MP_PRODUCERS];
+    pthread_t tp[MP_PRODUCERS];
+    NDK_RESULT_EX r[OV_DEPTH + 1];
+    uint32_t next[MP_PRODUCERS] = { 0 }, ok = 0;
+
+    atomic_store(&notifies, 0);
+    c->Dispatch->NdkArmCq(c, NDK_CQ_NOTIFY_ERRORS);
+    for (int i = 0; i < MP_PRODUCERS; i++) {
+        p[i] = (struct ov_producer){ c, (ULONG)i, 0 };
+        CHECK(pthread_create(&tp[i], NULL, ov_produce, &p[i]) == 0);
+    }
+    for (int i = 0; i < MP_PRODUCERS; i++) {
+        pthread_join(tp[i], NULL);
+        ok += p[i].ok;
+    }
+    CHECK_MSG(ok == OV_DEPTH, "%u pushes succeeded into a ring of %u nobody took from", ok, OV_DEPTH);
+    expect_notifies(1, "an ERRORS arm and an overrun");
+    CHECK_EQ(atomic_load(&last_status), STATUS_BUFFER_OVERFLOW);
+    CHECK_EQ(push(c, 0, 0, false), -EOVERFLOW);
+    CHECK_STATUS(c->Dispatch->NdkResizeCq(c, 2 * OV_DEPTH, NULL, NULL), STATUS_SUCCESS);
+    CHECK_EQ(push(c, 0, 0, false), -EOVERFLOW);
+    CHECK_EQ(pop(c, r, OV_DEPTH + 1), OV_DEPTH);
+    for (ULONG i = 0; i < OV_DEPTH; i++) {
+        ULONG who = r[i].BytesTransferred;
+        CHECK(who < MP_PRODUCERS);
+        CHECK_EQ((uint32_t)(uintptr_t)r[i].RequestContext, next[who]);
+        next[who]++;
+    }
+    for (int i = 0; i < MP_PRODUCERS; i++)
+        CHECK_EQ(next[i], p[i].ok);
+    cq_close(c);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -478,8 +546,10 @@ int main(int argc, char **argv)
         test_mpsc(false);
     else if (!strcmp(mode, "wakeup"))
         test_mpsc(true);
+    else if (!strcmp(mode, "overrun"))
+        test_overrun();
     else
-        CHECK_MSG(false, "usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup");
+        CHECK_MSG(false, "usage: test_dp_cq ring|resize|rule2|concurrent|misuse|mpsc|wakeup|overrun");
     dpt_env_fini(&env);
     printf("cq %s: ok\n", mode);
     return 0;

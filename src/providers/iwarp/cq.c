@@ -119,7 +119,7 @@ static bool iw_cq_turn(struct iw_cq *cq, uint64_t pos)
     return true;
 }
 
-/* The push at pos (its turn held) found the ring full: latches the overrun, which ends the
+/* A push holding its turn found the ring full: latches the overrun, which ends the
  * turns of the pushes behind it. Takes cq->lock. */
 static int iw_cq_overrun(struct iw_cq *cq)
 {
