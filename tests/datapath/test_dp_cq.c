@@ -48,17 +48,49 @@ static void cq_close(NDK_CQ *c)
     CHECK_STATUS(c->Dispatch->NdkCloseCq(&c->Header, NULL, NULL), STATUS_SUCCESS);
 }
 
-/* Pushes one completion whose context is seq (and whose byte count names the producer). */
-static int push(NDK_CQ *c, uint64_t seq, ULONG who, bool solicited)
+/* Pushes one completion of status st whose context is seq (and whose byte count names the
+ * producer). */
+static int push_status(NDK_CQ *c, uint64_t seq, ULONG who, bool solicited, NTSTATUS st)
 {
     NDK_RESULT_EX r;
 
     memset(&r, 0, sizeof r);
-    r.Status = STATUS_SUCCESS;
+    r.Status = st;
     r.RequestContext = (PVOID)(uintptr_t)seq;
     r.BytesTransferred = who;
     r.Type = NdkOperationTypeReceive;
     return iw_cq_push(to_iw_cq(c), &r, solicited);
+}
+
+static int push(NDK_CQ *c, uint64_t seq, ULONG who, bool solicited)
+{
+    return push_status(c, seq, who, solicited, STATUS_SUCCESS);
+}
+
+/* A thread resizing a CQ among depths of 32 and more until stop; may_refuse: a resize below the
+ * entries queued may be refused (§8.31), else every one must go through. */
+struct resizer {
+    NDK_CQ *c;
+    atomic_bool *stop;
+    bool may_refuse;
+    useconds_t pause_us;
+};
+
+static void *resize_loop(void *arg)
+{
+    struct resizer *z = arg;
+    ULONG depths[] = { 32, 64, 33, 128, 40 };
+    unsigned i = 0, ok = 0;
+
+    while (!atomic_load(z->stop)) {
+        NTSTATUS st = z->c->Dispatch->NdkResizeCq(z->c, depths[i++ % 5], NULL, NULL);
+        CHECK_MSG(st == STATUS_SUCCESS || (z->may_refuse && st == STATUS_INVALID_PARAMETER), "resize: 0x%08x",
+                  (unsigned)st);
+        ok += st == STATUS_SUCCESS;
+        usleep(z->pause_us);
+    }
+    CHECK_MSG(ok > 10, "only %u resizes went through", ok);
+    return NULL;
 }
 
 static ULONG pop(NDK_CQ *c, NDK_RESULT_EX *r, ULONG n)
@@ -265,22 +297,6 @@ static void *consume(void *arg)
     return NULL;
 }
 
-static void *resize(void *arg)
-{
-    struct conc *k = arg;
-    ULONG depths[] = { 32, 64, 33, 128, 40 };
-    unsigned i = 0, ok = 0;
-
-    while (!atomic_load(&k->stop)) {
-        NTSTATUS st = k->c->Dispatch->NdkResizeCq(k->c, depths[i++ % 5], NULL, NULL);
-        CHECK_MSG(st == STATUS_SUCCESS || st == STATUS_INVALID_PARAMETER, "resize: 0x%08x", (unsigned)st);
-        ok += st == STATUS_SUCCESS;
-        usleep(0);
-    }
-    CHECK_MSG(ok > 10, "only %u resizes went through", ok);
-    return NULL;
-}
-
 static void test_concurrent(bool two_consumers)
 {
     struct conc k;
@@ -301,7 +317,8 @@ static void test_concurrent(bool two_consumers)
     }
     for (int i = 0; i < (two_consumers ? 2 : 1); i++)
         CHECK(pthread_create(&tc[i], NULL, consume, &k) == 0);
-    CHECK(pthread_create(&tr, NULL, resize, &k) == 0);
+    struct resizer z = { k.c, &k.stop, true, 0 };   /* two producers of up to 30 against 32 */
+    CHECK(pthread_create(&tr, NULL, resize_loop, &z) == 0);
     for (int i = 0; i < 2; i++)
         pthread_join(tp[i], NULL);
     for (int i = 0; i < (two_consumers ? 2 : 1); i++)
@@ -354,33 +371,12 @@ static void *mp_produce(void *arg)
         /* Solicited now and then, and always when the consumer might otherwise wait on a
          * SOLICITED arm for a completion we cannot push (our limit reached, or our last). */
         bool sol = rand_r(&seed) % 3 == 0 || s + 1 - atomic_load(&k->taken[p->who]) >= MP_LIMIT || s + 1 == k->per;
-        NDK_RESULT_EX r;
-        memset(&r, 0, sizeof r);
-        r.Status = rand_r(&seed) % 16 ? STATUS_SUCCESS : STATUS_CANCELLED;
-        r.RequestContext = (PVOID)(uintptr_t)s;
-        r.BytesTransferred = p->who;
-        r.Type = NdkOperationTypeReceive;
-        CHECK_EQ(iw_cq_push(to_iw_cq(k->c), &r, sol), 0);
+        NTSTATUS st = rand_r(&seed) % 16 ? STATUS_SUCCESS : STATUS_CANCELLED;
+        CHECK_EQ(push_status(k->c, s, p->who, sol, st), 0);
         atomic_store(&k->pushed[p->who], s + 1);
         if (k->wakeup && rand_r(&seed) % 64 == 0)
             usleep(rand_r(&seed) % 200);          /* bursts: the consumer finds the ring empty */
     }
-    return NULL;
-}
-
-static void *mp_resize(void *arg)
-{
-    struct mp *k = arg;
-    ULONG depths[] = { 32, 64, 33, 128, 40 };
-    unsigned i = 0, ok = 0;
-
-    while (!atomic_load(&k->stop)) {
-        NTSTATUS st = k->c->Dispatch->NdkResizeCq(k->c, depths[i++ % 5], NULL, NULL);
-        CHECK_MSG(st == STATUS_SUCCESS, "resize to at least 32 with at most 32 queued: 0x%08x", (unsigned)st);
-        ok++;
-        usleep(100);
-    }
-    CHECK_MSG(ok > 10, "only %u resizes went through", ok);
     return NULL;
 }
 
@@ -446,7 +442,8 @@ static void test_mpsc(bool wakeup)
         p[i] = (struct mp_producer){ &k, (ULONG)i };
         CHECK(pthread_create(&tp[i], NULL, mp_produce, &p[i]) == 0);
     }
-    CHECK(pthread_create(&tr, NULL, mp_resize, &k) == 0);
+    struct resizer z = { k.c, &k.stop, false, 100 };   /* at most 32 queued: never refused */
+    CHECK(pthread_create(&tr, NULL, resize_loop, &z) == 0);
     mp_consume(&k);
     for (int i = 0; i < MP_PRODUCERS; i++)
         pthread_join(tp[i], NULL);

@@ -55,12 +55,6 @@ static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
 #define IW_CQ_DEAD 2u
 #define IW_CQ_POS_SHIFT 2
 
-/* Whether position a of the push stream comes after b (64-bit: never wraps). */
-static bool iw_cq_after(uint64_t a, uint64_t b)
-{
-    return a > b;
-}
-
 /* Takes the popping flag (struct iw_cq). Never blocks for long: a holder only copies entries.
  * The exchange also orders the taker's later reads after the holder's release before it. */
 static void iw_cq_pop_begin(struct iw_cq *cq)
@@ -196,7 +190,7 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     /* The arm is serialized with the pops (§5.4): pops and drained hold still meanwhile. */
     uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
     uint64_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
-    if (iw_cq_after(cq->notified_at, since))
+    if (cq->notified_at > since)                  /* positions are 64-bit: they never wrap */
         since = cq->notified_at;
     if (cq->error && !cq->error_notified) {
         /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
@@ -204,9 +198,9 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
     } else if (!cq->error && pushes != pops) {
         /* §5.7 rule 2: completions that arrived since the last notification satisfy at once;
          * those the consumer took before it last found the ring empty do not count. */
-        if ((arm == IW_CQ_ARM_ANY && iw_cq_after(pushes, since)) ||
+        if ((arm == IW_CQ_ARM_ANY && pushes > since) ||
             (arm == IW_CQ_ARM_SOLICITED &&
-             iw_cq_after(atomic_load_explicit(&cq->last_sol_at, memory_order_relaxed), since)))
+             atomic_load_explicit(&cq->last_sol_at, memory_order_relaxed) > since))
             iw_cq_fire_locked(cq, STATUS_SUCCESS);
     }
     pthread_mutex_unlock(&cq->lock);
@@ -279,7 +273,7 @@ static bool iw_cq_short_poll(struct iw_cq *cq)
 }
 
 /* Whether the ring was empty as pops was read: every entry counted by pushes had been taken by
- * then (pops is read first, hence acquire). An entry pushed since is one a locked look a moment
+ * then (pops is read first, hence acquire). An entry pushed since is one a pop a moment
  * earlier would have missed too; one pushed before the notification that brought a callback here
  * is visible, the queueing of that notification ordering the two. *pushes: the count read. Any
  * thread, no lock. */
