@@ -12,7 +12,7 @@
  *               a resizing thread: every completion once, each producer's in order;
  *   wakeup      producers pushing in bursts while the consumer drains the ring, arms it (ANY or
  *               SOLICITED) and waits for the notification: none may be lost, however an arm and
- *               a push interleave;
+ *               a push interleave, and none comes twice (one per arming);
  *   overrun     four producers pushing into an armed ring nobody takes from: exactly depth pushes
  *               succeed (each producer's in order), every later one fails, none hangs, the arm
  *               hears STATUS_BUFFER_OVERFLOW, and a resize afterwards keeps the entries.
@@ -27,12 +27,17 @@
 static struct dpt_env env;
 static atomic_int notifies;
 static _Atomic NTSTATUS last_status;
+static atomic_int arm_calls;      /* the wakeup consumer's NdkArmCq calls, counted before each */
+static atomic_bool count_arms;
 
 static void on_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx;
     atomic_store(&last_status, st);
-    atomic_fetch_add(&notifies, 1);
+    int n = atomic_fetch_add(&notifies, 1) + 1;
+    /* One notification per arming at most (§5.7): never more than the arms made so far. */
+    if (atomic_load(&count_arms))
+        CHECK_MSG(n <= atomic_load(&arm_calls), "notification %d after only %d arms", n, atomic_load(&arm_calls));
 }
 
 static NDK_CQ *cq_new(ULONG depth)
@@ -411,6 +416,7 @@ static void mp_consume(struct mp *k)
          * since our poll, and each pushes a solicited completion before it stops or blocks,
          * so either arm type must be notified. */
         int before = atomic_load(&notifies);
+        atomic_fetch_add(&arm_calls, 1);
         k->c->Dispatch->NdkArmCq(k->c, rand_r(&seed) % 2 ? NDK_CQ_NOTIFY_ANY : NDK_CQ_NOTIFY_SOLICITED);
         uint64_t end = ndk_test_now_ms() + 10000;
         while (atomic_load(&notifies) == before) {
@@ -421,6 +427,10 @@ static void mp_consume(struct mp *k)
             sched_yield();
         }
         atomic_fetch_add(&k->waits, 1);
+        /* Now and then stay unarmed while the producers go on: the arming was used up, so no
+         * notification may come (on_notify counts them against the arms) however many push. */
+        if (rand_r(&seed) % 16 == 0)
+            usleep(3000);
     }
     for (int i = 0; i < MP_PRODUCERS; i++)
         CHECK_EQ(next[i], k->per);
@@ -438,6 +448,8 @@ static void test_mpsc(bool wakeup)
     k.per = wakeup ? 20000 : 100000;
     k.wakeup = wakeup;
     atomic_store(&notifies, 0);
+    atomic_store(&arm_calls, 0);
+    atomic_store(&count_arms, wakeup);
     for (int i = 0; i < MP_PRODUCERS; i++) {
         p[i] = (struct mp_producer){ &k, (ULONG)i };
         CHECK(pthread_create(&tp[i], NULL, mp_produce, &p[i]) == 0);
@@ -451,9 +463,15 @@ static void test_mpsc(bool wakeup)
     pthread_join(tr, NULL);
     CHECK_EQ(pop(k.c, r, 4), 0);
     CHECK_EQ(to_iw_cq(k.c)->error, 0);
-    if (wakeup)
+    if (wakeup) {
         CHECK_MSG(atomic_load(&k.waits) > 100, "only %u arms waited: the interleavings were not tried",
                   atomic_load(&k.waits));
+        /* Each arm waited for its notification: a second one for the same arming would show
+         * here (or in on_notify) unless it merged into the first's callback. */
+        usleep(50000);
+        CHECK_MSG(atomic_load(&notifies) == atomic_load(&arm_calls), "%d notifications for %d arms",
+                  atomic_load(&notifies), atomic_load(&arm_calls));
+    }
     printf("cq %s: %u completions, %u arms waited for a notification\n", wakeup ? "wakeup" : "mpsc",
            atomic_load(&k.total), atomic_load(&k.waits));
     cq_close(k.c);

@@ -11,18 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* §5.7 rule 4: the broadest arm wins (ANY > SOLICITED > ERRORS). */
-static int iw_arm_rank(int arm)
+/* An NdkArmCq type as an enum iw_cq_arm (its rank, §5.7 rule 4). */
+static unsigned iw_arm_kind(ULONG type)
 {
-    switch (arm) {
-    case IW_CQ_ARM_ANY: return 3;
-    case IW_CQ_ARM_SOLICITED: return 2;
-    case IW_CQ_ARM_ERRORS: return 1;
-    default: return 0;
+    switch (type) {
+    case NDK_CQ_NOTIFY_ANY: return IW_CQ_ARM_ANY;
+    case NDK_CQ_NOTIFY_SOLICITED: return IW_CQ_ARM_SOLICITED;
+    default: return IW_CQ_ARM_ERRORS;
     }
 }
 
-/* Progress thread: delivers one notification. Holds the reference taken by iw_cq_fire_locked.
+static unsigned iw_armw_kind(uint64_t w)
+{
+    return (unsigned)(w & IW_CQ_ARM_MASK);
+}
+
+static uint64_t iw_armw_at(uint64_t w)
+{
+    return w >> IW_CQ_ARM_AT_SHIFT;
+}
+
+/* Progress thread: delivers one notification. Holds the reference taken by iw_cq_fire.
  * The status needs no lock: a fire merged into this run stored it before its queueing, which
  * the run's taking of the item (iw_run_work) is ordered after. */
 static void iw_cq_notify_work(struct iw_work *w)
@@ -36,17 +45,37 @@ static void iw_cq_notify_work(struct iw_work *w)
     iw_obj_put(&cq->obj);
 }
 
-/* Satisfies the current arm: clears it and queues the callback. cq->lock held. */
-static void iw_cq_fire_locked(struct iw_cq *cq, NTSTATUS st)
+/* Satisfies the arming *w names if it is still the current one: swaps in NONE and the new
+ * mark (pushes now), and queues the callback. false, with *w the word found: another thread
+ * fired this arming first (only the consumer's arm raises the kind, §5.4 keeps it to one thread,
+ * and everyone else only clears it). Sequentially consistent, like the arm's raise: the word is
+ * where pushes, arms and the overrun meet. Any thread, no lock needed. */
+static bool iw_cq_fire(struct iw_cq *cq, uint64_t *w, NTSTATUS st)
 {
-    atomic_store_explicit(&cq->arm, IW_CQ_ARM_NONE, memory_order_relaxed);
-    cq->notified_at = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+    uint64_t at = atomic_load_explicit(&cq->pushes, memory_order_relaxed);
+
+    if (!atomic_compare_exchange_strong(&cq->armw, w, at << IW_CQ_ARM_AT_SHIFT | IW_CQ_ARM_NONE))
+        return false;
     atomic_store_explicit(&cq->notify_status, st, memory_order_relaxed);
-    if (st != STATUS_SUCCESS)
-        cq->error_notified = true;
     iw_obj_get(&cq->obj);
     if (!iw_progress_queue(cq->obj.dev, &cq->notify_work))
         iw_obj_put(&cq->obj);   /* merged with one already queued: it carries a reference */
+    return true;
+}
+
+/* Fires the current arming, whatever its kind, with the latched error (§5.7 rule 5: an error
+ * satisfies any arm). Nothing when unarmed, or when a push fired the arming meanwhile: the error
+ * then waits for the next arm (§8.32). cq->lock held (error_notified). */
+static void iw_cq_fire_error_locked(struct iw_cq *cq)
+{
+    uint64_t w = atomic_load(&cq->armw);
+
+    while (iw_armw_kind(w) != IW_CQ_ARM_NONE) {
+        if (iw_cq_fire(cq, &w, cq->error)) {
+            cq->error_notified = true;
+            return;
+        }
+    }
 }
 
 /* prod's flags below the claimed positions. GATE: a resize waits for the turns it let in, and
@@ -68,9 +97,9 @@ static void iw_cq_pop_end(struct iw_cq *cq)
     atomic_store_explicit(&cq->popping, false, memory_order_release);
 }
 
-/* Whether an arm of type arm is satisfied by a completion (§5.7 rule 1; failures match
+/* Whether an arm of kind arm is satisfied by a completion (§5.7 rule 1; failures match
  * SOLICITED). */
-static bool iw_cq_arm_matches(int arm, bool solicited)
+static bool iw_cq_arm_matches(unsigned arm, bool solicited)
 {
     return arm == IW_CQ_ARM_ANY || (arm == IW_CQ_ARM_SOLICITED && solicited);
 }
@@ -121,12 +150,12 @@ static int iw_cq_overrun(struct iw_cq *cq)
     atomic_fetch_or_explicit(&cq->prod, IW_CQ_DEAD, memory_order_release);
     pthread_mutex_lock(&cq->lock);
     if (!cq->error) {
-        cq->error = STATUS_BUFFER_OVERFLOW;
+        /* Sequentially consistent, and so is the look at the arm after it: against an arm's
+         * raise and its look at error (iw_arm_cq), so that one of the two reports it. */
+        atomic_store(&cq->error, STATUS_BUFFER_OVERFLOW);
         IW_COUNT(cq->obj.dev, cq_error, 1);
         iw_warn("CQ[%u] overrun (depth %u)", cq->obj.id, cq->depth);
-        /* An error satisfies any arm type (§5.7 rule 5). */
-        if (atomic_load_explicit(&cq->arm, memory_order_relaxed) != IW_CQ_ARM_NONE)
-            iw_cq_fire_locked(cq, cq->error);
+        iw_cq_fire_error_locked(cq);
     }
     pthread_mutex_unlock(&cq->lock);
     return -EOVERFLOW;
@@ -152,58 +181,63 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
         ndk_sv_add(&cq->obj.sv->u.cq.errors, 1);
     if (sol)
         atomic_store_explicit(&cq->last_sol_at, pos + 1, memory_order_relaxed);
-    /* Sequentially consistent, and so is the look at arm after it: against iw_arm_cq's store
-     * of arm and its look at pushes, so that an arm either sees this entry or this push sees
-     * the arm. The store also releases the entry to the poll and the turn to the next push. */
+    /* Sequentially consistent, and so is the look at the arm after it: against iw_arm_cq's
+     * raise of the arm and its look at pushes, so that an arm either sees this entry or this
+     * push sees the arm. The store also releases the entry to the poll and the turn to the next
+     * push. */
     atomic_store(&cq->pushes, pos + 1);
-    if (iw_cq_arm_matches(atomic_load(&cq->arm), sol)) {
-        pthread_mutex_lock(&cq->lock);
-        if (iw_cq_arm_matches(atomic_load_explicit(&cq->arm, memory_order_relaxed), sol))
-            iw_cq_fire_locked(cq, STATUS_SUCCESS);
-        pthread_mutex_unlock(&cq->lock);
-    }
+    uint64_t w = atomic_load(&cq->armw);
+    while (iw_cq_arm_matches(iw_armw_kind(w), sol) && !iw_cq_fire(cq, &w, STATUS_SUCCESS))
+        ;                       /* lost to another firer: the word now says NONE */
     return 0;
 }
 
 static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
 {
     struct iw_cq *cq = to_iw_cq(c);
+    unsigned kind = iw_arm_kind(type);
     bool was_busy;
-    int arm;
+    uint64_t w;
 
     if (type > NDK_CQ_NOTIFY_SOLICITED)
         return;
-    pthread_mutex_lock(&cq->lock);
     /* A load and a store, not an exchange: a poll counted meanwhile by another thread only
      * starts the next count at one. */
     was_busy = atomic_load_explicit(&cq->short_polls, memory_order_relaxed) >= IW_POLL_ENTER;
     atomic_store_explicit(&cq->short_polls, 0, memory_order_relaxed);
-    arm = atomic_load_explicit(&cq->arm, memory_order_relaxed);
-    if (iw_arm_rank((int)type) > iw_arm_rank(arm)) {
-        arm = (int)type;
-        /* Sequentially consistent, and so is the look at pushes after it: against a push's
-         * publication and its look at arm (iw_cq_push). An arm already there was stored so
-         * before this look, by an earlier arm. */
-        atomic_store(&cq->arm, arm);
-    }
+    /* Raise the arm (rule 4: the broadest wins). Sequentially consistent, and so are the looks
+     * at pushes and error after it: against a push's publication and its look at the arm
+     * (iw_cq_push), and the overrun's latch and its look. An arm already there was raised so
+     * before these looks, by an earlier arm. A failed exchange means a firer cleared the
+     * arming: this one is then a new arming. */
+    w = atomic_load(&cq->armw);
+    while (kind > iw_armw_kind(w) &&
+           !atomic_compare_exchange_weak(&cq->armw, &w, (w & ~(uint64_t)IW_CQ_ARM_MASK) | kind))
+        ;
+    if (kind > iw_armw_kind(w))
+        w = (w & ~(uint64_t)IW_CQ_ARM_MASK) | kind;
     uint64_t pushes = atomic_load(&cq->pushes);
-    /* The arm is serialized with the pops (§5.4): pops and drained hold still meanwhile. */
-    uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
-    uint64_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
-    if (cq->notified_at > since)                  /* positions are 64-bit: they never wrap */
-        since = cq->notified_at;
-    if (cq->error && !cq->error_notified) {
+    if (atomic_load(&cq->error)) {
         /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
-        iw_cq_fire_locked(cq, cq->error);
-    } else if (!cq->error && pushes != pops) {
+        pthread_mutex_lock(&cq->lock);
+        if (!cq->error_notified)
+            iw_cq_fire_error_locked(cq);
+        pthread_mutex_unlock(&cq->lock);
+    } else {
+        /* The arm is serialized with the pops (§5.4): pops and drained hold still meanwhile. */
+        uint64_t pops = atomic_load_explicit(&cq->pops, memory_order_relaxed);
+        uint64_t since = atomic_load_explicit(&cq->drained, memory_order_relaxed);
+        if (iw_armw_at(w) > since)                /* positions are 64-bit: they never wrap */
+            since = iw_armw_at(w);
         /* §5.7 rule 2: completions that arrived since the last notification satisfy at once;
-         * those the consumer took before it last found the ring empty do not count. */
-        if ((arm == IW_CQ_ARM_ANY && pushes > since) ||
-            (arm == IW_CQ_ARM_SOLICITED &&
-             atomic_load_explicit(&cq->last_sol_at, memory_order_relaxed) > since))
-            iw_cq_fire_locked(cq, STATUS_SUCCESS);
+         * those the consumer took before it last found the ring empty do not count. A push
+         * that fires this arming first makes the exchange fail: its notification is the one. */
+        if (pushes != pops &&
+            ((iw_armw_kind(w) == IW_CQ_ARM_ANY && pushes > since) ||
+             (iw_armw_kind(w) == IW_CQ_ARM_SOLICITED &&
+              atomic_load_explicit(&cq->last_sol_at, memory_order_relaxed) > since)))
+            iw_cq_fire(cq, &w, STATUS_SUCCESS);
     }
-    pthread_mutex_unlock(&cq->lock);
     /* The consumer is going to wait: the progress thread must watch its QPs' sockets again.
      * Level-triggered epoll reports data that arrived meanwhile at once. The CQ may have stopped
      * counting the consumer as busy (a pause between its polls) while its QPs are still polled:
@@ -251,7 +285,7 @@ static ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
  * empty busy poll takes none of the CQ's. */
 static bool iw_cq_short_poll(struct iw_cq *cq)
 {
-    if (atomic_load_explicit(&cq->arm, memory_order_relaxed) != IW_CQ_ARM_NONE)
+    if (iw_armw_kind(atomic_load_explicit(&cq->armw, memory_order_relaxed)) != IW_CQ_ARM_NONE)
         return false;
     unsigned sp = atomic_load_explicit(&cq->short_polls, memory_order_relaxed);
     if (sp >= IW_POLL_ENTER) {
@@ -475,7 +509,7 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
     ndk_list_init(&cq->qps);
     cq->depth = depth;
     cq->mask = iw_cq_slots(depth) - 1;
-    atomic_init(&cq->arm, IW_CQ_ARM_NONE);
+    atomic_init(&cq->armw, IW_CQ_ARM_NONE);
     atomic_init(&cq->popping, false);
     cq->notify_cb = cb;
     cq->notify_ctx = cbctx;

@@ -589,12 +589,16 @@ _Static_assert(IW_PRIVILEGED_STAG == NDK_PROV_PD_PRIVILEGED_TOKEN, "privileged t
 /* ====================================================================================
  * CQ (cq.c)
  * ==================================================================================== */
+/* The arm's kind, numbered by §5.7 rule 4's rank (the broadest arm wins: ANY > SOLICITED >
+ * ERRORS), so that merging two arms keeps the larger. */
 enum iw_cq_arm {
-    IW_CQ_ARM_NONE = -1,
-    IW_CQ_ARM_ERRORS = NDK_CQ_NOTIFY_ERRORS,
-    IW_CQ_ARM_ANY = NDK_CQ_NOTIFY_ANY,
-    IW_CQ_ARM_SOLICITED = NDK_CQ_NOTIFY_SOLICITED,
+    IW_CQ_ARM_NONE = 0,
+    IW_CQ_ARM_ERRORS = 1,
+    IW_CQ_ARM_SOLICITED = 2,
+    IW_CQ_ARM_ANY = 3,
 };
+#define IW_CQ_ARM_MASK 3u
+#define IW_CQ_ARM_AT_SHIFT 2
 
 struct iw_cq {
     NDK_CQ ndk;
@@ -604,9 +608,9 @@ struct iw_cq {
      * published), checks for room, writes its slot and the per-push marks, and publishes by
      * storing pushes = position + 1. The turns order the pushers like a ticket lock; the ring
      * and its depth hold still meanwhile, a resize closing the gate (IW_CQ_GATE) and waiting
-     * for the turns it let in. Job of lock: the arm state and the notifications it queues,
-     * the error latch, and resizing; a push takes it only when the CQ is armed for it, is
-     * overrun, or the gate is closed. Never held across a callback. The consumer's side
+     * for the turns it let in. Arming and firing take no lock either (armw). Job of lock: the
+     * error latch and its one notification, and resizing; a push takes it only when the CQ is
+     * overrun or the gate is closed. Never held across a callback. The consumer's side
      * (pops, drained) takes no lock: NdkGetCqResults(Ex) and NdkArmCq are serialized by the
      * consumer (§5.4), so one thread at a time pops, and it meets the producers only through
      * pushes and pops (release / acquire). It holds popping while it takes: a resize (which
@@ -617,20 +621,22 @@ struct iw_cq {
     uint32_t mask;
     uint32_t depth;                   /* at most depth entries queued (§3.4) */
     _Atomic uint64_t prod;            /* positions claimed << IW_CQ_POS_SHIFT | IW_CQ_GATE | IW_CQ_DEAD */
-    _Atomic int arm;                  /* enum iw_cq_arm: written under lock (sequentially
-                                       * consistent, against a push's publication); a push and
-                                       * a poll's busy count read it without */
-    /* §5.7 rule 2's "completions since the last notification", kept as positions in the
-     * stream of pushes: the consumer draining the ring forgets those it took. */
-    uint64_t notified_at;             /* pushes when the last notification was queued (lock) */
+    /* The arm and §5.7 rule 2's "completions since the last notification" in one word:
+     * notified_at << IW_CQ_ARM_AT_SHIFT | enum iw_cq_arm, notified_at being pushes when the last
+     * notification was queued (positions in the stream of pushes: the consumer draining the ring
+     * forgets those it took). The consumer's arm raises the kind; whoever satisfies it swaps in
+     * NONE and the new mark with one compare-exchange, which is the right to fire: one
+     * notification per arming, and the mark moves with it (iw_cq_fire). */
+    _Atomic uint64_t armw;
     _Atomic uint64_t last_sol_at;     /* pushes just after the last solicited or failed one
-                                       * (written in the pusher's turn, read under lock) */
+                                       * (written in the pusher's turn, read by the arm) */
     _Atomic uint64_t drained;         /* pops when a pop last found the ring empty after it */
-    NTSTATUS error;                   /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun; lock) */
-    bool error_notified;
+    _Atomic(NTSTATUS) error;          /* latched CQ error: STATUS_BUFFER_OVERFLOW (overrun; written
+                                       * under lock, an arm looks without it) */
+    bool error_notified;              /* lock */
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify_cb;
     void *notify_ctx;
-    _Atomic(NTSTATUS) notify_status;  /* for the queued notification: written under lock, read without */
+    _Atomic(NTSTATUS) notify_status;  /* for the queued notification: written by its firer */
     struct iw_work notify_work;       /* serialized notifications (§5.7 rule 3) */
     _Atomic uint64_t pushes;          /* entries published, in order (sequentially consistent
                                        * store: the entry before it, and against the arm);
@@ -677,9 +683,8 @@ NTSTATUS iw_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION_CALLBA
 /* Appends one completion (the engines, retire and flush). solicited: a solicited receive (arms of type
  * SOLICITED match it; failures always match). Returns 0, or -EOVERFLOW when the CQ was full (the
  * CQ is then in error and its consumer is told with STATUS_BUFFER_OVERFLOW, §3.4). Any thread;
- * may wait for pushes to the same CQ that came first, and takes cq->lock when the CQ is armed
- * for this completion, overrun or being resized (callers may hold qp->lock / srq->lock); may
- * queue a notification. */
+ * may wait for pushes to the same CQ that came first, and takes cq->lock when the CQ is overrun
+ * or being resized (callers may hold qp->lock / srq->lock); may queue a notification. */
 int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited);
 
 /* Consumer-driven progress (poll.c), called by cq.c. iw_poll_cq: a consumer polled cq and found
