@@ -31,10 +31,10 @@ static struct seen seen(int side)
     struct iw_dp *dp = env.s[side].qp->dp;
     struct seen v;
 
-    pthread_mutex_lock(&dp->tx_mutex);
+    dp_tx_own_wait(dp);
     v.mulpdu = dp->tx.mulpdu;
     v.mss_reads = dp->tx.mss_reads;
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_release(dp);
     pthread_mutex_lock(&dp->rx_mutex);
     v.fpdus = dp->rx.fr.fpdus;
     v.spec_miss = dp->rx.spec_miss;

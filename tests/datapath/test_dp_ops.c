@@ -121,8 +121,8 @@ static void test_read(size_t len, uint32_t nsge, ULONG flags)
      * is reused next. The bytes' way through the socket is no ordering TSan sees, and the
      * barrier's receive may be run by this thread's poll rather than by B's engine thread: B's
      * TX mutex, held across that sendmsg(), orders the two. */
-    pthread_mutex_lock(&env.s[1].qp->dp->tx_mutex);
-    pthread_mutex_unlock(&env.s[1].qp->dp->tx_mutex);
+    dp_tx_own_wait(env.s[1].qp->dp);
+    dp_tx_own_release(env.s[1].qp->dp);
     barrier();
 }
 

@@ -1,5 +1,5 @@
 /* test_dp_txbatch: the TX engine sends several queued messages in one batch (one sendmsg).
- * Runs of small Sends and Writes are posted while the test owns A's TX engine (its tx_mutex,
+ * Runs of small Sends and Writes are posted while the test owns A's TX engine (its tx_owned,
  * so posting only queues), then released at once: they must arrive intact and in order,
  * complete in posting order with their byte counts, keep READ_FENCE / Fast Register /
  * Invalidate ordered inside the run, stop at a request that fails validation, and (direct
@@ -30,12 +30,12 @@ static uint64_t out_writes(void)
 /* The test owns A's TX engine: posts queue, kicks return at once (tx_pending stays set). */
 static void hold_tx(void)
 {
-    pthread_mutex_lock(&env.s[0].qp->dp->tx_mutex);
+    dp_tx_own_wait(env.s[0].qp->dp);
 }
 
 static void release_tx(void)
 {
-    pthread_mutex_unlock(&env.s[0].qp->dp->tx_mutex);
+    dp_tx_own_release(env.s[0].qp->dp);
     iw_tx_kick(env.s[0].qp);
 }
 

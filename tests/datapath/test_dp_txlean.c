@@ -28,11 +28,11 @@ static NDK_QP *qb(void) { return env.s[1].ndk; }
  * The provider's sends go through iw_sys_send (sysio.h), which this definition replaces (the
  * provider's is weak): the next short_calls calls on short_fd take at most short_cap bytes, and none with
  * EAGAIN when it is 0, as a TCP socket with little room may. Only A's TX engine writes to its
- * socket, under its tx_mutex. */
+ * socket, under its tx_owned. */
 static atomic_int short_fd = -1;
 static atomic_int short_calls;
 static atomic_uint short_cap;
-/* Run once, by the next send on A's socket: inside the lean path, A's tx_mutex held. */
+/* Run once, by the next send on A's socket: inside the lean path, A's tx_owned held. */
 static void (*_Atomic send_hook)(void);
 
 ssize_t iw_sys_send(int fd, const void *buf, size_t len, int flags)
@@ -74,10 +74,10 @@ static struct counts counts_now(void)
     struct iw_dp *dp = env.s[0].qp->dp;
     struct counts c;
 
-    pthread_mutex_lock(&dp->tx_mutex);
+    dp_tx_own_wait(dp);
     c.lean = dp->tx.lean_done;
     c.lean_short = dp->tx.lean_short;
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_release(dp);
     c.frames = atomic_load(&env.dev.counters.rdma_out_frames);
     c.writes = dpt_tx_writes(&env);
     c.octets = atomic_load(&env.dev.counters.rdma_out_octets);
@@ -99,8 +99,8 @@ static void quiesce_a(void)
 
     pthread_mutex_lock(&dp->rx_mutex);
     pthread_mutex_unlock(&dp->rx_mutex);
-    pthread_mutex_lock(&dp->tx_mutex);
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_wait(dp);
+    dp_tx_own_release(dp);
 }
 
 /* B's RX engine paused (the harness thread waits for it), so A's socket fills up. */
@@ -275,10 +275,10 @@ static void test_lean_around_batch(uint32_t seed)
     quiesce_a();
     struct counts c0 = counts_now();
     CHECK_STATUS(post_send_slot(0, 8, 0, seed, ctx(0x40000, 0)), STATUS_SUCCESS);
-    pthread_mutex_lock(&dp->tx_mutex);                 /* posts queue, kicks return */
+    dp_tx_own_wait(dp);                 /* posts queue, kicks return */
     for (uint32_t i = 1; i <= 6; i++)
         CHECK_STATUS(post_send_slot(i, 8 * i, 0, seed + i, ctx(0x40000, i)), STATUS_SUCCESS);
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_release(dp);
     iw_tx_kick(env.s[0].qp);
     for (uint32_t i = 0; i <= 6; i++)
         expect(0, NdkOperationTypeSend, ctx(0x40000, i), STATUS_SUCCESS, 0);

@@ -16,12 +16,14 @@
  *                 Held by the progress thread or a polling consumer while it reads the socket
  *                 with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never taken by TX or
  *                 posting.
- *   dp->tx_mutex  job: ownership of the TX engine (current message, FPDU batch, socket writes).
- *                 Taken with trylock by every kicker (posting threads, RX, progress thread), so
- *                 nobody ever waits for it except iw_qp_stop, and the holder only does
- *                 non-blocking send() / sendmsg(); a close or RX never waits behind a blocked
- *                 write. The one acquisition inside qp->lock, against this order, is the TX
- *                 lean path's claim (iw_tx_lean_claim_locked): a trylock, so it cannot deadlock.
+ *   dp->tx_owned  job: ownership of the TX engine (current message, FPDU batch, socket writes).
+ *                 A flag, not a mutex: every kicker (posting threads, RX, progress thread) only
+ *                 tries it (dp_tx_own_try: one compare-exchange, where a mutex's trylock and
+ *                 unlock are two atomics and some 60 instructions), so nobody waits for it but
+ *                 the stop and set-up paths (dp_tx_own_wait, which yields), and the holder only
+ *                 does non-blocking send() / sendmsg(); a close or RX never waits behind a
+ *                 blocked write. The one acquisition inside qp->lock, against this order, is the
+ *                 TX lean path's claim (iw_tx_lean_claim_locked): a try, so it cannot deadlock.
  *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
  *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
@@ -35,6 +37,7 @@
 #ifndef IWARP_DATAPATH_H
 #define IWARP_DATAPATH_H
 
+#include <sched.h>
 #include <sys/uio.h>
 
 #include "iwarp.h"
@@ -363,7 +366,7 @@ struct iw_dp {
     bool lent;                /* reads lent to the progress thread's ring, not in epoll (qp.c;
                                * written on the progress thread under qp->lock) */
     pthread_mutex_t rx_mutex;
-    pthread_mutex_t tx_mutex;
+    atomic_bool tx_owned;     /* the TX engine's owner (the lock order above; dp_tx_own_*) */
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */
     atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
     atomic_bool poll_failed;  /* a poller reported the connection's failure to the CM (once) */
@@ -371,7 +374,7 @@ struct iw_dp {
     int fd;                   /* the connection's socket (qp->fd, taken over from the CM) */
     struct iw_wire *wire;     /* its tap (wire.h) or NULL: every socket call branches on it */
     bool crc;
-    /* written with rx_mutex, tx_mutex and qp->lock held, so any one of them reads it: */
+    /* written with rx_mutex, tx_owned and qp->lock held, so any one of them reads it: */
     bool stopped;             /* iw_qp_stop ran: engines never run again */
     /* below: protected by qp->lock */
     bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
@@ -394,6 +397,30 @@ struct iw_dp {
     struct dp_rx rx;
 };
 
+/* Takes the TX engine if nobody owns it. The acquire pairs with the last owner's release: its
+ * work on the engine's state is ours to see. Any thread, never waits. */
+static inline bool dp_tx_own_try(struct iw_dp *dp)
+{
+    bool f = false;
+
+    return atomic_compare_exchange_strong_explicit(&dp->tx_owned, &f, true, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+/* Takes it, waiting for the owner: only paths allowed to wait (the stop, a failed set-up,
+ * withdrawing the wish for room), with no lock held that an owner takes (the lock order). The
+ * owner never blocks, so yielding beats a sleep. */
+static inline void dp_tx_own_wait(struct iw_dp *dp)
+{
+    while (!dp_tx_own_try(dp))
+        sched_yield();
+}
+
+static inline void dp_tx_own_release(struct iw_dp *dp)
+{
+    atomic_store_explicit(&dp->tx_owned, false, memory_order_release);
+}
+
 /* ---- the QP's life cycle and the state the engines report to (qp.c) ---- */
 /* Completes finished SQ entries from the head, in posting order (§5.6). qp->lock held. */
 void iw_qp_sq_retire_locked(struct iw_qp *qp);
@@ -401,7 +428,7 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp);
 void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err);
 /* Stops both engines for good and completes what only the engines hold (the receive being
  * filled, SQ entries with a recorded error); the rest is flushed by iw_qp_flush_locked.
- * Any thread except inside the engines; no lock held (takes rx_mutex, tx_mutex, qp->lock). */
+ * Any thread except inside the engines; no lock held (takes rx_mutex, tx_owned, qp->lock). */
 void iw_qp_stop(struct iw_qp *qp);
 
 /* ---- TX engine (tx.c) ---- */
@@ -422,16 +449,16 @@ void iw_tx_batch_free(struct iw_device *dev);
 /* Engine set-up at establishment (qp->lock held) and stop (all three engine locks held). */
 void iw_tx_init(struct iw_qp *qp, struct iw_dp *dp);
 void iw_tx_stop_locked(struct iw_qp *qp, struct iw_dp *dp);
-/* Withdraws the engine's request for writability. No lock held (takes tx_mutex). */
+/* Withdraws the engine's request for writability. No lock held (takes tx_owned). */
 void iw_tx_disarm(struct iw_qp *qp);
 /* The lean path of a small Send / Send&Inv / Write (issue 15 item 4). post_sq, with qp->lock
  * held, the QP in RTS and the request's SQ slot reserved: true when the request may go straight
  * to the socket (not DEFER, fits one FPDU, nothing outstanding on the SQ, nothing the engine
- * must send first, the engine idle); then the engine is ours (tx_mutex held) and *sgl the
+ * must send first, the engine idle); then the engine is ours (tx_owned held) and *sgl the
  * resolved source. Never blocks (trylock). */
 bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp_sgl *sgl);
 /* Then, with qp->lock released: frames and writes the request; completes it when the socket
- * took it whole, else queues it as the SQ entry being sent. Releases tx_mutex, runs a kick
+ * took it whole, else queues it as the SQ entry being sent. Releases tx_owned, runs a kick
  * that came meanwhile and reports a fatal socket error to the CM. w and sgl are taken over. */
 void iw_tx_lean_send(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl);
 
@@ -478,7 +505,7 @@ void iw_poll_attach(struct iw_qp *qp);
 void iw_poll_init(struct iw_qp *qp, struct iw_dp *dp);
 void iw_poll_detach(struct iw_qp *qp);
 /* The TX engine found the socket full (on) or got its bytes out: a polling consumer retries it
- * (there is no readiness for room in its CQs' epoll sets). dp->tx_mutex held. */
+ * (there is no readiness for room in its CQs' epoll sets). dp->tx_owned held. */
 void iw_poll_tx_blocked(struct iw_dp *dp, bool on);
 /* The QP's socket left the progress thread for its CQs' pollers (on) or came back: counted in
  * each of its CQs' polled_qps. qp->lock held. */

@@ -26,7 +26,7 @@
  *   - Close completions always run on the progress thread (never inside the consumer's call), so
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): dev->qps_lock (the walk of iw_qp_lookups_quiesce) ->
- *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_mutex / dp->tx_mutex
+ *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_mutex / dp->tx_owned
  *     (datapath.h) -> dev->lock (CM) -> qp->lock -> srq->lock -> cq->lock -> dev->mem_lock ->
  *     dev->wq_lock. The adapter instance's and the
  *     instance list's locks (src/common/ndk_prov_adapter.h) and dev->timer_lock are leaves.
@@ -1029,9 +1029,9 @@ struct iw_qp {
     struct iw_dp *dp;                 /* the engines' state (datapath.h), from establishment on */
     /* obj.sv's QP part (sysview.c). Description: qp->lock. Counters: sq_posted (post_sq), rq_posted
      * and the oldest ages (posters and completers), *_completed and errors (completers): all
-     * under qp->lock, but for the TX lean path's completion (tx_mutex, with the SQ empty and
+     * under qp->lock, but for the TX lean path's completion (tx_owned, with the SQ empty and
      * only its poster able to post, so no other completer runs); bytes_out / ops_out: the TX
-     * engine (tx_mutex); bytes_in / ops_in: the RX engine (rx_mutex). */
+     * engine (tx_owned); bytes_in / ops_in: the RX engine (rx_mutex). */
     struct ndk_sv_qp *svq;
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
@@ -1087,7 +1087,7 @@ void iw_qp_dma_stop(struct iw_qp *qp);
  * Progress thread, no lock held. */
 void iw_qp_release_first_fpdu(struct iw_qp *qp);
 /* Asks the progress engine for EPOLLOUT on the QP's socket (TX engine blocked on a full socket)
- * or withdraws it. Any thread; no lock held except dp->tx_mutex (takes qp->lock). */
+ * or withdraws it. Any thread; no lock held except dp->tx_owned (takes qp->lock). */
 void iw_qp_want_writable(struct iw_qp *qp, bool on);
 /* Moves the connection's socket between the progress thread (on = false: EPOLLIN, EPOLLRDHUP,
  * EPOLLOUT as the TX engine asks) and a polling consumer (on = true: out of the progress

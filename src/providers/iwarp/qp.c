@@ -536,7 +536,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
             return;
         }
         pthread_mutex_init(&dp->rx_mutex, NULL);
-        pthread_mutex_init(&dp->tx_mutex, NULL);
+        atomic_init(&dp->tx_owned, false);
         dp->qp = qp;
         dp->fd = -1;
         dp->poll.fd = -1;
@@ -575,11 +575,11 @@ void iw_qp_connection_established(struct iw_qp *qp)
         qp->dp = dp;                      /* under the lock for iw_qp_lookups_quiesce */
         pthread_mutex_unlock(&qp->lock);
         pthread_mutex_lock(&dp->rx_mutex);
-        pthread_mutex_lock(&dp->tx_mutex);
+        dp_tx_own_wait(dp);
         pthread_mutex_lock(&qp->lock);
         dp->stopped = true;
         pthread_mutex_unlock(&qp->lock);
-        pthread_mutex_unlock(&dp->tx_mutex);
+        dp_tx_own_release(dp);
         pthread_mutex_unlock(&dp->rx_mutex);
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
@@ -628,7 +628,7 @@ void iw_qp_stop(struct iw_qp *qp)
      * mutexes). */
     iw_poll_detach(qp);
     pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_lock(&dp->tx_mutex);
+    dp_tx_own_wait(dp);
     pthread_mutex_lock(&qp->lock);
     if (!dp->stopped) {
         dp->stopped = true;
@@ -673,7 +673,7 @@ void iw_qp_stop(struct iw_qp *qp)
         }
     }
     pthread_mutex_unlock(&qp->lock);
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_release(dp);
     pthread_mutex_unlock(&dp->rx_mutex);
 }
 
@@ -764,7 +764,6 @@ static void iw_qp_engines_free(struct iw_qp *qp)
     free(dp->orq);
     free(dp->irq);
     pthread_mutex_destroy(&dp->rx_mutex);
-    pthread_mutex_destroy(&dp->tx_mutex);
     free(dp);
     qp->dp = NULL;
 }

@@ -5,12 +5,13 @@
  * error from a posting thread). Run by qp.c, post.c, rx.c and poll.c.
  *
  * The TX engine is a resumable state machine (enum dp_tx_state, one transition function
- * tx_goto) owned by whoever holds dp->tx_mutex. Kickers never wait for it: iw_tx_kick sets
- * tx_pending and trylocks; the owner loops until tx_pending stays clear, so a kick is never
- * lost. Kicker (store tx_pending, then read the mutex) and owner (unlock, then read tx_pending)
- * are the store-buffering pattern: each needs a full fence between its store and its load
- * (tx_kick_fence), or both may read the old value and the kick is lost (a failed trylock
- * orders nothing; seen as a Read Response never sent, rping's server waiting 5 s). Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
+ * tx_goto) owned by whoever holds dp->tx_owned (datapath.h). Kickers never wait for it:
+ * iw_tx_kick sets tx_pending and tries the flag; the owner loops until tx_pending stays clear,
+ * so a kick is never lost. Kicker (store tx_pending, then read the flag) and owner (release,
+ * then read tx_pending) are the store-buffering pattern: each needs a full fence between its
+ * store and its load (tx_kick_fence), or both may read the old value and the kick is lost (a
+ * failed try orders nothing; seen as a Read Response never sent, rping's server waiting 5 s).
+ * Socket writes are non-blocking sendmsg() calls straight from registered memory (header,
  * payload iovecs, trailer; several FPDUs per call); a short write just leaves the batch in
  * DP_TX_SENDING and asks the progress engine for EPOLLOUT.
  * A batch carries whole messages one after another, as tx_pick would send them, until it is
@@ -103,7 +104,7 @@ static uint8_t send_opcode(const struct iw_wqe *w)
  * written (fpdu.h: iw_fpdu_put_hdr reads the opcode, last and those; tx_frame sets last and the
  * TO / MO of each segment): clearing the whole template, with its Read Request and Terminate
  * bodies, cost as much as writing the header itself. Takes the Send's MSN (RFC 5041 §5.1).
- * tx_mutex held. */
+ * tx_owned held. */
 static void tx_hdr_transfer(struct dp_tx *tx, const struct iw_wqe *w)
 {
     if (w->op == IW_WR_WRITE) {
@@ -314,7 +315,7 @@ static __thread struct dp_tx_batch tx_thread_batch;
  * its headers and trailers with it. The copy's storage stays with the QP until it stops: a
  * connection that fills its socket once does so on every large message, and a malloc and free
  * per full socket would sit on the data path. Only the parts in use are copied (a batch of a
- * few small messages uses a fraction of it). -ENOMEM when there is no memory. tx_mutex held. */
+ * few small messages uses a fraction of it). -ENOMEM when there is no memory. tx_owned held. */
 static int tx_keep(struct dp_tx *tx)
 {
     struct dp_tx_batch *b = tx->b, *k;
@@ -354,7 +355,7 @@ static void tx_unkeep(struct dp_tx *tx)
 
 /* The header of the current message's segment at tx->off with seg payload bytes, into buf
  * (cap bytes). Returns its length or -errno. Inlined, as is tx_seg_trl: a batch of small
- * messages pays for them once per message. Engine-private (tx_mutex). */
+ * messages pays for them once per message. Engine-private (tx_owned). */
 static inline __attribute__((always_inline)) int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t *buf, size_t cap)
 {
     struct iw_fpdu_hdr h = tx->h;
@@ -372,7 +373,7 @@ static inline __attribute__((always_inline)) int tx_seg_hdr(struct iw_qp *qp, st
 
 /* The trailer (pad, CRC) of a segment whose header hdr (hl bytes) carries seg payload bytes in
  * pay[0..np), into trl (cap bytes); the CRC (RFC 5044 §4) when it was negotiated. Returns its
- * length or -errno. Engine-private (tx_mutex). */
+ * length or -errno. Engine-private (tx_owned). */
 static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *dp, const uint8_t *hdr, int hl,
                                                             uint64_t seg, const struct iovec *pay, int np,
                                                             uint8_t *trl, size_t cap)
@@ -398,7 +399,7 @@ static inline __attribute__((always_inline)) int tx_seg_trl(const struct iw_dp *
  * receiver lays Read Responses out by it, rx.c). The MSS settles early in a connection, so the
  * interval doubles while it stays the same: a stream of 64 KiB messages (two segments each)
  * would otherwise pay a system call every few hundred KiB. A socket without an MSS (a socket
- * pair in the tests) keeps the size it had. Engine-private (tx_mutex); a system call. */
+ * pair in the tests) keeps the size it had. Engine-private (tx_owned); a system call. */
 static void tx_mss_refresh(struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
@@ -422,7 +423,7 @@ static void tx_mss_refresh(struct iw_dp *dp)
 /* Frames segments of the current message into the batch until its last one is in (returns 1)
  * or the batch is full (0: the message goes on in the next batch), else -errno. Records the
  * message's part in the batch. Inlined into tx_build, which runs it once per message.
- * Engine-private (tx_mutex). */
+ * Engine-private (tx_owned). */
 static inline __attribute__((always_inline)) int tx_frame(struct iw_qp *qp, struct iw_dp *dp, int *nf)
 {
     struct dp_tx *tx = &dp->tx;
@@ -505,7 +506,7 @@ void iw_tx_batch_free(struct iw_device *dev)
     dev->prog_tx_batch = NULL;
 }
 
-/* Starts an empty batch in the thread's storage (the last batch is out). tx_mutex held. */
+/* Starts an empty batch in the thread's storage (the last batch is out). tx_owned held. */
 static void tx_batch_begin(struct iw_qp *qp, struct dp_tx *tx)
 {
     tx->b = tx_batch_mine(qp->obj.dev);
@@ -515,7 +516,7 @@ static void tx_batch_begin(struct iw_qp *qp, struct dp_tx *tx)
     tx->batch_bytes = 0;
 }
 
-/* Closes a batch of nf FPDUs. tx_mutex held. */
+/* Closes a batch of nf FPDUs. tx_owned held. */
 static void tx_batch_end(struct iw_qp *qp, struct dp_tx *tx, int nf)
 {
     tx->b->nfpdu = nf;
@@ -523,7 +524,7 @@ static void tx_batch_end(struct iw_qp *qp, struct dp_tx *tx, int nf)
 }
 
 /* Builds the next batch in the thread's storage: the current message, then (while there is
- * room) the messages tx_pick chooses after it. Engine-private (tx_mutex); takes qp->lock. */
+ * room) the messages tx_pick chooses after it. Engine-private (tx_owned); takes qp->lock. */
 static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
@@ -562,7 +563,7 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
 
 /* Retires the batch's messages whose last byte went to TCP, in batch order; once the batch
  * is out whole, also makes the IDLE state's pick (dp_tx.prepick). qp->lock NOT held; takes it.
- * Engine-private (tx_mutex). */
+ * Engine-private (tx_owned). */
 static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
@@ -668,7 +669,7 @@ gather:;
 }
 
 /* Accounts one socket write (n: what send / sendmsg returned): 0 when it took bytes, -EINTR to
- * write again, -EAGAIN when the socket is full, else -errno. Engine-private (tx_mutex). */
+ * write again, -EAGAIN when the socket is full, else -errno. Engine-private (tx_owned). */
 static int tx_wrote(struct iw_qp *qp, ssize_t n)
 {
     IW_DP_COUNT(qp->dp->tx.writes);
@@ -684,7 +685,7 @@ static int tx_wrote(struct iw_qp *qp, ssize_t n)
 }
 
 /* Moves the batch past n written bytes: a short write resumes inside an iovec. Engine-private
- * (tx_mutex). */
+ * (tx_owned). */
 static void tx_advance(struct dp_tx *tx, size_t n)
 {
     while (n && tx->iovpos < tx->iovcnt) {
@@ -703,7 +704,7 @@ static void tx_advance(struct dp_tx *tx, size_t n)
 }
 
 /* Writes what is left of the batch, retiring messages as they are out. 0 = all written,
- * -EAGAIN = socket full, else -errno. Engine-private (tx_mutex). */
+ * -EAGAIN = socket full, else -errno. Engine-private (tx_owned). */
 static int tx_write(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_tx *tx = &dp->tx;
@@ -723,7 +724,7 @@ static int tx_write(struct iw_qp *qp, struct iw_dp *dp)
 
 /* The SENDING state after tx_write (its result err): 1 when the batch is out (IDLE again), 0
  * when the socket is full (the batch is kept, and the engine waits for room), else a fatal
- * -errno (DEAD). tx_mutex held. */
+ * -errno (DEAD). tx_owned held. */
 static int tx_sent(struct iw_qp *qp, struct iw_dp *dp, int err)
 {
     struct dp_tx *tx = &dp->tx;
@@ -751,7 +752,7 @@ static int tx_sent(struct iw_qp *qp, struct iw_dp *dp, int err)
     return 1;
 }
 
-/* The engine proper: runs until idle, blocked or dead. tx_mutex held. Returns 0 or a fatal
+/* The engine proper: runs until idle, blocked or dead. tx_owned held. Returns 0 or a fatal
  * socket error (-errno). */
 static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
@@ -797,8 +798,8 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
     }
 }
 
-/* The fence of the file's header: between a kicker's store of tx_pending and its trylock, and
- * between an owner's unlock and its look at tx_pending. */
+/* The fence of the file's header: between a kicker's store of tx_pending and its try, and
+ * between an owner's release and its look at tx_pending. */
 static inline void tx_kick_fence(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
@@ -817,14 +818,14 @@ int iw_tx_run(struct iw_qp *qp)
     atomic_store_explicit(&dp->tx_pending, true, memory_order_relaxed);
     tx_kick_fence();
     while (atomic_load_explicit(&dp->tx_pending, memory_order_relaxed)) {
-        if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
+        if (!dp_tx_own_try(dp))
             return ret;                            /* the owner will see tx_pending */
         atomic_store_explicit(&dp->tx_pending, false, memory_order_relaxed);
-        /* A stopped engine is DEAD (iw_qp_stop holds tx_mutex) or never sent (a failed
+        /* A stopped engine is DEAD (iw_qp_stop holds tx_owned) or never sent (a failed
          * establishment: its picks find dp->stopped), so no check of dp->stopped here. */
         tx->prepick = -1;
         int err = tx_engine(qp, dp);
-        pthread_mutex_unlock(&dp->tx_mutex);
+        dp_tx_own_release(dp);
         tx_kick_fence();
         if (err < 0 && !ret)
             ret = err;
@@ -837,13 +838,13 @@ int iw_tx_poll(struct iw_qp *qp)
     struct iw_dp *dp = qp->dp;
     bool ready;
 
-    if (!dp || pthread_mutex_trylock(&dp->tx_mutex) != 0)
+    if (!dp || !dp_tx_own_try(dp))
         return 0;                                  /* the owner runs it */
     struct pollfd pf = { .fd = dp->fd, .events = POLLOUT };
     /* An error or a hang-up makes poll() return too: the engine's write then reports it. */
     ready = dp->tx.state != DP_TX_SENDING || dp->fd < 0 || poll(&pf, 1, 0) != 0;
-    pthread_mutex_unlock(&dp->tx_mutex);
-    /* A kick that found tx_mutex ours waits in tx_pending, as for any owner (iw_tx_run). */
+    dp_tx_own_release(dp);
+    /* A kick that found tx_owned ours waits in tx_pending, as for any owner (iw_tx_run). */
     if (!ready)
         tx_kick_fence();
     if (ready || atomic_load_explicit(&dp->tx_pending, memory_order_relaxed))
@@ -892,16 +893,16 @@ bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp
      * (RFC 5040 §5.3: in request order), the first-FPDU hold (RFC 5044 §7.1.2). */
     if (qp->sq.count || dp->term_pending || dp->term_sent || dp->irq_count || qp->params.tx_wait_first_rx)
         return false;
-    /* A trylock never waits, so taking tx_mutex inside qp->lock here cannot deadlock with the
+    /* A try never waits, so taking tx_owned inside qp->lock here cannot deadlock with the
      * engine, which takes them the other way round. Someone else's engine: the ordinary way. */
-    if (pthread_mutex_trylock(&dp->tx_mutex) != 0)
+    if (!dp_tx_own_try(dp))
         return false;
     /* The engine idle: no batch or message in progress, not waiting for room. A bad SGL is left
      * to tx_pick, which fails it as it always has (its Terminate, its completion). A kick that
-     * came while we held tx_mutex is served by the ordinary path's own kick (no DEFER here). */
+     * came while we held tx_owned is served by the ordinary path's own kick (no DEFER here). */
     if (tx->state != DP_TX_IDLE || tx->msg != DP_MSG_NONE || tx->want_out ||
         atomic_load_explicit(&dp->tx_blocked, memory_order_relaxed) || tx_sgl_source(qp, w, sgl, &bad) < 0) {
-        pthread_mutex_unlock(&dp->tx_mutex);
+        dp_tx_own_release(dp);
         return false;
     }
     tx->slot = iw_wq_slot(&qp->sq, 0);             /* where post_sq reserved it room */
@@ -910,7 +911,7 @@ bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp
 
 /* The lean message is out whole, or cannot be handed over: its memory references go first,
  * then its completion (§5.10: a consumer that deregisters right after it must not find the
- * region still in use; §5.5.2: none for a successful SILENT_SUCCESS request). tx_mutex held,
+ * region still in use; §5.5.2: none for a successful SILENT_SUCCESS request). tx_owned held,
  * qp->lock not held (takes cq->lock). */
 static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl, NTSTATUS st)
 {
@@ -943,7 +944,7 @@ static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *
 /* The lean message as one FPDU in buf (cap bytes), the bytes tx_frame would put in a batch
  * for it: its header, its payload copied, pad and CRC. Returns the FPDU's length, 0 when its
  * source needs more pieces than a small message may have (the engine frames it), or -errno.
- * tx_mutex held. */
+ * tx_owned held. */
 static int tx_lean_frame(struct iw_qp *qp, struct iw_dp *dp, uint8_t *buf, size_t cap)
 {
     struct dp_tx *tx = &dp->tx;
@@ -975,7 +976,7 @@ static int tx_lean_frame(struct iw_qp *qp, struct iw_dp *dp, uint8_t *buf, size_
  * SQ entry 0 being sent. The engine frames it into a batch again (the same bytes: the header
  * template and its MSN are kept), skips what the socket took, and goes on in SENDING with the
  * rest (kept by tx_keep while the socket is full), so nothing is lost or reordered and it
- * completes through tx_retire. Returns the engine's result. tx_mutex held. */
+ * completes through tx_retire. Returns the engine's result. tx_owned held. */
 static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w, struct dp_sgl *sgl, int len,
                             ssize_t n, int err)
 {
@@ -1055,8 +1056,8 @@ void iw_tx_lean_send(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl)
     } else {
         err = tx_lean_handover(qp, dp, w, sgl, len, n, err);
     }
-    pthread_mutex_unlock(&dp->tx_mutex);
-    /* A kick that found tx_mutex ours (RX: a Read Response, our Terminate) waits in tx_pending,
+    dp_tx_own_release(dp);
+    /* A kick that found tx_owned ours (RX: a Read Response, our Terminate) waits in tx_pending,
      * as it would for any owner of the engine (iw_tx_run). */
     tx_kick_fence();
     if (atomic_load_explicit(&dp->tx_pending, memory_order_relaxed)) {
@@ -1098,10 +1099,10 @@ void iw_tx_disarm(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
 
-    pthread_mutex_lock(&dp->tx_mutex);
+    dp_tx_own_wait(dp);
     if (dp->tx.want_out) {
         dp->tx.want_out = false;
         iw_qp_want_writable(qp, false);
     }
-    pthread_mutex_unlock(&dp->tx_mutex);
+    dp_tx_own_release(dp);
 }

@@ -99,7 +99,7 @@ struct iw_wire {
     uint32_t id;                      /* connection number in the instance (logs) */
     bool active;                      /* we sent the MPA Request */
     /* Capture (capture.c). TX fields belong to the sender of the moment (the CM under
-     * dev->lock until the hand-over, then the TX engine under dp->tx_mutex); RX fields likewise
+     * dev->lock until the hand-over, then the TX engine under dp->tx_owned); RX fields likewise
      * to the receiver. The other direction's sequence number is read for ACKs: atomics. */
     struct iw_pcapng *file;           /* NULL: not captured */
     SOCKADDR_INET local, peer;
