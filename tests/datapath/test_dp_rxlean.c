@@ -11,8 +11,8 @@
  *      too: the receive's check comes before the CRC, as on the resumable path, so the
  *      Terminate is DDP untagged "too long" with the header, and not one byte lands in the
  *      receive buffer.
- * After the first FPDU of a connection, whole Sends take rx_frame_send (one qp->lock section
- * from taking the receive to completing it): cases 1, 3 and 4 check that they did.
+ * Whole Sends take rx_frame_send (taking the receive, placing and completing it in one go):
+ * cases 1, 3 and 4 check that they did.
  *
  *   test_dp_rxlean crc|nocrc */
 #include "dptest.h"
@@ -120,9 +120,9 @@ int main(int argc, char **argv)
     expect_recv(1, 13, 12);
     expect_recv(2, 200, 13);
     CHECK_EQ(frames() - f0, 3);
-    /* The first FPDU of a connection releases the hold-back first (RFC 5044 §7.1.2): the other
-     * two were whole Sends completed in the same critical section as their receive was taken. */
-    CHECK_EQ(rx_count(true), 2);
+    /* All three were whole Sends taken and completed by rx_frame_send, the connection's first
+     * FPDU too (its release of the hold-back, RFC 5044 §7.1.2, is rx_on_end's). */
+    CHECK_EQ(rx_count(true), 3);
     close(fd);
     dpt_disconnect(&env);
 

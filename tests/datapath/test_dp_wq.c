@@ -4,10 +4,16 @@
  * side state per slot as the SQ has. After every step: count and full, each queued entry's
  * request context and side state through iw_wq_at / iw_wq_slot / iw_wq_side, which slots
  * iw_wq_slot_queued calls queued, and that a reserved push lands at iw_wq_slot(q, count).
- * Usage: test_dp_wq */
+ *   take  the RQ's taker (iw_wq_take_*): a poster thread pushing receives under a mutex (qp->lock's
+ *         part), reaping first, against a taker thread taking them without it, at depths 1 to
+ *         13 and 64: every receive taken once, in order, with the SGEs it was posted with; the
+ *         poster never finds the queue full while fewer than depth are outstanding; a reset
+ *         and a flush (pop everything) with the taker stopped leave it consistent.
+ * Usage: test_dp_wq [take] */
 #include "dptest.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #define MAXD 64u
@@ -145,8 +151,133 @@ static void run(uint32_t depth, unsigned steps)
     iw_wq_free(&q);
 }
 
-int main(void)
+/* ---- the taker ---- */
+
+#define TAKE_N 200000u
+
+struct take_run {
+    struct iw_wq q;
+    pthread_mutex_t lock;          /* plays qp->lock: pushes, reaps, resets and flushes */
+    uint32_t depth;
+    atomic_uint took;              /* receives the taker completed */
+    uint32_t stop_at;              /* the taker stops after this many (a reset or flush follows) */
+};
+
+/* A receive's SGEs name its sequence number, so a torn or misplaced entry shows. */
+static void recv_sges(NDK_SGE *sge, uint32_t n, uint32_t seq)
 {
+    for (uint32_t i = 0; i < n; i++) {
+        sge[i].VirtualAddress = (PVOID)(uintptr_t)(((uint64_t)seq << 8) | i);
+        sge[i].Length = seq ^ i;
+        sge[i].MemoryRegionToken = seq + i;
+    }
+}
+
+static void *taker(void *arg)
+{
+    struct take_run *t = arg;
+    uint32_t seq = atomic_load(&t->took);
+
+    while (seq < t->stop_at) {
+        const struct iw_wqe *w = iw_wq_take_peek(&t->q);
+        if (!w) {
+            sched_yield();
+            continue;
+        }
+        NDK_SGE want[3];
+        uint32_t n = seq % 4;
+        recv_sges(want, n, seq);
+        CHECK_MSG((uintptr_t)w->request_context == seq && w->op == IW_WR_RECEIVE && w->nsge == n,
+                  "depth %u: took context %lu (%u SGEs), expected %u", t->depth,
+                  (unsigned long)(uintptr_t)w->request_context, w->nsge, seq);
+        CHECK_MSG(!n || !memcmp(w->sge, want, n * sizeof want[0]), "depth %u: receive %u's SGEs torn", t->depth, seq);
+        iw_wq_take_next(&t->q);
+        atomic_store(&t->took, ++seq);
+    }
+    return NULL;
+}
+
+/* Posts receives seq .. end-1, never more than depth outstanding (as a consumer keeps its RQ). */
+static void poster(struct take_run *t, uint32_t *seq, uint32_t end)
+{
+    while (*seq < end) {
+        if (*seq - atomic_load(&t->took) >= t->depth) {
+            sched_yield();
+            continue;
+        }
+        NDK_SGE sge[3];
+        uint32_t n = *seq % 4;
+        recv_sges(sge, n, *seq);
+        pthread_mutex_lock(&t->lock);
+        iw_wq_reap(&t->q);
+        /* Fewer than depth outstanding: the reap must have made room for it. */
+        CHECK_MSG(iw_wq_push_receive(&t->q, (void *)(uintptr_t)*seq, sge, n, 0, 0) == 0,
+                  "depth %u: push of %u refused with %u outstanding", t->depth, *seq, *seq - atomic_load(&t->took));
+        pthread_mutex_unlock(&t->lock);
+        (*seq)++;
+    }
+}
+
+static void take_run(uint32_t depth)
+{
+    struct take_run t;
+    pthread_t th;
+    uint32_t seq = 0;
+
+    memset(&t, 0, sizeof t);
+    pthread_mutex_init(&t.lock, NULL);
+    t.depth = depth;
+    CHECK_EQ(iw_wq_init(&t.q, depth, 3, 0), 0);
+    /* Receives posted before the taker exists (before the connection), then the reset. */
+    poster(&t, &seq, depth / 2);
+    pthread_mutex_lock(&t.lock);
+    iw_wq_take_reset(&t.q);
+    pthread_mutex_unlock(&t.lock);
+    /* Half the run, then the taker stops (a stop), a reset, and the second half. */
+    for (int half = 0; half < 2; half++) {
+        t.stop_at = (uint32_t)(half + 1) * (TAKE_N / 2);
+        CHECK(pthread_create(&th, NULL, taker, &t) == 0);
+        poster(&t, &seq, t.stop_at);
+        pthread_join(th, NULL);
+        CHECK_EQ(atomic_load(&t.took), t.stop_at);
+        pthread_mutex_lock(&t.lock);
+        if (half == 0) {
+            iw_wq_take_reset(&t.q);
+            CHECK_EQ(t.q.count, 0);               /* every one posted was taken, then reaped */
+        } else {
+            /* The flush after the stop: reap, then what is left is popped. Post a few that
+             * nobody takes first. */
+            iw_wq_reap(&t.q);
+            CHECK_EQ(t.q.count, 0);
+            for (uint32_t i = 0; i < depth; i++)
+                CHECK_EQ(iw_wq_push_receive(&t.q, (void *)(uintptr_t)(seq + i), NULL, 0, 0, 0), 0);
+            iw_wq_reap(&t.q);                     /* nothing taken: nothing to drop */
+            CHECK_EQ(t.q.count, depth);
+            struct iw_wqe w;
+            for (uint32_t i = 0; i < depth; i++) {
+                CHECK_EQ(iw_wq_pop(&t.q, &w), 0);
+                CHECK_EQ((uintptr_t)w.request_context, seq + i);
+            }
+            CHECK_EQ(iw_wq_pop(&t.q, &w), -ENOBUFS);
+        }
+        pthread_mutex_unlock(&t.lock);
+    }
+    /* Everything left the queue: no chunk but the spare is kept. */
+    for (uint32_t k = 0; k < (depth + IW_WQ_CHUNK - 1) / IW_WQ_CHUNK; k++)
+        CHECK_MSG(!t.q.chunk[k], "depth %u: chunk %u kept with nothing queued", depth, k);
+    iw_wq_free(&t.q);
+    pthread_mutex_destroy(&t.lock);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "take")) {
+        for (uint32_t d = 1; d <= 13; d++)
+            take_run(d);
+        take_run(MAXD);
+        printf("test_dp_wq take: ok\n");
+        return 0;
+    }
     for (uint32_t d = 1; d <= 13; d++)
         run(d, 20000);
     run(16, 20000);

@@ -760,6 +760,15 @@ struct iw_wq {
     uint32_t depth, head, count;
     uint32_t max_sge;
     uint32_t stride;                  /* bytes per slot: the WQE, then the side state */
+    /* A taker: one consumer that takes entries in order without the owner's lock (the QP's RQ
+     * and its RX engine, issue 39; iw_wq_take_*). A taken entry keeps its slot, and stays in
+     * count, until a holder of the lock reaps it (iw_wq_reap): head, count and the chunks stay
+     * the lock's. published: receives ever pushed (iw_wq_push_receive, release: after the
+     * entry); taken: entries ever taken (the taker, release: after its reads of them);
+     * reaped: taken entries dropped (the lock); take_slot: the taker's next slot. */
+    _Atomic uint32_t published, taken;
+    uint32_t reaped;
+    uint32_t take_slot;
 };
 int iw_wq_init(struct iw_wq *q, uint32_t depth, uint32_t max_sge, size_t side_size);
 void iw_wq_free(struct iw_wq *q);
@@ -779,6 +788,14 @@ int iw_wq_pop(struct iw_wq *q, struct iw_wqe *out);
 int iw_wq_drop(struct iw_wq *q);   /* releases the head entry in place */
 /* New depth, entries kept in order; -EINVAL below the queued count, -ENOMEM. */
 int iw_wq_resize(struct iw_wq *q, uint32_t depth);
+/* The taker (struct iw_wq). iw_wq_take_reset: makes every queued entry untaken, before a taker
+ * starts (the lock held, no taker running). iw_wq_take_peek: the oldest entry not taken yet, or
+ * NULL; the taker only. iw_wq_take_next: takes it (the taker reads nothing of it after). iw_wq_reap:
+ * drops the taken entries, giving their slots back; the lock held. */
+void iw_wq_take_reset(struct iw_wq *q);
+const struct iw_wqe *iw_wq_take_peek(struct iw_wq *q);
+void iw_wq_take_next(struct iw_wq *q);
+void iw_wq_reap(struct iw_wq *q);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
 void iw_wqe_clear(struct iw_wqe *w);   /* zeroes all but the SGE array (wq.c) */

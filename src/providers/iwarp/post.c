@@ -400,10 +400,14 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
      * them when a Send arrives. On an ERROR QP they complete at once, CANCELLED (§8 item 29). */
     uint64_t now = iw_sv_now();
     pthread_mutex_lock(&qp->lock);
+    iw_wq_reap(&qp->rq);                /* the receives the RX engine took give their slots back */
     if (iw_wq_push_receive(&qp->rq, rctx, sgl, nsge, length, now) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
     } else {
-        /* 0 exactly when no receive is outstanding, queued or being filled (rx.c). */
+        /* 0 exactly when no receive is outstanding, queued or being filled: against the RX
+         * engine, which clears it without qp->lock when it completes the last one (rx.c,
+         * rx_sv_recv_done): the push published the receive, then we look (a full fence). */
+        atomic_thread_fence(memory_order_seq_cst);
         if (!__atomic_load_n(&qp->svq->rq_oldest_ns, __ATOMIC_RELAXED))
             ndk_sv_set(&qp->svq->rq_oldest_ns, now);
         ndk_sv_add(&qp->svq->rq_posted, 1);

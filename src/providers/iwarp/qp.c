@@ -126,8 +126,10 @@ void iw_qp_flush_locked(struct iw_qp *qp)
         return;
     }
     iw_qp_flush_wq_locked(qp, &qp->sq, qp->icq);
-    if (!qp->srq)
+    if (!qp->srq) {
+        iw_wq_reap(&qp->rq);             /* the RX engine's taken receives completed already */
         iw_qp_flush_wq_locked(qp, &qp->rq, qp->rcq);
+    }
 }
 
 /* ---- completion of SQ entries and the one TERMINATE (the engines report here) ---- */
@@ -565,6 +567,8 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     iw_tx_init(qp, dp);
     iw_rx_init(qp, dp);
+    if (!qp->srq)
+        iw_wq_take_reset(&qp->rq);       /* the receives posted so far are the RX engine's to take */
     pthread_mutex_unlock(&qp->lock);
 
     /* The socket is ours now (the CM handed it over): closed in iw_qp_connection_lost once the

@@ -14,8 +14,8 @@
  * (IW_FPDU_RX_CALLER_CRC): either way each payload byte passes through the CRC once.
  *
  * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
- * dp->rx_mutex; qp->lock is taken briefly for
- * state shared with TX and posting (RQ, ORQ, IRQ, SQE states). Never blocks: the socket is read
+ * dp->rx_mutex; qp->lock is taken briefly for state shared with TX and posting (ORQ, IRQ, SQE
+ * states). Receives are taken from the RQ without it (the RQ's taker, struct iw_wq). Never blocks: the socket is read
  * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
  * is level-triggered, so the rest comes on the next call).
  *
@@ -167,10 +167,10 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
 
 /* Takes the oldest posted receive (RQ or SRQ, §5.6 / §8 item 25): keeps its context and its
  * SGL resolved for writing (*res the resolve's result, *bad its bad SGE). An RQ entry is
- * resolved where it lies and released there: a WQE is some 400 bytes that a small message
- * would otherwise copy out and clear twice. Returns 0 or -ENOBUFS. RX engine with qp->lock
- * held (takes the SRQ's lock inside it). */
-static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
+ * resolved where it lies, without qp->lock (the RQ's taker, struct iw_wq), and left for the
+ * poster to reap: a WQE is some 400 bytes that a small message would otherwise copy out and
+ * clear twice. Returns 0 or -ENOBUFS. RX engine (takes the SRQ's lock inside it). */
+static int rx_take_recv(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *bad)
 {
     struct iw_wqe copy;
     const struct iw_wqe *w = NULL;
@@ -180,9 +180,8 @@ static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uin
         got = iw_srq_take(qp->srq, &copy);
         w = &copy;
     } else {
-        got = qp->rq.count ? 0 : -ENOBUFS;
-        if (!got)
-            w = iw_wq_at(&qp->rq, 0);
+        w = iw_wq_take_peek(&qp->rq);
+        got = w ? 0 : -ENOBUFS;
     }
     if (got == 0) {
         if (qp->srq) {                             /* outstanding on this QP from now on */
@@ -197,14 +196,14 @@ static int rx_take_recv_locked(struct iw_qp *qp, struct dp_rx *rx, int *res, uin
         if (qp->srq)
             iw_wq_entry_release(&copy);
         else
-            iw_wq_drop(&qp->rq);
+            iw_wq_take_next(&qp->rq);
     }
     return got;
 }
 
 /* A Send's checks before placement: its receive, the receive's SGL, the length. A failure is
- * recorded in the deframer (rx_fail, no lock of its own). RX engine with qp->lock held. */
-static void rx_hdr_send_locked(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
+ * recorded in the deframer (rx_fail, no lock of its own). RX engine, no lock needed. */
+static void rx_hdr_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
 
@@ -212,7 +211,7 @@ static void rx_hdr_send_locked(struct iw_qp *qp, struct iw_dp *dp, const struct 
         /* First segment: consume the oldest posted receive. */
         uint32_t bad = 0;
         int res = 0;
-        if (rx_take_recv_locked(qp, rx, &res, &bad) < 0) {
+        if (rx_take_recv(qp, rx, &res, &bad) < 0) {
             /* iWARP has no receiver-not-ready retry: RFC 5041 §7.3 code 2, connection dies. */
             rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED, IW_TERM_DDP_U_MSN_NOBUF);
             return;
@@ -259,9 +258,7 @@ static void rx_on_header(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        pthread_mutex_lock(&qp->lock);
-        rx_hdr_send_locked(qp, dp, h);
-        pthread_mutex_unlock(&qp->lock);
+        rx_hdr_send(qp, dp, h);
         break;
     case IW_OP_TERMINATE:
         break;                                    /* acted on at END, once the CRC is good */
@@ -353,19 +350,36 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
     (1u << IW_OP_WRITE | 1u << IW_OP_READ_RESP | 1u << IW_OP_SEND | 1u << IW_OP_SEND_INV |           \
      1u << IW_OP_SEND_SE | 1u << IW_OP_SEND_SE_INV)
 
-/* The system view's count of a completed receive; the oldest outstanding one is now the RQ's
- * head (none with an SRQ: a QP fills one receive at a time). qp->lock held. */
-static inline void rx_sv_recv_done_locked(struct iw_qp *qp, NTSTATUS st)
+/* The system view's count of a completed receive; the oldest outstanding one is now the next
+ * the RQ's taker would take (none with an SRQ: a QP fills one receive at a time). RX engine, or
+ * the stop; a failed receive only with qp->lock held (errors has other writers under it). */
+static inline void rx_sv_recv_done(struct iw_qp *qp, NTSTATUS st)
 {
+    const struct iw_wqe *next = qp->srq ? NULL : iw_wq_take_peek(&qp->rq);
+
     ndk_sv_add(&qp->svq->rq_completed, 1);
     if (st != STATUS_SUCCESS)
         ndk_sv_add(&qp->svq->errors, 1);
-    ndk_sv_set(&qp->svq->rq_oldest_ns, !qp->srq && qp->rq.count ? iw_wq_at(&qp->rq, 0)->posted_ns : 0);
+    if (next) {
+        ndk_sv_set(&qp->svq->rq_oldest_ns, next->posted_ns);
+        return;
+    }
+    /* 0 exactly when none is outstanding, against a receive posted meanwhile: we clear, then
+     * look for it; iw_post_receive publishes it, then looks at the mark (a full fence between
+     * each one's store and load), so at least one of us sets the mark. */
+    ndk_sv_set(&qp->svq->rq_oldest_ns, 0);
+    if (qp->srq)
+        return;
+    atomic_thread_fence(memory_order_seq_cst);
+    next = iw_wq_take_peek(&qp->rq);
+    if (next)
+        ndk_sv_set(&qp->svq->rq_oldest_ns, next->posted_ns);
 }
 
-/* Completes the receive at the end of its message. RX engine; qp->lock held when locked, else
- * taken for the completion. */
-static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h, bool locked)
+/* Completes the receive at the end of its message. RX engine, no lock needed: the receive was
+ * taken from the RQ without it, and a flush comes only after the stop, which waits for the
+ * engine (rx_mutex). */
+static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
     bool inv = h->opcode == IW_OP_SEND_INV || h->opcode == IW_OP_SEND_SE_INV;
@@ -391,13 +405,9 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
     iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
-    if (!locked)
-        pthread_mutex_lock(&qp->lock);
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
-    rx_sv_recv_done_locked(qp, STATUS_SUCCESS);
-    if (!locked)
-        pthread_mutex_unlock(&qp->lock);
+    rx_sv_recv_done(qp, STATUS_SUCCESS);
 }
 
 static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
@@ -443,9 +453,8 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     return -ECONNRESET;
 }
 
-/* Returns 0 to go on, or a fatal -errno. RX engine; locked: qp->lock is held (rx_frame_send,
- * which guarantees a Send and first_done), else taken as needed. */
-static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev, bool locked)
+/* Returns 0 to go on, or a fatal -errno. RX engine; takes qp->lock as needed. */
+static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *ev)
 {
     const struct iw_fpdu_hdr *h = ev->hdr;
     struct dp_rx *rx = &dp->rx;
@@ -494,7 +503,7 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     case IW_OP_SEND_SE:
     case IW_OP_SEND_INV:
     case IW_OP_SEND_SE_INV:
-        rx_end_send(qp, dp, h, locked);
+        rx_end_send(qp, dp, h);
         break;
     case IW_OP_TERMINATE:
         ret = rx_end_terminate(qp, dp, h);
@@ -513,6 +522,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     struct dp_rx *rx = &dp->rx;
     struct dp_term_code tc = { e->term.layer, e->term.etype, e->term.ecode };
     NTSTATUS st = iw_access_term_status(&tc);
+    const struct iw_wqe *w;
 
     iw_warn("QP[%u] RX error at stream offset %llu: %s (layer %u etype %u code 0x%02x); sending Terminate",
             qp->obj.id, (unsigned long long)e->fpdu_offset, iw_fpdu_rx_reason_str(e->reason), tc.layer, tc.etype,
@@ -526,11 +536,12 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
             rx->recv_status = st;
             rx->recv_pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
         }
-    } else if (!qp->srq && qp->rq.count && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES)) {
+    } else if (!qp->srq && (st == STATUS_ACCESS_VIOLATION || st == STATUS_REMOTE_RESOURCES) &&
+               (w = iw_wq_take_peek(&qp->rq))) {
         /* A protection violation by the peer is reported on this side too (issue 4: "a
          * remote access error on both sides"): the oldest receive carries it. */
-        rx->recv_ctx = iw_wq_at(&qp->rq, 0)->request_context;
-        iw_wq_drop(&qp->rq);
+        rx->recv_ctx = w->request_context;
+        iw_wq_take_next(&qp->rq);
         memset(&rx->recv_sgl, 0, sizeof rx->recv_sgl);
         rx->have_recv = true;
         rx->recv_status = st;
@@ -572,23 +583,21 @@ static bool rx_pred_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h, cons
 }
 
 /* Whether a FRAME is a whole Send message (one segment, L set, MO 0) that rx_frame_send can
- * take: a receive to consume, and the first-FPDU hold-back already released (rx_on_end would
- * take qp->lock for it). */
+ * take: a receive to consume. */
 static bool rx_frame_send_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h)
 {
     bool send = h->opcode == IW_OP_SEND || h->opcode == IW_OP_SEND_SE || h->opcode == IW_OP_SEND_INV ||
                 h->opcode == IW_OP_SEND_SE_INV;
 
-    return send && h->last && h->mo == 0 && !rx->have_recv && rx->first_done;
+    return send && h->last && h->mo == 0 && !rx->have_recv;
 }
 
 /* A whole Send in one FRAME, its trailer in in[0, len) or taken by the FRAME already
  * (fev->ended): the receive's checks, placement, the trailer (the deframer's END or ERROR) and
- * the completion in one qp->lock critical section instead of two (take the receive, then
- * complete it), in the order of the resumable path, so a flush sees the receive either posted
- * or completed. A failed check or a bad trailer stays in the deframer, which reports it at the
- * caller's next step. *used: trailer bytes consumed here. Returns 0 or a fatal -errno
- * (rx_on_end). RX engine; takes qp->lock. */
+ * the completion in one go, in the order of the resumable path. A failed check or a bad trailer
+ * stays in the deframer, which reports it at the caller's next step. *used: trailer bytes
+ * consumed here. Returns 0 or a fatal -errno (rx_on_end). RX engine; takes qp->lock only as
+ * rx_on_end does (the receive is the RQ taker's). */
 static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev, const uint8_t *in,
                          size_t len, size_t *used)
 {
@@ -597,19 +606,17 @@ static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpd
 
     *used = 0;
     dp->rx.tgt = DP_RXT_NONE;
-    pthread_mutex_lock(&qp->lock);
-    rx_hdr_send_locked(qp, dp, fev->hdr);
+    rx_hdr_send(qp, dp, fev->hdr);
     if (dp->rx.fr.state != IW_FPDU_RX_ERROR) {
         rx_place(dp, fev);
         if (fev->ended) {
             dp->rx.frame_sends++;
-            ret = rx_on_end(qp, dp, fev, true);
+            ret = rx_on_end(qp, dp, fev);
         } else if (iw_fpdu_rx_step_ex(&dp->rx.fr, in, len, IW_FPDU_RX_CALLER_CRC, used, &ev) == IW_FPDU_EV_END) {
             dp->rx.frame_sends++;
-            ret = rx_on_end(qp, dp, &ev, true);
+            ret = rx_on_end(qp, dp, &ev);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
     return ret;
 }
 
@@ -670,7 +677,7 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
                 break;
             rx_place(dp, &ev);
             if (ev.ended) {
-                err = rx_on_end(qp, dp, &ev, false);
+                err = rx_on_end(qp, dp, &ev);
                 if (err) {
                     ret = err;
                     goto out;
@@ -678,7 +685,7 @@ static int rx_feed_pred(struct iw_qp *qp, struct iw_dp *dp, const uint8_t *data,
             }
             break;
         case IW_FPDU_EV_END:
-            err = rx_on_end(qp, dp, &ev, false);
+            err = rx_on_end(qp, dp, &ev);
             if (err) {
                 ret = err;
                 goto out;
@@ -1266,7 +1273,7 @@ void iw_rx_stop_locked(struct iw_qp *qp, struct iw_dp *dp)
         iw_access_sgl_release(&dp->rx.recv_sgl);
         iw_cq_push(qp->rcq, &r, false);
         dp->rx.have_recv = false;
-        rx_sv_recv_done_locked(qp, r.Status);
+        rx_sv_recv_done(qp, r.Status);
     }
     iw_access_sgl_release(&dp->rx.wsgl);
     iw_access_sgl_release(&dp->rx.rr.src);

@@ -3,7 +3,8 @@
  * ring by hand. The slots are stored in chunks that exist only while something is queued in
  * them (iwarp.h says why).
  *
- * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or srq->lock) is held around every call. */
+ * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or srq->lock) is held around every
+ * call but the taker's (iw_wq_take_peek, iw_wq_take_next: the RQ's RX engine, see struct iw_wq). */
 #include "iwarp.h"
 
 #include <errno.h>
@@ -159,6 +160,9 @@ int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t
     d->length = length;
     d->posted_ns = posted_ns;
     wq_commit(q, slot);
+    /* One pusher at a time (the lock): a load and a store. */
+    atomic_store_explicit(&q->published, atomic_load_explicit(&q->published, memory_order_relaxed) + 1,
+                          memory_order_release);
     return 0;
 }
 
@@ -227,4 +231,44 @@ int iw_wq_resize(struct iw_wq *q, uint32_t depth)
     wq_free_chunks(q);
     *q = n;
     return 0;
+}
+
+/* ---- the taker ---- */
+
+void iw_wq_take_reset(struct iw_wq *q)
+{
+    iw_wq_reap(q);
+    q->reaped = 0;
+    q->take_slot = q->head;
+    atomic_store_explicit(&q->taken, 0, memory_order_relaxed);
+    atomic_store_explicit(&q->published, q->count, memory_order_release);
+}
+
+const struct iw_wqe *iw_wq_take_peek(struct iw_wq *q)
+{
+    uint32_t t = atomic_load_explicit(&q->taken, memory_order_relaxed);   /* our own */
+
+    /* Acquire: the entry, and its chunk's pointer, were written before they were published. */
+    if (atomic_load_explicit(&q->published, memory_order_acquire) == t)
+        return NULL;
+    return iw_wq_slot_ptr(q, q->take_slot);
+}
+
+void iw_wq_take_next(struct iw_wq *q)
+{
+    q->take_slot = q->take_slot + 1 == q->depth ? 0 : q->take_slot + 1;
+    /* Release: our reads of the entry come before the reaper may clear it. */
+    atomic_store_explicit(&q->taken, atomic_load_explicit(&q->taken, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
+void iw_wq_reap(struct iw_wq *q)
+{
+    uint32_t t = atomic_load_explicit(&q->taken, memory_order_acquire);
+
+    /* Taken entries are the oldest, in order: dropping from the head drops exactly them. */
+    while (q->reaped != t) {
+        iw_wq_drop(q);
+        q->reaped++;
+    }
 }
