@@ -260,7 +260,10 @@ static int mem_iov(struct iw_obj *mem, uint64_t va, uint64_t len, struct iovec *
     return n;
 }
 
-int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
+/* The general walk of iw_access_sgl_iov: several SGEs, an offset past the first, fast-registered
+ * pages, or a window. */
+static __attribute__((noinline)) int sgl_iov_walk(const struct dp_sgl *s, uint64_t off, uint64_t len,
+                                                  struct iovec *iov, int max, uint64_t *mapped)
 {
     int n = 0;
 
@@ -281,6 +284,23 @@ int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct
             break;                                /* out of iovecs */
     }
     return n;
+}
+
+int iw_access_sgl_iov(const struct dp_sgl *s, uint64_t off, uint64_t len, struct iovec *iov, int max, uint64_t *mapped)
+{
+    const struct dp_sge *e = &s->e[0];
+
+    /* A small message's usual case, without the walk's frame (some 45 instructions a call, two
+     * calls per round trip): the bytes inside one SGE of a region registered with its labels as
+     * host addresses. Same result as the walk. */
+    if (s->n && off < e->len && len && len <= e->len - off && max > 0 &&
+        (!e->mem || (e->mem->type == IW_OBJ_MR && !obj_mr(e->mem)->fast_register))) {
+        iov[0].iov_base = (void *)(uintptr_t)(e->va + off);
+        iov[0].iov_len = len;
+        *mapped = len;
+        return 1;
+    }
+    return sgl_iov_walk(s, off, len, iov, max, mapped);
 }
 
 /* ---- invalidation and the local memory operations ---- */
