@@ -191,6 +191,8 @@ static void *taker(void *arg)
                   "depth %u: took context %lu (%u SGEs), expected %u", t->depth,
                   (unsigned long)(uintptr_t)w->request_context, w->nsge, seq);
         CHECK_MSG(!n || !memcmp(w->sge, want, n * sizeof want[0]), "depth %u: receive %u's SGEs torn", t->depth, seq);
+        CHECK_MSG(w->length == seq + 1u && w->posted_ns == seq + 2u, "depth %u: receive %u's fields torn", t->depth,
+                  seq);
         iw_wq_take_next(&t->q);
         atomic_store(&t->took, ++seq);
     }
@@ -211,11 +213,23 @@ static void poster(struct take_run *t, uint32_t *seq, uint32_t end)
         pthread_mutex_lock(&t->lock);
         iw_wq_reap(&t->q);
         /* Fewer than depth outstanding: the reap must have made room for it. */
-        CHECK_MSG(iw_wq_push_receive(&t->q, (void *)(uintptr_t)*seq, sge, n, 0, 0) == 0,
+        CHECK_MSG(iw_wq_push_receive(&t->q, (void *)(uintptr_t)*seq, sge, n, *seq + 1u, *seq + 2u) == 0,
                   "depth %u: push of %u refused with %u outstanding", t->depth, *seq, *seq - atomic_load(&t->took));
         pthread_mutex_unlock(&t->lock);
         (*seq)++;
     }
+}
+
+/* Nothing queued: no chunk but the spare is kept, and the spare is zero (a push builds a
+ * receive in its free slot as it finds it). */
+static void empty_ok(struct iw_wq *q, uint32_t depth)
+{
+    for (uint32_t k = 0; k < (depth + IW_WQ_CHUNK - 1) / IW_WQ_CHUNK; k++)
+        CHECK_MSG(!q->chunk[k], "depth %u: chunk %u kept with nothing queued", depth, k);
+    CHECK_MSG(q->spare, "depth %u: no spare chunk after the queue emptied", depth);
+    const uint8_t *b = (const uint8_t *)q->spare->slots;
+    for (size_t i = 0; i < (size_t)IW_WQ_CHUNK * q->stride; i++)
+        CHECK_MSG(!b[i], "depth %u: byte %zu of a free slot is not zero", depth, i);
 }
 
 static void take_run(uint32_t depth)
@@ -244,6 +258,7 @@ static void take_run(uint32_t depth)
         if (half == 0) {
             iw_wq_take_reset(&t.q);
             CHECK_EQ(t.q.count, 0);               /* every one posted was taken, then reaped */
+            empty_ok(&t.q, depth);
         } else {
             /* The flush after the stop: reap, then what is left is popped. Post a few that
              * nobody takes first. */
@@ -262,9 +277,7 @@ static void take_run(uint32_t depth)
         }
         pthread_mutex_unlock(&t.lock);
     }
-    /* Everything left the queue: no chunk but the spare is kept. */
-    for (uint32_t k = 0; k < (depth + IW_WQ_CHUNK - 1) / IW_WQ_CHUNK; k++)
-        CHECK_MSG(!t.q.chunk[k], "depth %u: chunk %u kept with nothing queued", depth, k);
+    empty_ok(&t.q, depth);
     iw_wq_free(&t.q);
     pthread_mutex_destroy(&t.lock);
 }

@@ -262,13 +262,33 @@ void iw_wq_take_next(struct iw_wq *q)
                           memory_order_release);
 }
 
+/* Drops the head entry, a receive the taker took: iw_wq_push_receive wrote only these fields into
+ * a zero slot and a receive owns nothing, so clearing them gives the slot back zero, where
+ * iw_wq_drop would clear the whole WQE and look for buffers and references. */
+static void wq_drop_receive(struct iw_wq *q)
+{
+    struct iw_wqe *d = iw_wq_slot_ptr(q, q->head);
+
+    if (d->op != IW_WR_RECEIVE || q->stride != IW_WQ_ALIGN(sizeof(struct iw_wqe))) {
+        iw_wq_drop(q);                          /* not what the taker's queue holds: the general way */
+        return;
+    }
+    memset(d->sge, 0, wq_sge_bytes(d));
+    d->op = 0;
+    d->request_context = NULL;
+    d->nsge = 0;
+    d->length = 0;
+    d->posted_ns = 0;
+    wq_advance(q);
+}
+
 void iw_wq_reap(struct iw_wq *q)
 {
     uint32_t t = atomic_load_explicit(&q->taken, memory_order_acquire);
 
     /* Taken entries are the oldest, in order: dropping from the head drops exactly them. */
     while (q->reaped != t) {
-        iw_wq_drop(q);
+        wq_drop_receive(q);
         q->reaped++;
     }
 }
