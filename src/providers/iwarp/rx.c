@@ -15,9 +15,9 @@
  *
  * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
  * dp->rx_mutex; qp->lock is taken briefly for state shared with TX and posting (ORQ, IRQ, SQE
- * states). Receives are taken from the RQ without it (the RQ's taker, struct iw_wq). Never blocks: the socket is read
- * with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number of reads per call (epoll
- * is level-triggered, so the rest comes on the next call).
+ * states). Receives are taken from the RQ without it (the RQ's taker, struct iw_wq). Never
+ * blocks: the socket is read with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number
+ * of reads per call (epoll is level-triggered, so the rest comes on the next call).
  *
  * Talks to: fpdu.c (the deframer), access.c (checks, placement), qp.c (the first error, SQ
  * retire), tx.c (kicks it: Read Responses, the Terminate), wq.c and srq.c (receives), cq.c. Run

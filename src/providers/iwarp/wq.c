@@ -3,8 +3,9 @@
  * ring by hand. The slots are stored in chunks that exist only while something is queued in
  * them (iwarp.h says why).
  *
- * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or srq->lock) is held around every
- * call but the taker's (iw_wq_take_peek, iw_wq_take_next: the RQ's RX engine, see struct iw_wq). */
+ * Talks to: obj.c (a WQE's memory references). Locking: the owner's lock (qp->lock or
+ * srq->lock) is held around every call but the taker's (iw_wq_take_peek, iw_wq_take_next: the
+ * RQ's RX engine, see struct iw_wq). */
 #include "iwarp.h"
 
 #include <errno.h>
