@@ -24,8 +24,9 @@
  *                 does non-blocking send() / sendmsg(); a close or RX never waits behind a
  *                 blocked write. The one acquisition inside qp->lock, against this order, is the
  *                 TX lean path's claim (iw_tx_lean_claim_locked): a try, so it cannot deadlock.
- *   qp->lock      (core) state, queues; here also every field shared between RX and TX: the
- *                 ORQ, the IRQ, the per-SQE state array, the pending Terminate.
+ *   qp->lock      (core) state, queues (the RQ's receives are taken without it: its taker,
+ *                 struct iw_wq); here also every field shared between RX and TX: the ORQ, the
+ *                 IRQ, the per-SQE state array, the pending Terminate.
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
  *                 iw_mem_put when it wakes a deregistration; key lookups take none) ;
  *                 mr->lock / mw->lock are taken with qp->lock held and before dev->mem_lock.

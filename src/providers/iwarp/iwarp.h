@@ -741,7 +741,7 @@ struct iw_wqe {
 
 /* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
  * Consumer: the engines, retire and flush. Every call is made with the owning object's lock
- * held (qp->lock / srq->lock); none blocks.
+ * held (qp->lock / srq->lock) but the taker's (the RQ's RX engine, below); none blocks.
  * Storage follows what is queued, not the depth (issue 14 item 3): the slots live in chunks of
  * IW_WQ_CHUNK, allocated zeroed when a push first needs one and given back when the last entry
  * in it leaves; one emptied chunk is kept as a spare, so a queue that carries one request at a
@@ -1023,7 +1023,8 @@ struct iw_qp {
     NDK_QP ndk;
     struct iw_obj obj;
     struct ndk_list dev_link;         /* dev->qps (qps_lock) */
-    /* Job of lock: state, conn, fd, params, both work queues (indices and contents). The data
+    /* Job of lock: state, conn, fd, params, both work queues (indices and contents; the RX
+     * engine takes the RQ's receives without it, struct iw_wq's taker). The data
      * path may split TX/RX progress under its own finer locks, but the state transition and the
      * fd detach always happen under this lock, so a holder that sees RTS may use fd. */
     pthread_mutex_t lock;
