@@ -210,12 +210,12 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
      * (iw_cq_push), and the overrun's latch and its look. An arm already there was raised so
      * before these looks, by an earlier arm. A failed exchange means a firer cleared the
      * arming: this one is then a new arming. */
+    uint64_t raised;
     w = atomic_load(&cq->armw);
-    while (kind > iw_armw_kind(w) &&
-           !atomic_compare_exchange_weak(&cq->armw, &w, (w & ~(uint64_t)IW_CQ_ARM_MASK) | kind))
-        ;
-    if (kind > iw_armw_kind(w))
-        w = (w & ~(uint64_t)IW_CQ_ARM_MASK) | kind;
+    do
+        raised = kind > iw_armw_kind(w) ? (w & ~(uint64_t)IW_CQ_ARM_MASK) | kind : w;
+    while (raised != w && !atomic_compare_exchange_weak(&cq->armw, &w, raised));
+    w = raised;
     uint64_t pushes = atomic_load(&cq->pushes);
     if (atomic_load(&cq->error)) {
         /* §8.32: an error latched while unarmed is reported at the next arm of any type. */
