@@ -18,10 +18,24 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # run NAME OP RULES PATTERN: one client run under RULES; its stderr must match PATTERN.
 run() {
-  local name=$1 op=$2 rules=$3 pattern=$4 port=$((20000 + RANDOM % 30000))
-  env -u NDK_FILTERS "$NDKPERF" -s "127.0.0.1:$port" --once >"$T/$name.srv" 2>&1 &
-  SRV=$!
-  for _ in $(seq 1 100); do grep -q listening "$T/$name.srv" 2>/dev/null && break; sleep 0.05; done
+  local name=$1 op=$2 rules=$3 pattern=$4 port
+  # A port below the ephemeral range (a test beside us holding thousands of connections takes
+  # ports from it), and another one if the server still cannot listen there.
+  for _ in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + RANDOM % 12000))
+    env -u NDK_FILTERS "$NDKPERF" -s "127.0.0.1:$port" --once >"$T/$name.srv" 2>&1 &
+    SRV=$!
+    for _ in $(seq 1 100); do
+      grep -q listening "$T/$name.srv" 2>/dev/null && break
+      kill -0 "$SRV" 2>/dev/null || break
+      sleep 0.05
+    done
+    grep -q listening "$T/$name.srv" 2>/dev/null && break
+    kill "$SRV" 2>/dev/null
+    wait "$SRV" 2>/dev/null
+    SRV=
+  done
+  [ -n "$SRV" ] || { fail "$name: the server could not listen: $(tail -n 1 "$T/$name.srv")"; return; }
   local t0=$SECONDS
   NDK_FILTERS=verify,fault NDK_FAULT_RULES="$rules" NDK_FAULT_SEED=5 NDK_VERIFY_PATH="$T/$name.verify" \
     timeout 60 "$NDKPERF" -c "127.0.0.1:$port" -t "$op" -n 20000 -z 4096 >"$T/$name.out" 2>"$T/$name.err"
