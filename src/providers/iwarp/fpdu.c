@@ -770,6 +770,121 @@ static size_t rx_end_whole(struct iw_fpdu_rx *rx, const uint8_t *t, struct iw_fp
     return (size_t)rx->pad_len + IW_MPA_CRC_SIZE;
 }
 
+/* IW_FPDU_RX_WHOLE | IW_FPDU_RX_END with CRC off, at a frame's first byte (HDR_START, nothing
+ * buffered): a Send or a tagged segment with payload whose frame in[0, len) holds whole, and that
+ * passes every check of rx_hdr_start, rx_hdr_rest and rx_check_seq, decoded and ended in one pass.
+ * It leaves the deframer and *ev exactly as the general steps do (HDR_START -> HDR_REST -> PAYLOAD
+ * -> HDR_START, each transition legal; fuzz_fpdu compares the two whole). Anything else (a check
+ * that fails, a Read Request or Terminate, no payload, a non-zero PAD) returns 0 having changed
+ * nothing, and the general steps take the frame, errors included. Returns the bytes taken. */
+static size_t rx_frame_fast(struct iw_fpdu_rx *rx, const uint8_t *in, size_t len, struct iw_fpdu_event *ev)
+{
+    if (len < IW_FPDU_TAGGED_HDR_LEN)
+        return 0;
+    uint16_t ulpdu = iw_get_be16(in + IW_OFF_MPA_LEN);
+    uint8_t ddp = in[IW_OFF_DDP_CTRL];
+    uint8_t rdmap = in[IW_OFF_RDMAP_CTRL];
+    uint8_t op = rdmap & IW_RDMAP_CTRL_OP_MASK;
+    bool tagged = (ddp & IW_DDP_CTRL_T) != 0;
+    bool last = (ddp & IW_DDP_CTRL_L) != 0;
+    uint32_t hneed = IW_MPA_LEN_SIZE + ddp_hdr_len(tagged);
+    uint32_t pad = iw_mpa_pad_len(ulpdu);
+    size_t total = (size_t)IW_MPA_LEN_SIZE + ulpdu + pad + IW_MPA_CRC_SIZE;
+
+    if ((ddp & IW_DDP_CTRL_DV_MASK) != IW_DDP_VERSION ||
+        (rdmap & IW_RDMAP_CTRL_RV_MASK) >> IW_RDMAP_CTRL_RV_SHIFT != IW_RDMAP_VERSION || !op_known(op) ||
+        tagged != op_tagged(op) || op_single(op))
+        return 0;
+    /* A payload (the FRAME's condition), within the configured maximum, the frame all here. */
+    if ((uint32_t)ulpdu + IW_MPA_LEN_SIZE <= hneed || ulpdu > rx->cfg.max_ulpdu || len < total)
+        return 0;
+    uint32_t payload = (uint32_t)ulpdu + IW_MPA_LEN_SIZE - hneed;
+    const uint8_t *t = in + IW_MPA_LEN_SIZE + ulpdu;
+    uint8_t padbits = 0;
+    for (uint32_t i = 0; i < pad; i++)
+        padbits |= t[i];
+    if (padbits)
+        return 0;
+
+    struct iw_fpdu_hdr *h = &rx->hdr;
+    uint32_t stag = 0, qn = 0, msn = 0, mo = 0, inv = 0;
+    uint64_t to = 0;
+    if (tagged) {
+        stag = iw_get_be32(in + IW_OFF_STAG);
+        to = iw_get_be64(in + IW_OFF_TO);
+        if (UINT64_MAX - to < (uint64_t)payload - 1)
+            return 0;
+        if (rx->cfg.check_seq && rx->tq.open && (op != rx->tq.opcode || stag != rx->tq.stag || to != rx->tq.to))
+            return 0;
+    } else {
+        inv = iw_get_be32(in + IW_OFF_INV_STAG);
+        qn = iw_get_be32(in + IW_OFF_QN);
+        msn = iw_get_be32(in + IW_OFF_MSN);
+        mo = iw_get_be32(in + IW_OFF_MO);
+        if (qn != op_qn(op) || (uint64_t)mo + payload > UINT32_MAX + UINT64_C(1))
+            return 0;
+        const struct iw_fpdu_rx_queue *q = &rx->uq[IW_QN_SEND];
+        if (rx->cfg.check_seq && (msn != q->msn || (q->open && op != q->opcode) || mo != (q->open ? q->mo : 0)))
+            return 0;
+    }
+
+    /* Commit: what rx_hdr_rest, rx_check_seq, the PAYLOAD step and rx_end_whole write. */
+    if (h->opcode == IW_OP_READ_REQ)
+        memset(&h->rr, 0, sizeof h->rr);
+    else if (h->opcode == IW_OP_TERMINATE)
+        memset(&h->term, 0, sizeof h->term);
+    if (tagged)
+        memcpy(rx->hbuf, in, IW_FPDU_TAGGED_HDR_LEN);
+    else
+        memcpy(rx->hbuf, in, IW_FPDU_UNTAGGED_HDR_LEN);
+    h->ulpdu_len = ulpdu;
+    h->ddp_ctrl = ddp;
+    h->rdmap_ctrl = rdmap;
+    h->opcode = op;
+    h->tagged = tagged;
+    h->last = last;
+    h->hdr_len = (uint8_t)hneed;
+    h->payload_len = payload;
+    h->stag = stag;
+    h->to = to;
+    h->inv_stag = inv;
+    h->qn = qn;
+    h->msn = msn;
+    h->mo = mo;
+    rx->pad_len = (uint8_t)pad;
+    if (rx->cfg.check_seq) {
+        if (tagged) {
+            rx->tq.open = !last;
+            rx->tq.opcode = op;
+            rx->tq.stag = stag;
+            rx->tq.to = to + payload;
+        } else {
+            struct iw_fpdu_rx_queue *q = &rx->uq[IW_QN_SEND];
+            if (last) {
+                q->open = false;
+                q->msn++;
+                q->mo = 0;
+            } else {
+                q->open = true;
+                q->opcode = op;
+                q->mo = mo + payload;
+            }
+        }
+    }
+    rx->fpdu_start = rx->offset;
+    rx->offset += total;
+    rx->frames++;
+    memcpy(rx->crc_buf, t + pad, IW_MPA_CRC_SIZE);
+    rx_end_reset(rx);
+    ev->type = IW_FPDU_EV_FRAME;
+    ev->hdr = h;
+    ev->data = in + hneed;
+    ev->len = payload;
+    ev->crc_wire = iw_get_le32(rx->crc_buf);
+    ev->ended = true;
+    return total;
+}
+
 enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data, size_t len, unsigned flags,
                                         size_t *consumed, struct iw_fpdu_event *ev)
 {
@@ -783,6 +898,12 @@ enum iw_fpdu_ev_type iw_fpdu_rx_step_ex(struct iw_fpdu_rx *rx, const void *data,
         rx_fail(rx, -ENOTRECOVERABLE, IW_FPDU_RXERR_INTERNAL, IW_TERM_LAYER_RDMAP,
                 IW_TERM_ETYPE_RDMAP_CATASTROPHIC, IW_TERM_RDMAP_UNSPECIFIED, false);
         goto error;
+    }
+    if ((flags & (IW_FPDU_RX_WHOLE | IW_FPDU_RX_END)) == (IW_FPDU_RX_WHOLE | IW_FPDU_RX_END) &&
+        rx->state == IW_FPDU_RX_HDR_START && rx->hgot == 0 && !rx->cfg.crc) {
+        used = rx_frame_fast(rx, in, len, ev);
+        if (used)
+            goto out;
     }
     for (;;) {
         size_t avail = len - used;
