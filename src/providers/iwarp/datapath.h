@@ -286,7 +286,10 @@ enum dp_rx_target {
 };
 
 #define DP_RX_STAGE   8192u   /* the RX staging buffer, one per thread (rx.c) */
-#define DP_RX_BULK    (256u << 10) /* a read of a backlog through staging (rx.c, rx->bulk) */
+/* A read of a backlog through staging (rx.c, rx->bulk). 512 KiB: against 256 KiB, a 1 MiB Write's
+ * receiver made 3.23 reads per MiB instead of 4.03 (Send 3.71 instead of 4.39, medians of 16 and
+ * 12 interleaved runs) at the same bandwidth (ratio 1.02 and 0.99); it still fits the L2 cache. */
+#define DP_RX_BULK    (512u << 10)
 #define DP_RX_MAX_IOV 64
 #define DP_RX_TAILS   33u     /* small buffers for trailer + next header, one recvmsg()'s worth, per thread */
 #define DP_RX_TAIL_LEN 32u    /* pad (<= 3) + CRC (4) + the longest common header (20) */
