@@ -1,21 +1,27 @@
-/* test_dp_lookup: key lookups without dev->mem_lock (mem.c) against the close that frees what
- * they find. A lookup reads a slot of the STag table and then looks at the object it found,
- * under a QP's qp->lock (the TX engine) or its datapath's rx_mutex (the RX engine); a closed MR
- * waits on the device's retired list until the progress thread has seen each QP's two locks free
- * once (iw_qp_lookups_quiesce), and only then is freed.
- *   qp-lock, rx-mutex: this thread plays a lookup that read the slot just before the close. It
- *     holds the lock, the MR is closed (its slot emptied, its destroy queues the reclaim), and
- *     the harness thread, playing the progress thread, must stop in the walk: the MR stays on
- *     the list, readable, until the lock is let go; then it is freed. Without the walk the MR
+/* test_dp_lookup: key lookups without dev->mem_lock and without object references (mem.c)
+ * against the close that frees what they find. A lookup reads a slot of the STag table and then
+ * looks at the object it found, under a QP's qp->lock (posts, the TX engine's picks), its
+ * datapath's rx_mutex (the RX engine) or tx_owned (the TX engine, which drops its uses there);
+ * a closed MR waits on the device's retired list until the progress thread has seen each QP's
+ * three free once (iw_qp_lookups_quiesce), and only then is freed.
+ *   qp-lock, rx-mutex, tx-owner: this thread plays a lookup that read the slot just before the
+ *     close. It holds the lock (or the TX engine), the MR is closed (its slot emptied, its
+ *     destroy queues the reclaim), and the harness thread, playing the progress thread, must
+ *     stop in the walk: the MR stays on the list, readable, until the lock is let go; then it
+ *     is freed. Without the walk (or, for tx-owner, without its wait for the TX engine) the MR
  *     is freed at once and the test fails (in every configuration; under ASan the read of the
  *     found object would be a use after free).
+ *   close-held: a use counted by a lookup (an SGL of a request in flight) outlives the lookup's
+ *     section: closing the MR must revoke its token at once but pend, the MR neither destroyed
+ *     nor its completion called, until the use is dropped; then the close completes and the MR
+ *     is freed. A close that does not hold the MR for its users completes at once and fails.
  *   storm: two threads look the MR's current token up as the engines do, holding qp->lock,
  *     while this thread deregisters it and registers it again as fast as it can, over two
  *     ranges in turn (a new token each time). A lookup that succeeds must see the registration
  *     of its token whole (its range's base and length), and never after that token's
  *     deregistration completed; a deregistration a lookup holds up completes when it lets go.
  *     TSan checks the sequence count's protocol.
- * Usage: test_dp_lookup qp-lock|rx-mutex|storm */
+ * Usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm */
 #include "dptest.h"
 
 #include <errno.h>
@@ -32,10 +38,28 @@ static bool retired_empty(void)
     return empty;
 }
 
-static void grace(bool rx_mutex)
+enum held { HELD_QP_LOCK, HELD_RX_MUTEX, HELD_TX_OWNER };
+static const char *const held_name[] = { "qp->lock", "rx_mutex", "tx_owned" };
+
+static void held_take(struct iw_qp *qp, enum held h)
+{
+    if (h == HELD_TX_OWNER)
+        dp_tx_own_wait(qp->dp);
+    else
+        pthread_mutex_lock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
+}
+
+static void held_release(struct iw_qp *qp, enum held h)
+{
+    if (h == HELD_TX_OWNER)
+        dp_tx_own_release(qp->dp);
+    else
+        pthread_mutex_unlock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
+}
+
+static void grace(enum held h)
 {
     struct iw_qp *qp = env.s[0].qp;
-    pthread_mutex_t *lock = rx_mutex ? &qp->dp->rx_mutex : &qp->lock;
     struct dpt_mr m;
 
     dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
@@ -45,7 +69,7 @@ static void grace(bool rx_mutex)
      * and one waiting for the lock held here would never reach the reclaim. */
     for (int i = 0; i < 2; i++)
         atomic_store(&env.s[i].live, false);
-    pthread_mutex_lock(lock);
+    held_take(qp, h);
     struct iw_obj *o = iw_stag_find(&env.dev.stags, m.token);
     CHECK_MSG(o != NULL, "the registered token's slot is empty");
     /* The close: the slot empties, the last reference goes, the destroy retires the MR. */
@@ -63,19 +87,66 @@ static void grace(bool rx_mutex)
             break;
         CHECK_EQ(r, 0);
         pthread_mutex_unlock(&env.dev.qps_lock);
-        CHECK_MSG(ndk_test_now_ms() < end, "the reclaim never waited for the lookup's %s", rx_mutex ? "rx_mutex" : "qp->lock");
+        CHECK_MSG(ndk_test_now_ms() < end, "the reclaim never waited for the lookup's %s", held_name[h]);
         usleep(1000);
     }
     usleep(100 * 1000);
-    CHECK_MSG(!retired_empty(), "the MR was freed while a lookup held it (%s)", rx_mutex ? "rx_mutex" : "qp->lock");
+    CHECK_MSG(!retired_empty(), "the MR was freed while a lookup held it (%s)", held_name[h]);
     CHECK_EQ(o->type, IW_OBJ_MR);                 /* its memory is still the MR's */
-    pthread_mutex_unlock(lock);
+    held_release(qp, h);
 
     end = ndk_test_now_ms() + 5000;
     while (!retired_empty())
         CHECK_MSG(ndk_test_now_ms() < end, "the MR was never freed after the lookup let go");
     for (int i = 0; i < 2; i++)
         atomic_store(&env.s[i].live, true);
+    IoFreeMdl(m.mdl);
+    free(m.buf);
+}
+
+/* ---- close-held ---- */
+
+static atomic_int closed;
+
+static void close_cb(PVOID ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&closed, 1);
+}
+
+static void close_held(void)
+{
+    struct iw_qp *qp = env.s[0].qp;
+    struct iw_mem_view v;
+    struct iw_obj *o;
+    struct dpt_mr m;
+
+    dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
+    unsigned nmr = atomic_load(&env.dev.nmr);
+    pthread_mutex_lock(&qp->lock);                 /* as a post resolves its SGL */
+    CHECK_EQ(iw_mem_get(&env.dev, m.token, &o, &v), 0);
+    pthread_mutex_unlock(&qp->lock);               /* the use goes on, as the request's */
+
+    NTSTATUS st = m.mr->Dispatch->NdkCloseMr(&m.mr->Header, close_cb, NULL);
+    CHECK_MSG(st == STATUS_PENDING, "the close of an MR in use returned %#x", (unsigned)st);
+    pthread_mutex_lock(&qp->lock);
+    struct iw_obj *o2;
+    CHECK_MSG(iw_mem_get(&env.dev, m.token, &o2, NULL) == -ENOENT, "the closed MR's token still resolves");
+    pthread_mutex_unlock(&qp->lock);
+    usleep(200 * 1000);
+    CHECK_MSG(atomic_load(&closed) == 0, "the close completed while the MR was in use");
+    CHECK_MSG(atomic_load(&env.dev.nmr) == nmr && retired_empty(), "the MR was destroyed while in use");
+    CHECK_EQ(o->type, IW_OBJ_MR);
+
+    pthread_mutex_lock(&qp->lock);
+    iw_mem_put(o);
+    pthread_mutex_unlock(&qp->lock);
+    uint64_t end = ndk_test_now_ms() + 5000;
+    while (atomic_load(&closed) == 0)
+        CHECK_MSG(ndk_test_now_ms() < end, "the close never completed after the use ended");
+    CHECK_EQ(atomic_load(&closed), 1);
+    while (!retired_empty() || atomic_load(&env.dev.nmr) != nmr - 1)
+        CHECK_MSG(ndk_test_now_ms() < end, "the closed MR was never freed");
     IoFreeMdl(m.mdl);
     free(m.buf);
 }
@@ -189,14 +260,18 @@ int main(int argc, char **argv)
 {
     struct dpt_conn_opts o;
 
-    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|storm");
+    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm");
     dpt_env_init(&env);
     dpt_conn_opts_default(&o);
     dpt_connect(&env, &o);
     if (!strcmp(argv[1], "qp-lock"))
-        grace(false);
+        grace(HELD_QP_LOCK);
     else if (!strcmp(argv[1], "rx-mutex"))
-        grace(true);
+        grace(HELD_RX_MUTEX);
+    else if (!strcmp(argv[1], "tx-owner"))
+        grace(HELD_TX_OWNER);
+    else if (!strcmp(argv[1], "close-held"))
+        close_held();
     else if (!strcmp(argv[1], "storm"))
         storm();
     else

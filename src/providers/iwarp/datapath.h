@@ -30,8 +30,9 @@
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
  *                 iw_mem_put when it wakes a deregistration; key lookups take none) ;
  *                 mr->lock / mw->lock are taken with qp->lock held and before dev->mem_lock.
- *   Every key lookup (iw_mem_get) runs under rx_mutex or qp->lock: the walk that frees closed
- *                 MRs and MWs (iw_qp_lookups_quiesce) relies on it.
+ *   Every key lookup (iw_mem_get) and every drop of its count (iw_mem_put) runs under rx_mutex,
+ *                 qp->lock or tx_owned: the walk that frees closed MRs and MWs
+ *                 (iw_qp_lookups_quiesce) relies on it, the lookups taking no reference.
  * No consumer callback is ever called from the data path: completions go through iw_cq_push,
  * which queues notifications to the progress thread.
  */

@@ -879,9 +879,13 @@ struct iw_mem_key {
     unsigned rights;                  /* the access as DP_ACC_* bits (iw_access_rights) */
     uint64_t base_va;                 /* label of the first byte (never dereferenced by the core) */
     uint64_t length;
-    /* DMA users (data path references taken with iw_mem_get). A deregister while they are
-     * non-zero pends until the last iw_mem_put (§5.10: memory is the consumer's after it). */
+    /* DMA users (data path uses counted by iw_mem_get). A deregister while they are non-zero
+     * pends until the last iw_mem_put (§5.10: memory is the consumer's after it), and so does
+     * a close: the lookups take no object reference. */
     atomic_int users;
+    /* The close found users: it took one object reference for all of them, which the last
+     * iw_mem_put drops (whoever exchanges this from true owns the drop). */
+    atomic_bool close_hold;
     struct iw_mem_inval inval;        /* an invalidation waiting for users (fast MR, MW) */
 };
 
@@ -949,17 +953,21 @@ struct iw_mem_view {
  * Computed when the access is set, not per lookup. Any thread, no lock (access.c). */
 unsigned iw_access_rights(ULONG access, bool fast, bool window);
 
-/* Looks up an STag (access.c); on success returns the MR or MW object with a reference and
- * a DMA-user count held: release both with iw_mem_put. With view, also what it covers
- * at that moment. -ENOENT when the STag is not valid (wrong key, free index, deregistered).
- * Takes no lock: the caller holds a QP's qp->lock or its datapath's rx_mutex, which is what
- * keeps an object it may find alive (iw_qp_lookups_quiesce). */
+/* Looks up an STag (access.c); on success returns the MR or MW object with a DMA-user count
+ * held, which keeps it (its close and deregistration pend until the count is dropped): release
+ * it with iw_mem_put. With view, also what it covers at that moment. -ENOENT when the STag is
+ * not valid (wrong key, free index, deregistered, closed). Takes no lock and no reference: the
+ * caller holds a QP's qp->lock, its datapath's rx_mutex or its TX engine (tx_owned), which is
+ * what keeps an object it may find alive (iw_qp_lookups_quiesce). */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
 /* A writer of what iw_mem_get reads without a lock (struct iw_mem_key, key.seq): the fields
  * are set with IW_MEM_SET between the two. dev->mem_lock held. */
 void iw_mem_write_begin(struct iw_obj *o);
 void iw_mem_write_end(struct iw_obj *o);
 #define IW_MEM_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+/* Drops the count iw_mem_get took. The caller holds one of the three that iw_mem_get names
+ * (any QP's): once the count is down the object may be closed, and that section is what keeps
+ * its memory until this returns. Never blocks. */
 void iw_mem_put(struct iw_obj *mem);
 /* An NdkInvalidate of mem has just made its token invalid on qp's SQ: returns true when
  * placements that began before are still running, so that the request's completion must wait
@@ -971,9 +979,10 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *mem);
 /* The last placement into mem ended: the invalidations of it waiting on qp's SQ are done (qp.c,
  * called by mem.c). Progress thread; takes qp->lock. */
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem);
-/* Returns once every key lookup (iw_mem_get) that was running when it was called has ended:
- * each runs under a QP's qp->lock or its datapath's rx_mutex, and each QP's two are taken and
- * released once (qp.c). Progress thread, no lock held; blocks while a holder finishes. */
+/* Returns once every key lookup (iw_mem_get) and every iw_mem_put that was running when it
+ * was called has ended: each runs under a QP's qp->lock, its datapath's rx_mutex or tx_owned,
+ * and each QP's three are taken and released once (qp.c). Progress thread, no lock held; blocks
+ * (yields) while a holder finishes. */
 void iw_qp_lookups_quiesce(struct iw_device *dev);
 /* Sets up the device's lists of retired MRs and MWs (mem.c); iw_device_destroy finds them
  * empty, the progress thread having run the last reclaim before it stopped. */

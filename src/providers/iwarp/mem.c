@@ -57,8 +57,6 @@ void iw_mem_write_end(struct iw_obj *o)
     atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
 }
 
-static void iw_mem_unuse(struct iw_obj *o);
-
 /* One consistent read of what a lookup checks, between two equal even values of k->seq. */
 static void iw_mem_read(struct iw_mem_key *k, unsigned *s, uint32_t *stag, bool *valid, struct iw_mem_view *v)
 {
@@ -84,12 +82,11 @@ static void iw_mem_read(struct iw_mem_key *k, unsigned *s, uint32_t *stag, bool 
 
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view)
 {
-    /* The object a slot gives stays in memory while the caller holds its QP lock, even if it is
-     * closed and its references are gone (iw_mem_retire): the reference is taken only if some
-     * remain. */
+    /* The object a slot gives stays in memory while the caller holds its QP lock (or rx_mutex,
+     * or tx_owned), even if it is closed and its references are gone (iw_mem_retire). */
     struct iw_obj *o = iw_stag_find(&dev->stags, stag);
 
-    if (!o || !iw_obj_tryget(o))
+    if (!o)
         return -ENOENT;
     struct iw_mem_key *k = iw_mem_key_of(o);
     for (;;) {
@@ -99,13 +96,12 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
         bool valid;
 
         iw_mem_read(k, &s, &ostag, &valid, &v);
-        if (ostag != stag || !valid || iw_obj_closing(o)) {
-            iw_obj_put(o);
+        if (ostag != stag || !valid || iw_obj_closing(o))
             return -ENOENT;
-        }
         /* Against a writer that makes the token invalid and then looks at key.users (the
-         * deregistration, an invalidation waiting for placements): we count ourselves, then
-         * read seq again (both sequentially consistent), so either it sees us or we see it. */
+         * deregistration, the close, an invalidation waiting for placements): we count
+         * ourselves, then read seq again (both sequentially consistent), so either it sees us
+         * or we see it. Every such writer changes seq after it set closing. */
         atomic_fetch_add(&k->users, 1);
         if (atomic_load(&k->seq) == s) {
             if (view)
@@ -113,7 +109,7 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
             *out = o;
             return 0;
         }
-        iw_mem_unuse(o);
+        iw_mem_put(o);
     }
 }
 
@@ -150,19 +146,21 @@ static void iw_mem_inval_init(struct iw_mem_inval *inv, struct iw_obj *o)
     inv->obj = o;
 }
 
-/* Drops the DMA-user count iw_mem_get took, waking what waited for it; the caller's reference
- * keeps o. */
-static void iw_mem_unuse(struct iw_obj *o)
+/* Wakes what waited for the count to drop. The caller's section (iwarp.h) keeps o in memory:
+ * its references may all be gone once the count is down. */
+void iw_mem_put(struct iw_obj *o)
 {
     struct iw_device *dev = o->dev;
+    struct iw_mem_key *k = iw_mem_key_of(o);
     bool done = false;
-    /* Against iw_deregister_mr and iw_mem_inval_wait: each publishes its waiting, then reads
-     * key.users; we lower key.users, then read what waits (all sequentially consistent), so at
-     * least one of the two sides sees the other. For the deregister the recheck under mem_lock
-     * lets only one complete; for an invalidation the exchange of inval.qp does. */
-    bool last = atomic_fetch_sub(&iw_mem_key_of(o)->users, 1) == 1;
-
-    if (last && o->type == IW_OBJ_MR) {
+    /* Against iw_deregister_mr, iw_mem_inval_wait and iw_mem_close_hold: each publishes its
+     * waiting, then reads key.users; we lower key.users, then read what waits (all sequentially
+     * consistent), so at least one of the two sides sees the other. For the deregister the
+     * recheck under mem_lock lets only one complete; for an invalidation the exchange of
+     * inval.qp does, for the close the exchange of close_hold. */
+    if (atomic_fetch_sub(&k->users, 1) != 1)
+        return;
+    if (o->type == IW_OBJ_MR) {
         struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
         if (atomic_load(&mr->dereg_waiting)) {
             pthread_mutex_lock(&dev->mem_lock);
@@ -174,20 +172,36 @@ static void iw_mem_unuse(struct iw_obj *o)
         if (done)
             iw_progress_queue(dev, &mr->dereg_work);   /* carries the ref taken by the deregister */
     }
-    if (last) {
-        struct iw_mem_inval *inv = &iw_mem_key_of(o)->inval;
-        if (atomic_load(&inv->qp)) {
-            iw_obj_get(o);
+    struct iw_mem_inval *inv = &k->inval;
+    if (atomic_load(&inv->qp)) {
+        /* The waiting request's WQE names o with a reference, so o is not finishing while it
+         * waits; if it is (the request was flushed, then o closed), nothing waits any more and
+         * only the QP's reference in inval.qp is left to drop. */
+        if (iw_obj_tryget(o)) {
             if (!iw_progress_queue(dev, &inv->work))
                 iw_obj_put(o);                         /* queued already: it holds one */
+        } else {
+            struct iw_qp *qp = atomic_exchange(&inv->qp, NULL);
+            if (qp)
+                iw_obj_put(&qp->obj);
         }
     }
+    /* Last: the close's reference may be the object's last (its finish is queued, not run). */
+    if (atomic_load(&k->close_hold) && atomic_exchange(&k->close_hold, false))
+        iw_obj_put(o);
 }
 
-void iw_mem_put(struct iw_obj *o)
+/* The close of an MR or MW, after it made the token invalid: uses counted before keep the
+ * object, and its close pending, until the last ends (the lookups take no reference). One
+ * reference stands for all of them. Consumer's thread (close_start), no lock held. */
+static void iw_mem_close_hold(struct iw_obj *o)
 {
-    iw_mem_unuse(o);
-    iw_obj_put(o);
+    struct iw_mem_key *k = iw_mem_key_of(o);
+
+    iw_obj_get(o);
+    atomic_store(&k->close_hold, true);
+    if (atomic_load(&k->users) == 0 && atomic_exchange(&k->close_hold, false))
+        iw_obj_put(o);                                 /* not the last: the consumer's is held */
 }
 
 bool iw_mem_placing(struct iw_obj *o)
@@ -244,10 +258,11 @@ void iw_mem_sv_describe_locked(struct iw_obj *o)
 /* ---- keeping closed MRs and MWs until no lookup can hold them ---- */
 
 /* A lookup may have read an object's slot just before its close emptied it, and then look at the
- * object under its QP lock (iw_mem_get); so a destroyed MR or MW waits on a list until the
- * progress thread has seen every QP lock free once (iw_qp_lookups_quiesce). Its close completes
- * meanwhile: the consumer's pages are kept by key.users, not by this memory. The type's destroy,
- * any thread that may run it (the progress thread, or the consumer's close), no lock held. */
+ * object under its QP lock (iw_mem_get); the last iw_mem_put may still read it after its count
+ * let the close complete. So a destroyed MR or MW waits on a list until the progress thread has
+ * seen every QP's lock, rx_mutex and TX engine free once (iw_qp_lookups_quiesce). The type's
+ * destroy, any thread that may run it (the progress thread, or the consumer's close), no lock
+ * held. */
 static void iw_mem_retire(struct iw_device *dev, struct ndk_list *list, struct ndk_list *link)
 {
     pthread_mutex_lock(&dev->mem_lock);
@@ -456,6 +471,7 @@ static void iw_mr_close_start(struct iw_obj *o)
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
     pthread_mutex_unlock(&mr->lock);
+    iw_mem_close_hold(o);
 }
 
 static void iw_mr_free(struct iw_mr *mr)
@@ -509,6 +525,7 @@ NTSTATUS iw_create_mr(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     pthread_mutex_init(&mr->lock, NULL);
     mr->fast_register = fast != 0;
     atomic_init(&mr->key.users, 0);
+    atomic_init(&mr->key.close_hold, false);
     mr->dereg_work.fn = iw_mr_dereg_work;
     ndk_list_init(&mr->dereg_work.link);
     iw_mem_inval_init(&mr->key.inval, &mr->obj);
@@ -549,6 +566,7 @@ static void iw_mw_close_start(struct iw_obj *o)
     iw_mem_write_end(o);
     iw_mem_sv_describe_locked(o);
     pthread_mutex_unlock(&o->dev->mem_lock);
+    iw_mem_close_hold(o);
 }
 
 static void iw_mw_free(struct iw_mw *mw)
@@ -597,6 +615,7 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     iw_obj_init(&mw->obj, &iw_mw_ops, IW_OBJ_MW, pd->obj.adapter, &mw->ndk.Header, &iw_mw_dispatch);
     pthread_mutex_init(&mw->lock, NULL);
     atomic_init(&mw->key.users, 0);
+    atomic_init(&mw->key.close_hold, false);
     iw_mem_inval_init(&mw->key.inval, &mw->obj);
     iw_obj_set_ante(&mw->obj, 0, &pd->obj);
     /* The window's STag exists from creation but is invalid until a bind (mw->key.valid). */

@@ -749,6 +749,8 @@ void iw_qp_lookups_quiesce(struct iw_device *dev)
         if (dp) {
             pthread_mutex_lock(&dp->rx_mutex);
             pthread_mutex_unlock(&dp->rx_mutex);
+            dp_tx_own_wait(dp);          /* the TX engine's iw_mem_put (tx_lean_complete) */
+            dp_tx_own_release(dp);
         }
     }
     pthread_mutex_unlock(&dev->qps_lock);
