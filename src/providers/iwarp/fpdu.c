@@ -147,7 +147,10 @@ static void put_term_body(const struct iw_fpdu_term *t, uint8_t *p)
         memcpy(p, t->rdmap_hdr, IW_READ_REQ_LEN);
 }
 
-int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, size_t cap)
+/* iw_fpdu_put_hdr with h's L bit, TO and MO given apart: a message's segments share one
+ * template. */
+static inline __attribute__((always_inline)) int put_hdr(const struct iw_fpdu_hdr *h, bool seg_last, uint64_t to,
+                                                         uint32_t mo, size_t payload_len, void *buf, size_t cap)
 {
     uint8_t *b = buf;
     uint8_t op = h->opcode;
@@ -163,19 +166,19 @@ int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, 
         return -ENOSPC;
 
     bool tagged = op_tagged(op);
-    bool last = h->last || op_single(op);
+    bool last = seg_last || op_single(op);
     iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)(hl - IW_MPA_LEN_SIZE + payload_len));
     b[IW_OFF_DDP_CTRL] = (uint8_t)((tagged ? IW_DDP_CTRL_T : 0) | (last ? IW_DDP_CTRL_L : 0) | IW_DDP_VERSION);
     b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
     if (tagged) {
         iw_put_be32(b + IW_OFF_STAG, h->stag);
-        iw_put_be64(b + IW_OFF_TO, h->to);
+        iw_put_be64(b + IW_OFF_TO, to);
         return hl;
     }
     iw_put_be32(b + IW_OFF_INV_STAG, op_has_inv_stag(op) ? h->inv_stag : 0);
     iw_put_be32(b + IW_OFF_QN, op_qn(op));
     iw_put_be32(b + IW_OFF_MSN, h->msn);
-    iw_put_be32(b + IW_OFF_MO, op_single(op) ? 0 : h->mo);
+    iw_put_be32(b + IW_OFF_MO, op_single(op) ? 0 : mo);
     if (op == IW_OP_READ_REQ) {
         uint8_t *r = b + IW_OFF_READ_REQ;
         iw_put_be32(r + IW_RR_OFF_SINK_STAG, h->rr.sink_stag);
@@ -187,6 +190,17 @@ int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, 
         put_term_body(&h->term, b + IW_OFF_TERM_CTRL);
     }
     return hl;
+}
+
+int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, size_t cap)
+{
+    return put_hdr(h, h->last, h->to, h->mo, payload_len, buf, cap);
+}
+
+int iw_fpdu_put_seg_hdr(const struct iw_fpdu_hdr *h, bool last, uint64_t off, size_t payload_len, void *buf,
+                        size_t cap)
+{
+    return put_hdr(h, last, h->to + off, (uint32_t)off, payload_len, buf, cap);
 }
 
 int iw_fpdu_put_trailer(uint32_t ulpdu_len, bool crc, uint32_t crc_state, void *buf, size_t cap)

@@ -121,6 +121,10 @@ int iw_fpdu_hdr_len(const struct iw_fpdu_hdr *h);
  * Returns the header length, -EINVAL (bad opcode, payload on a Read Request / Terminate, bad
  * Terminate attachments), -EMSGSIZE (ULPDU over 65535) or -ENOSPC. */
 int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, size_t cap);
+/* The same for one segment of the message h describes: L set when last, the TO (tagged) or the
+ * MO (untagged) advanced by off, the payload's offset in the message; h itself is left alone. */
+int iw_fpdu_put_seg_hdr(const struct iw_fpdu_hdr *h, bool last, uint64_t off, size_t payload_len, void *buf,
+                        size_t cap);
 
 /* Writes PAD and the CRC field after a ULPDU of ulpdu_len bytes. crc_state is the running CRC
  * (iw_crc32c_update) over the MPA length, header and payload; the pad is folded in here. With crc

@@ -358,16 +358,10 @@ static void tx_unkeep(struct dp_tx *tx)
  * messages pays for them once per message. Engine-private (tx_owned). */
 static inline __attribute__((always_inline)) int tx_seg_hdr(struct iw_qp *qp, struct dp_tx *tx, uint64_t seg, uint8_t *buf, size_t cap)
 {
-    struct iw_fpdu_hdr h = tx->h;
+    int hl = iw_fpdu_put_seg_hdr(&tx->h, tx->off + seg == tx->len, tx->off, (size_t)seg, buf, cap);
 
-    h.last = tx->off + seg == tx->len;
-    if (h.opcode == IW_OP_WRITE || h.opcode == IW_OP_READ_RESP)
-        h.to = tx->h.to + tx->off;
-    else
-        h.mo = (uint32_t)tx->off;
-    int hl = iw_fpdu_put_hdr(&h, (size_t)seg, buf, cap);
     if (hl < 0)
-        iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(h.opcode), hl);
+        iw_err("QP[%u] cannot frame %s: %d", qp->obj.id, iw_fpdu_opcode_name(tx->h.opcode), hl);
     return hl;
 }
 
