@@ -561,6 +561,31 @@ static bool rx_hdr_start(struct iw_fpdu_rx *rx)
     return rx_goto(rx, IW_FPDU_RX_HDR_REST);
 }
 
+/* Moves the stream's expectations (RFC 5041 §5) past the segment in rx->hdr, which the checks
+ * accepted: rx_check_seq's and rx_frame_fast's. */
+static void rx_seq_advance(struct iw_fpdu_rx *rx)
+{
+    const struct iw_fpdu_hdr *h = &rx->hdr;
+
+    if (h->tagged) {
+        rx->tq.open = !h->last;
+        rx->tq.opcode = h->opcode;
+        rx->tq.stag = h->stag;
+        rx->tq.to = h->to + h->payload_len;
+        return;
+    }
+    struct iw_fpdu_rx_queue *q = &rx->uq[h->qn];
+    if (h->last) {
+        q->open = false;
+        q->msn++;
+        q->mo = 0;
+    } else {
+        q->open = true;
+        q->opcode = h->opcode;
+        q->mo = h->mo + h->payload_len;
+    }
+}
+
 /* RFC 5041 §5 stream rules, per queue for untagged, and for the one tagged message in flight
  * (siw refuses interleaved tagged messages too). */
 static bool rx_check_seq(struct iw_fpdu_rx *rx)
@@ -579,14 +604,11 @@ static bool rx_check_seq(struct iw_fpdu_rx *rx)
                 return rx_peer_fail(rx, IW_FPDU_RXERR_TO_GAP, IW_TERM_LAYER_DDP,
                                     IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS, true);
         }
-        rx->tq.open = !h->last;
-        rx->tq.opcode = h->opcode;
-        rx->tq.stag = h->stag;
-        rx->tq.to = h->to + h->payload_len;
+        rx_seq_advance(rx);
         return true;
     }
 
-    struct iw_fpdu_rx_queue *q = &rx->uq[h->qn];   /* qn already checked against the opcode */
+    const struct iw_fpdu_rx_queue *q = &rx->uq[h->qn];   /* qn already checked against the opcode */
     if (h->msn != q->msn)
         return rx_peer_fail(rx, IW_FPDU_RXERR_MSN, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED,
                             IW_TERM_DDP_U_MSN_RANGE, true);
@@ -596,15 +618,7 @@ static bool rx_check_seq(struct iw_fpdu_rx *rx)
     if (h->mo != (q->open ? q->mo : 0))
         return rx_peer_fail(rx, IW_FPDU_RXERR_MO, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_UNTAGGED,
                             IW_TERM_DDP_U_INV_MO, true);
-    if (h->last) {
-        q->open = false;
-        q->msn++;
-        q->mo = 0;
-    } else {
-        q->open = true;
-        q->opcode = h->opcode;
-        q->mo = h->mo + h->payload_len;
-    }
+    rx_seq_advance(rx);
     return true;
 }
 
@@ -866,25 +880,8 @@ static size_t rx_frame_fast(struct iw_fpdu_rx *rx, const uint8_t *in, size_t len
     h->msn = msn;
     h->mo = mo;
     rx->pad_len = (uint8_t)pad;
-    if (rx->cfg.check_seq) {
-        if (tagged) {
-            rx->tq.open = !last;
-            rx->tq.opcode = op;
-            rx->tq.stag = stag;
-            rx->tq.to = to + payload;
-        } else {
-            struct iw_fpdu_rx_queue *q = &rx->uq[IW_QN_SEND];
-            if (last) {
-                q->open = false;
-                q->msn++;
-                q->mo = 0;
-            } else {
-                q->open = true;
-                q->opcode = op;
-                q->mo = mo + payload;
-            }
-        }
-    }
+    if (rx->cfg.check_seq)
+        rx_seq_advance(rx);
     rx->fpdu_start = rx->offset;
     rx->offset += total;
     rx->frames++;
