@@ -55,7 +55,7 @@ static int parse_u8(const char *s, uint8_t *out)
 static int parse_param(struct iw_fault_rule *r, char *kv, const char **why)
 {
     char *v = strchr(kv, '=');
-    struct iw_fault_range tmp;
+    struct iw_fault_range tmp = { 0, 0 };
     int err = 0;
 
     if (!v) {
