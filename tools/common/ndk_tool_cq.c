@@ -11,6 +11,13 @@
 #define TOOL_CQ_CB_OWNED 1
 #define TOOL_CQ_CB_BUSY 2
 
+/* Counts a batch for the progress display. One writer at a time, the CQ's owner (its hand-offs
+ * order one owner's writes before the next's), so a load and a store, not a locked add. */
+static void tool_cq_count_batch(ndk_tool_cq *c)
+{
+    __atomic_store_n(&c->batches, __atomic_load_n(&c->batches, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
 /* The CQ's owner (the notification callback, or the thread of ndk_tool_cq_run while it hands
  * the CQ over): feeds the handler until the CQ is empty, then arms. No look after the arm: a
  * completion that came between the empty poll and the arm satisfies it at once (§5.7 rule 2,
@@ -29,7 +36,7 @@ static bool tool_cq_serve(ndk_tool_cq *c, ndk_tool_cq_handler handler, void *ctx
             c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
             return true;
         }
-        __atomic_add_fetch(&c->batches, 1, __ATOMIC_RELAXED);
+        tool_cq_count_batch(c);
         if (!handler(ctx, r, n))
             return false;
     }
@@ -226,7 +233,7 @@ static NTSTATUS tool_cq_run_here(ndk_tool_cq *c, int idle_timeout_ms, ndk_tool_c
         ULONG n = ndk_tool_cq_wait(c, r, TOOL_CQ_BATCH, idle_timeout_ms, &st);
         if (!n)
             return st;
-        __atomic_add_fetch(&c->batches, 1, __ATOMIC_RELAXED);
+        tool_cq_count_batch(c);
         if (!handler(ctx, r, n))
             return STATUS_SUCCESS;
         if (tick)
@@ -330,7 +337,7 @@ NTSTATUS ndk_tool_cq_run(ndk_tool_cq *c, bool in_callback, int idle_timeout_ms, 
         NDK_RESULT r[TOOL_CQ_BATCH];
         ULONG n;
         while ((n = c->cq->Dispatch->NdkGetCqResults(c->cq, r, TOOL_CQ_BATCH)) != 0) {
-            __atomic_add_fetch(&c->batches, 1, __ATOMIC_RELAXED);
+            tool_cq_count_batch(c);
             if (!handler(ctx, r, n))
                 return STATUS_SUCCESS;
         }

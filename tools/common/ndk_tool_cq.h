@@ -49,7 +49,7 @@ typedef struct ndk_tool_cq {
     int             cb_reclaim;     /* atomic: the run's thread wants the CQ back */
     ndk_tool_cq_handler handler;    /* set under lock before cb_state */
     void           *handler_ctx;
-    uint64_t        batches;        /* atomic: batches given to a handler (progress) */
+    uint64_t        batches;        /* atomic, one writer: batches given to a handler (progress) */
 } ndk_tool_cq;
 
 NTSTATUS ndk_tool_cq_create(NDK_ADAPTER *ad, ULONG depth, bool poll, ndk_tool_cq **out);

@@ -172,8 +172,10 @@ void iw_access_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint
     out->total = len;
 }
 
-int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
-                   uint32_t *bad_sge)
+/* Flattened: both posts of every message call it, and the key lookup inside (mem.c) is then
+ * inlined in the link-time optimised build. */
+__attribute__((flatten)) int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge,
+                                                   unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
 {
     struct iw_device *dev = qp->obj.dev;
 
