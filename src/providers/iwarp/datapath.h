@@ -400,7 +400,7 @@ struct iw_dp {
     bool rresp_last_out;      /* the head Read Response's last FPDUs are going to the socket */
     bool term_pending, term_sent;
     struct iw_fpdu_term term;
-    /* engine-private state, owned by the mutexes above */
+    /* engine-private state, owned by rx_owned and tx_owned */
     struct dp_tx tx;
     struct dp_rx rx;
 };

@@ -628,8 +628,8 @@ void iw_qp_stop(struct iw_qp *qp)
     if (!dp)
         return;
     /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
-     * can find the QP afterwards (cq->qps_lock and the poll's read side are outside the engine
-     * mutexes). */
+     * can find the QP afterwards (cq->qps_lock and the poll's read side come before the
+     * engines' owner flags in the lock order). */
     iw_poll_detach(qp);
     dp_rx_own_wait(dp);
     dp_tx_own_wait(dp);
