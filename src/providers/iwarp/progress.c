@@ -502,14 +502,14 @@ static void *iw_progress_main(void *arg)
     if (!dev->no_progress_ring)
         iw_ring_open(dev);
     while (!atomic_load(&dev->stopping) || iw_work_pending(dev)) {
-        uint64_t now = iw_now_ms();
         int timeout = -1;
 
-        iw_run_timers(dev, now);
         iw_run_work(dev);
-        /* Work and the handlers of the last pass may have set deadlines (arming a timer does not
-         * wake this thread for its own), so the wait is computed from the timers as they are now. */
-        now = iw_now_ms();
+        /* After the work: the timers that fell due during the wait run now, and the work and the
+         * handlers of the last pass may have set deadlines (arming a timer does not wake this
+         * thread for its own), so the wait is computed from the timers as they are now. One
+         * clock read per pass: work a timer queues makes the next wait a look (timeout 0). */
+        uint64_t now = iw_now_ms();
         uint64_t next = iw_run_timers(dev, now);
         if (iw_work_pending(dev))
             timeout = 0;
