@@ -741,7 +741,8 @@ struct iw_wqe {
 
 /* The work-queue ring (wq.c). Producer: the posting consumer (serialized per queue by §5.4).
  * Consumer: the engines, retire and flush. Every call is made with the owning object's lock
- * held (qp->lock / srq->lock) but the taker's (the RQ's RX engine, below); none blocks.
+ * held (qp->lock / srq->lock; for a QP's RQ its gate, qp->rq_gate, instead) but the taker's (the
+ * RQ's RX engine, below); none blocks.
  * Storage follows what is queued, not the depth (issue 14 item 3): the slots live in chunks of
  * IW_WQ_CHUNK, allocated zeroed when a push first needs one and given back when the last entry
  * in it leaves; one emptied chunk is kept as a spare, so a queue that carries one request at a
@@ -762,8 +763,8 @@ struct iw_wq {
     uint32_t stride;                  /* bytes per slot: the WQE, then the side state */
     /* A taker: one consumer that takes entries in order without the owner's lock (the QP's RQ
      * and its RX engine, issue 39; iw_wq_take_*). A taken entry keeps its slot, and stays in
-     * count, until a holder of the lock reaps it (iw_wq_reap): head, count and the chunks stay
-     * the lock's. published: receives ever pushed (iw_wq_push_receive, release: after the
+     * count, until a holder of the lock (the RQ's gate) reaps it (iw_wq_reap): head, count and
+     * the chunks stay the lock's. published: receives ever pushed (iw_wq_push_receive, release: after the
      * entry); taken: entries ever taken (the taker, release: after its reads of them);
      * reaped: taken entries dropped (the lock); take_slot: the taker's next slot. */
     _Atomic uint32_t published, taken;
@@ -1032,12 +1033,19 @@ struct iw_qp {
     NDK_QP ndk;
     struct iw_obj obj;
     struct ndk_list dev_link;         /* dev->qps (qps_lock) */
-    /* Job of lock: state, conn, fd, params, both work queues (indices and contents; the RX
-     * engine takes the RQ's receives without it, struct iw_wq's taker). The data
+    /* Job of lock: state, conn, fd, params, both work queues (indices and contents; the RQ's
+     * posts take rq_gate instead, below, and the RX engine takes its receives without either,
+     * struct iw_wq's taker). The data
      * path may split TX/RX progress under its own finer locks, but the state transition and the
      * fd detach always happen under this lock, so a holder that sees RTS may use fd. */
     pthread_mutex_t lock;
-    enum iw_qp_state state;
+    enum iw_qp_state state;           /* written with lock and rq_gate held */
+    /* The RQ's posting gate. A receive's post takes it instead of lock: §5.4 keeps posts to one
+     * queue to one at a time, so only those who change the RQ or the state under lock contend
+     * (every state transition, the flush, the establishment's hand-over to the RX engine), and
+     * they take it too, waiting by yielding for the post, which takes no lock inside. So a post
+     * reads the state and works the queue as a holder of lock would. */
+    atomic_bool rq_gate;
     void *qp_context;                 /* copied into every completion */
     struct iw_pd *pd;                 /* obj.ante[0] */
     struct iw_cq *rcq, *icq;          /* obj.ante[1], ante[2] (may be the same CQ, §8.26) */
@@ -1057,8 +1065,9 @@ struct iw_qp {
     /* obj.sv's QP part (sysview.c). Description: qp->lock. Counters: sq_posted (post_sq), rq_posted
      * and the oldest ages (posters and completers), *_completed and errors (completers): all
      * under qp->lock, but for the TX lean path's completion (tx_owned, with the SQ empty and
-     * only its poster able to post, so no other completer runs); bytes_out / ops_out: the TX
-     * engine (tx_owned); bytes_in / ops_in: the RX engine (rx_owned). */
+     * only its poster able to post, so no other completer runs) and the RQ's posted count and
+     * oldest age (rq_gate); bytes_out / ops_out: the TX engine (tx_owned); bytes_in / ops_in:
+     * the RX engine (rx_owned). */
     struct ndk_sv_qp *svq;
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */
@@ -1085,8 +1094,27 @@ NTSTATUS iw_create_qp_with_srq(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, NDK_SRQ *sr
                                ULONG sq_sge, ULONG inline_size, NDK_FN_CREATE_COMPLETION cb, PVOID ctx,
                                NDK_QP **out);
 
+/* Takes the RQ's posting gate (struct iw_qp) if it is free: one compare-exchange, whose acquire
+ * pairs with the last holder's release. Any thread, never waits. */
+static inline bool iw_qp_rq_gate_try(struct iw_qp *qp)
+{
+    bool f = false;
+
+    return atomic_compare_exchange_strong_explicit(&qp->rq_gate, &f, true, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+/* Takes it, yielding while a post holds it. qp->lock held (so no other waiter). */
+void iw_qp_rq_gate_wait(struct iw_qp *qp);
+
+static inline void iw_qp_rq_gate_release(struct iw_qp *qp)
+{
+    atomic_store_explicit(&qp->rq_gate, false, memory_order_release);
+}
+
 /* The one QP state transition function: validates from -> to, logs "QP[id] A => B", and logs and
- * rejects (-EINVAL) undefined transitions. Caller holds qp->lock. Never blocks. */
+ * rejects (-EINVAL) undefined transitions. Caller holds qp->lock (takes rq_gate). Never blocks
+ * but for a receive's post, which takes no lock. */
 int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to);
 /* Completes every queued request of both queues with STATUS_CANCELLED (§2.9 NdkFlush) and moves
  * the QP to ERROR; while the engines still run, the completions wait for iw_qp_stop. Caller

@@ -384,11 +384,31 @@ NTSTATUS iw_post_invalidate(NDK_QP *q, PVOID rctx, NDK_OBJECT_HEADER *obj, ULONG
     return post_sq(qp, &w, NULL);
 }
 
+/* A receive's post with the RQ's gate held (struct iw_qp): gives back the slots of the receives
+ * the RX engine took, queues this one, counts it in the system view. 0 or -ENOSPC / -ENOMEM. */
+static int post_receive_gated(struct iw_qp *qp, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge, uint64_t length,
+                              uint64_t now)
+{
+    IW_TSAN_CONSUMER_POSTED();
+    iw_wq_reap(&qp->rq);
+    int err = iw_wq_push_receive(&qp->rq, rctx, sgl, nsge, length, now);
+    if (err)
+        return err;
+    /* 0 exactly when no receive is outstanding, queued or being filled: against the RX engine,
+     * which clears it without a lock when it completes the last one (rx.c, rx_sv_recv_done): the
+     * push published the receive, then we look (a full fence). */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!__atomic_load_n(&qp->svq->rq_oldest_ns, __ATOMIC_RELAXED))
+        ndk_sv_set(&qp->svq->rq_oldest_ns, now);
+    ndk_sv_add(&qp->svq->rq_posted, 1);
+    return 0;
+}
+
 NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_qp *qp = to_iw_qp(q);
-    NTSTATUS st = STATUS_SUCCESS;
     uint64_t length;
+    int err;
 
     if (qp->srq)
         return STATUS_INVALID_DEVICE_REQUEST;       /* §8 item 27: receives go to the SRQ */
@@ -399,22 +419,28 @@ NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
     /* §8 item 28: receives may be posted before the connection exists; the RX engine takes
      * them when a Send arrives. On an ERROR QP they complete at once, CANCELLED (§8 item 29). */
     uint64_t now = iw_sv_now();
+    if (iw_qp_rq_gate_try(qp)) {
+        /* The usual way: no lock. The state is read under the gate, which every transition
+         * takes; a flush after this post finds the receive queued. */
+        err = post_receive_gated(qp, rctx, sgl, nsge, length, now);
+        bool error = qp->state == IW_QP_ERROR;
+        iw_qp_rq_gate_release(qp);
+        if (err || !error)
+            return err ? STATUS_INSUFFICIENT_RESOURCES : STATUS_SUCCESS;
+        pthread_mutex_lock(&qp->lock);
+        if (qp->state == IW_QP_ERROR)
+            iw_qp_flush_locked(qp);
+        pthread_mutex_unlock(&qp->lock);
+        return STATUS_SUCCESS;
+    }
+    /* A transition, flush or hand-over holds the gate (with qp->lock), or a consumer posts to
+     * this queue from two threads at once against §5.4: wait for it as every post once did. */
     pthread_mutex_lock(&qp->lock);
-    iw_wq_reap(&qp->rq);                /* the receives the RX engine took give their slots back */
-    if (iw_wq_push_receive(&qp->rq, rctx, sgl, nsge, length, now) < 0) {
-        st = STATUS_INSUFFICIENT_RESOURCES;
-    } else {
-        /* 0 exactly when no receive is outstanding, queued or being filled: against the RX
-         * engine, which clears it without qp->lock when it completes the last one (rx.c,
-         * rx_sv_recv_done): the push published the receive, then we look (a full fence). */
-        atomic_thread_fence(memory_order_seq_cst);
-        if (!__atomic_load_n(&qp->svq->rq_oldest_ns, __ATOMIC_RELAXED))
-            ndk_sv_set(&qp->svq->rq_oldest_ns, now);
-        ndk_sv_add(&qp->svq->rq_posted, 1);
-    }
-    if (st == STATUS_SUCCESS && qp->state == IW_QP_ERROR) {
+    iw_qp_rq_gate_wait(qp);
+    err = post_receive_gated(qp, rctx, sgl, nsge, length, now);
+    iw_qp_rq_gate_release(qp);
+    if (!err && qp->state == IW_QP_ERROR)
         iw_qp_flush_locked(qp);
-    }
     pthread_mutex_unlock(&qp->lock);
-    return st;
+    return err ? STATUS_INSUFFICIENT_RESOURCES : STATUS_SUCCESS;
 }

@@ -13,6 +13,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -72,7 +73,9 @@ int iw_qp_modify_locked(struct iw_qp *qp, enum iw_qp_state to)
         return -EINVAL;
     }
     iw_dbg("QP[%u] %s => %s", qp->obj.id, iw_qp_state_name[from], iw_qp_state_name[to]);
+    iw_qp_rq_gate_wait(qp);              /* a receive's post reads the state under the gate */
     qp->state = to;
+    iw_qp_rq_gate_release(qp);
     iw_qp_sv_describe_locked(qp);
     /* A local disconnect waits for the peer's FIN: the progress thread reads the socket again
      * even for a polling consumer, who may stop polling now. */
@@ -114,7 +117,9 @@ static void iw_qp_flush_wq_locked(struct iw_qp *qp, struct iw_wq *q, struct iw_c
 void iw_qp_flush_locked(struct iw_qp *qp)
 {
     if (qp->state != IW_QP_ERROR && iw_qp_modify_locked(qp, IW_QP_ERROR) < 0) {
+        iw_qp_rq_gate_wait(qp);
         qp->state = IW_QP_ERROR;   /* flush always wins; the transition was logged */
+        iw_qp_rq_gate_release(qp);
         iw_qp_sv_describe_locked(qp);
     }
     /* Running engines still send from the SQ's sources (an entry's resolved SGL holds memory
@@ -127,9 +132,17 @@ void iw_qp_flush_locked(struct iw_qp *qp)
     }
     iw_qp_flush_wq_locked(qp, &qp->sq, qp->icq);
     if (!qp->srq) {
+        iw_qp_rq_gate_wait(qp);
         iw_wq_reap(&qp->rq);             /* the RX engine's taken receives completed already */
         iw_qp_flush_wq_locked(qp, &qp->rq, qp->rcq);
+        iw_qp_rq_gate_release(qp);
     }
+}
+
+void iw_qp_rq_gate_wait(struct iw_qp *qp)
+{
+    while (!iw_qp_rq_gate_try(qp))
+        sched_yield();
 }
 
 /* ---- completion of SQ entries and the one TERMINATE (the engines report here) ---- */
@@ -567,8 +580,11 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     iw_tx_init(qp, dp);
     iw_rx_init(qp, dp);
-    if (!qp->srq)
+    if (!qp->srq) {
+        iw_qp_rq_gate_wait(qp);
         iw_wq_take_reset(&qp->rq);       /* the receives posted so far are the RX engine's to take */
+        iw_qp_rq_gate_release(qp);
+    }
     pthread_mutex_unlock(&qp->lock);
 
     /* The socket is ours now (the CM handed it over): closed in iw_qp_connection_lost once the
@@ -888,6 +904,7 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
     iw_obj_init(&qp->obj, &iw_qp_ops, IW_OBJ_QP, pd->obj.adapter, &qp->ndk.Header, &iw_qp_dispatch);
     pthread_mutex_init(&qp->lock, NULL);
     qp->state = IW_QP_IDLE;
+    atomic_init(&qp->rq_gate, false);
     qp->qp_context = qpctx;
     qp->fd = -1;
     qp->unwatched_work.fn = iw_qp_unwatched;
