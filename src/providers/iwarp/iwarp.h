@@ -27,8 +27,8 @@
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): dev->qps_lock (the walk of iw_qp_lookups_quiesce) ->
  *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_owned / dp->tx_owned
- *     (datapath.h) -> dev->lock (CM) -> qp->lock -> srq->lock -> cq->lock -> dev->mem_lock ->
- *     dev->wq_lock. The adapter instance's and the
+ *     (datapath.h) -> dev->lock (CM) -> qp->lock -> qp->rq_gate -> srq->lock -> cq->lock ->
+ *     dev->mem_lock -> dev->wq_lock. The adapter instance's and the
  *     instance list's locks (src/common/ndk_prov_adapter.h) and dev->timer_lock are leaves.
  *   - Names: a non-static function iw_<object>_* is defined in <object>.c: access, cm (cm.c,
  *     cm.h), connector, cq, listener, mem, obj, poll, post, progress, qp, rx, srq, tx, wq
