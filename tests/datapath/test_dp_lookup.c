@@ -1,10 +1,10 @@
 /* test_dp_lookup: key lookups without dev->mem_lock and without object references (mem.c)
  * against the close that frees what they find. A lookup reads a slot of the STag table and then
  * looks at the object it found, under a QP's qp->lock (posts, the TX engine's picks), its
- * datapath's rx_owned (the RX engine) or tx_owned (the TX engine, which drops its uses there);
+ * datapath's rx_mutex (the RX engine) or tx_owned (the TX engine, which drops its uses there);
  * a closed MR waits on the device's retired list until the progress thread has seen each QP's
  * three free once (iw_qp_lookups_quiesce), and only then is freed.
- *   qp-lock, rx-owner, tx-owner: this thread plays a lookup that read the slot just before the
+ *   qp-lock, rx-mutex, tx-owner: this thread plays a lookup that read the slot just before the
  *     close. It holds the lock (or the TX engine), the MR is closed (its slot emptied, its
  *     destroy queues the reclaim), and the harness thread, playing the progress thread, must
  *     stop in the walk: the MR stays on the list, readable, until the lock is let go; then it
@@ -21,7 +21,7 @@
  *     of its token whole (its range's base and length), and never after that token's
  *     deregistration completed; a deregistration a lookup holds up completes when it lets go.
  *     TSan checks the sequence count's protocol.
- * Usage: test_dp_lookup qp-lock|rx-owner|tx-owner|close-held|storm */
+ * Usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm */
 #include "dptest.h"
 
 #include <errno.h>
@@ -38,27 +38,23 @@ static bool retired_empty(void)
     return empty;
 }
 
-enum held { HELD_QP_LOCK, HELD_RX_OWNER, HELD_TX_OWNER };
-static const char *const held_name[] = { "qp->lock", "rx_owned", "tx_owned" };
+enum held { HELD_QP_LOCK, HELD_RX_MUTEX, HELD_TX_OWNER };
+static const char *const held_name[] = { "qp->lock", "rx_mutex", "tx_owned" };
 
 static void held_take(struct iw_qp *qp, enum held h)
 {
     if (h == HELD_TX_OWNER)
         dp_tx_own_wait(qp->dp);
-    else if (h == HELD_RX_OWNER)
-        dp_rx_own_wait(qp->dp);
     else
-        pthread_mutex_lock(&qp->lock);
+        pthread_mutex_lock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
 }
 
 static void held_release(struct iw_qp *qp, enum held h)
 {
     if (h == HELD_TX_OWNER)
         dp_tx_own_release(qp->dp);
-    else if (h == HELD_RX_OWNER)
-        dp_rx_own_release(qp->dp);
     else
-        pthread_mutex_unlock(&qp->lock);
+        pthread_mutex_unlock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
 }
 
 static void grace(enum held h)
@@ -264,14 +260,14 @@ int main(int argc, char **argv)
 {
     struct dpt_conn_opts o;
 
-    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-owner|tx-owner|close-held|storm");
+    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm");
     dpt_env_init(&env);
     dpt_conn_opts_default(&o);
     dpt_connect(&env, &o);
     if (!strcmp(argv[1], "qp-lock"))
         grace(HELD_QP_LOCK);
-    else if (!strcmp(argv[1], "rx-owner"))
-        grace(HELD_RX_OWNER);
+    else if (!strcmp(argv[1], "rx-mutex"))
+        grace(HELD_RX_MUTEX);
     else if (!strcmp(argv[1], "tx-owner"))
         grace(HELD_TX_OWNER);
     else if (!strcmp(argv[1], "close-held"))

@@ -550,7 +550,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
             iw_cm_connection_failed(qp, -ENOMEM);
             return;
         }
-        atomic_init(&dp->rx_owned, false);
+        pthread_mutex_init(&dp->rx_mutex, NULL);
         atomic_init(&dp->tx_owned, false);
         dp->qp = qp;
         dp->fd = -1;
@@ -594,13 +594,13 @@ void iw_qp_connection_established(struct iw_qp *qp)
         pthread_mutex_lock(&qp->lock);
         qp->dp = dp;                      /* under the lock for iw_qp_lookups_quiesce */
         pthread_mutex_unlock(&qp->lock);
-        dp_rx_own_wait(dp);
+        pthread_mutex_lock(&dp->rx_mutex);
         dp_tx_own_wait(dp);
         pthread_mutex_lock(&qp->lock);
         dp->stopped = true;
         pthread_mutex_unlock(&qp->lock);
         dp_tx_own_release(dp);
-        dp_rx_own_release(dp);
+        pthread_mutex_unlock(&dp->rx_mutex);
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
     }
@@ -645,9 +645,9 @@ void iw_qp_stop(struct iw_qp *qp)
         return;
     /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
      * can find the QP afterwards (cq->qps_lock and the poll's read side come before the
-     * engines' owner flags in the lock order). */
+     * engines' mutex and owner flag in the lock order). */
     iw_poll_detach(qp);
-    dp_rx_own_wait(dp);
+    pthread_mutex_lock(&dp->rx_mutex);
     dp_tx_own_wait(dp);
     pthread_mutex_lock(&qp->lock);
     if (!dp->stopped) {
@@ -694,7 +694,7 @@ void iw_qp_stop(struct iw_qp *qp)
     }
     pthread_mutex_unlock(&qp->lock);
     dp_tx_own_release(dp);
-    dp_rx_own_release(dp);
+    pthread_mutex_unlock(&dp->rx_mutex);
 }
 
 bool iw_qp_flushed_live_locked(struct iw_qp *qp)
@@ -710,7 +710,7 @@ static void iw_qp_sock_close(struct iw_qp *qp)
     int fd;
 
     if (dp)
-        dp_rx_own_wait(dp);
+        pthread_mutex_lock(&dp->rx_mutex);
     pthread_mutex_lock(&qp->lock);
     fd = qp->fd;
     qp->fd = -1;
@@ -720,7 +720,7 @@ static void iw_qp_sock_close(struct iw_qp *qp)
     }
     pthread_mutex_unlock(&qp->lock);
     if (dp)
-        dp_rx_own_release(dp);
+        pthread_mutex_unlock(&dp->rx_mutex);
     if (fd >= 0)
         close(fd);
 }
@@ -763,8 +763,8 @@ void iw_qp_lookups_quiesce(struct iw_device *dev)
         struct iw_dp *dp = qp->dp;       /* lives until the QP's destroy, which waits for us */
         pthread_mutex_unlock(&qp->lock);
         if (dp) {
-            dp_rx_own_wait(dp);
-            dp_rx_own_release(dp);
+            pthread_mutex_lock(&dp->rx_mutex);
+            pthread_mutex_unlock(&dp->rx_mutex);
             dp_tx_own_wait(dp);          /* the TX engine's iw_mem_put (tx_lean_complete) */
             dp_tx_own_release(dp);
         }
@@ -785,6 +785,7 @@ static void iw_qp_engines_free(struct iw_qp *qp)
     iw_wire_put(dp->wire);
     free(dp->orq);
     free(dp->irq);
+    pthread_mutex_destroy(&dp->rx_mutex);
     free(dp);
     qp->dp = NULL;
 }
@@ -801,7 +802,7 @@ static void iw_qp_ndk_flush(NDK_QP *q)
 
     iw_qp_stop(qp);
     if (qp->dp)
-        dp_rx_own_wait(qp->dp);
+        pthread_mutex_lock(&qp->dp->rx_mutex);
     pthread_mutex_lock(&qp->lock);
     terminating = qp->state == IW_QP_TERMINATE;
     /* A live connection stays up: ULPs (SMB Direct) flush, then NdkDisconnect, and expect the
@@ -811,7 +812,7 @@ static void iw_qp_ndk_flush(NDK_QP *q)
     iw_qp_flush_locked(qp);
     pthread_mutex_unlock(&qp->lock);
     if (qp->dp)
-        dp_rx_own_release(qp->dp);
+        pthread_mutex_unlock(&qp->dp->rx_mutex);
     if (terminating)
         iw_cm_connection_failed(qp, -ECANCELED);   /* a Terminate already ends the connection */
 }
