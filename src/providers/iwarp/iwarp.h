@@ -764,8 +764,8 @@ struct iw_wq {
     /* A taker: one consumer that takes entries in order without the owner's lock (the QP's RQ
      * and its RX engine, issue 39; iw_wq_take_*). A taken entry keeps its slot, and stays in
      * count, until a holder of the lock (the RQ's gate) reaps it (iw_wq_reap): head, count and
-     * the chunks stay the lock's. published: receives ever pushed (iw_wq_push_receive, release: after the
-     * entry); taken: entries ever taken (the taker, release: after its reads of them);
+     * the chunks stay the lock's. published: receives ever pushed (iw_wq_push_receive, release:
+     * after the entry); taken: entries ever taken (the taker, release: after its reads of them);
      * reaped: taken entries dropped (the lock); take_slot: the taker's next slot. */
     _Atomic uint32_t published, taken;
     uint32_t reaped;
@@ -1035,9 +1035,9 @@ struct iw_qp {
     struct ndk_list dev_link;         /* dev->qps (qps_lock) */
     /* Job of lock: state, conn, fd, params, both work queues (indices and contents; the RQ's
      * posts take rq_gate instead, below, and the RX engine takes its receives without either,
-     * struct iw_wq's taker). The data
-     * path may split TX/RX progress under its own finer locks, but the state transition and the
-     * fd detach always happen under this lock, so a holder that sees RTS may use fd. */
+     * struct iw_wq's taker). The data path may split TX/RX progress under its own finer locks,
+     * but the state transition and the fd detach always happen under this lock, so a holder
+     * that sees RTS may use fd. */
     pthread_mutex_t lock;
     enum iw_qp_state state;           /* written with lock and rq_gate held */
     /* The RQ's posting gate. A receive's post takes it instead of lock: §5.4 keeps posts to one
