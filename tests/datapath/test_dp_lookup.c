@@ -21,7 +21,20 @@
  *     of its token whole (its range's base and length), and never after that token's
  *     deregistration completed; a deregistration a lookup holds up completes when it lets go.
  *     TSan checks the sequence count's protocol.
- * Usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm */
+ *   cache-storm: storm's two threads resolve SGLs over the current token as the posts and the RX
+ *     engine do (iw_access_sgl_resolve), through the TX side's key cache under qp->lock and the
+ *     RX side's under rx_mutex, several times per token, so that most lookups take the cache.
+ *     The same checks: a resolve that succeeds must never hold a token whose deregistration has
+ *     completed (a cache that trusted a key whose seq moved would), and must have seen its
+ *     registration whole.
+ *   cache-close: resolves fill both sides' caches with an MR that is then closed; once the
+ *     reclaim freed it, no cache may name it (iw_qp_lookups_quiesce empties them) and a resolve
+ *     of its token fails. A cache left full would be read after the free (ASan's report; every
+ *     configuration fails the look at the cache).
+ *   cache-e2e: a Send from one MR into a receive in another fills both engines' caches with
+ *     them; the sender's MR is deregistered; a Send of the same token must then complete with
+ *     STATUS_ACCESS_VIOLATION, and nothing reach the receiver's buffer.
+ * Usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e */
 #include "dptest.h"
 
 #include <errno.h>
@@ -174,11 +187,53 @@ static void dereg_cb(PVOID ctx, NTSTATUS st)
     atomic_fetch_add(&dereg_done, 1);
 }
 
+static atomic_bool storm_cached;                /* cache-storm: resolve through the key caches */
+static atomic_ulong storm_hits;                 /* resolves that found the token cached */
+
+/* One resolve of [base, base + len) of tok through side i's key cache, as a post (thread 0: the
+ * TX side's, qp->lock) or the RX engine (thread 1: the RX side's, rx_mutex) makes it. */
+static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
+{
+    pthread_mutex_t *lock = thread == 0 ? &qp->lock : &qp->dp->rx_mutex;
+    struct iw_mem_cache *kc = thread == 0 ? &qp->dp->tx.kc : &qp->dp->rx.kc;
+    NDK_SGE sge = { .VirtualAddress = storm_buf + storm_reg[r].off,
+                    .Length = (ULONG)storm_reg[r].len,
+                    .MemoryRegionToken = tok };
+    struct dp_sgl sgl;
+    uint32_t bad;
+
+    pthread_mutex_lock(lock);
+    bool cached = kc->obj && kc->stag == tok;
+    if (iw_access_sgl_resolve(qp, kc, &sge, 1, DP_ACC_LOCAL_WRITE, &sgl, &bad) == 0) {
+        CHECK_EQ(sgl.n, 1u);
+        CHECK(sgl.e[0].mem && sgl.e[0].mem->type == IW_OBJ_MR);
+        CHECK_MSG(kc->obj == sgl.e[0].mem && kc->stag == tok, "a resolve that succeeded left another key cached");
+        CHECK_MSG(kc->v.base == (uint64_t)(uintptr_t)(storm_buf + storm_reg[r].off) && kc->v.length == storm_reg[r].len,
+                  "token %#x of registration %d cached as base +%lld length %llu", tok, r,
+                  (long long)(kc->v.base - (uint64_t)(uintptr_t)storm_buf), (unsigned long long)kc->v.length);
+        CHECK_MSG(atomic_load(&storm_done) != tok, "a resolve holds token %#x after its deregistration completed%s", tok,
+                  cached ? " (from the key cache)" : "");
+        iw_access_sgl_release(&sgl);
+        atomic_fetch_add(&storm_found, 1);
+        if (cached)
+            atomic_fetch_add(&storm_hits, 1);
+    } else {
+        atomic_fetch_add(&storm_missed, 1);
+    }
+    pthread_mutex_unlock(lock);
+}
+
 static void *storm_lookups(void *arg)
 {
-    struct iw_qp *qp = env.s[(intptr_t)arg].qp;
+    struct iw_qp *qp = env.s[atomic_load(&storm_cached) ? 0 : (intptr_t)arg].qp;
 
     while (!atomic_load(&storm_stop)) {
+        if (atomic_load(&storm_cached)) {
+            uint64_t cur = atomic_load(&storm_cur);
+            for (int k = 0; k < 8; k++)
+                storm_resolve(qp, (int)(intptr_t)arg, (uint32_t)(cur >> 32), (int)(cur & 1));
+            continue;
+        }
         struct iw_mem_view v;
         struct iw_obj *o;
         uint64_t cur = atomic_load(&storm_cur);
@@ -243,9 +298,11 @@ static void storm(void)
     atomic_store(&storm_stop, true);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    printf("storm: %d registrations, %d deregistrations pended, %lu lookups found the region, %lu did not\n", rounds,
-           pending, atomic_load(&storm_found), atomic_load(&storm_missed));
+    printf("storm: %d registrations, %d deregistrations pended, %lu lookups found the region (%lu from a key "
+           "cache), %lu did not\n",
+           rounds, pending, atomic_load(&storm_found), atomic_load(&storm_hits), atomic_load(&storm_missed));
     CHECK_MSG(atomic_load(&storm_found) > 0 && pending > 0, "the storm never overlapped");
+    CHECK_MSG(!atomic_load(&storm_cached) || atomic_load(&storm_hits) > 0, "no resolve took the key cache");
     NTSTATUS st = storm_mr->Dispatch->NdkCloseMr(&storm_mr->Header, NULL, NULL);
     CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
     uint64_t wait_end = ndk_test_now_ms() + 5000;
@@ -256,11 +313,107 @@ static void storm(void)
     free(storm_buf);
 }
 
+/* ---- cache-close, cache-e2e ---- */
+
+static void cache_close(void)
+{
+    struct iw_qp *qp = env.s[0].qp;
+    struct dpt_mr m;
+    struct dp_sgl sgl;
+    uint32_t bad;
+
+    dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+    uint32_t tok = m.token;
+    NDK_SGE sge = dpt_sge(&m, 0, 64);
+    pthread_mutex_lock(&qp->lock);                 /* as a post resolves its SGL */
+    CHECK_EQ(iw_access_sgl_resolve(qp, &qp->dp->tx.kc, &sge, 1, 0, &sgl, &bad), 0);
+    CHECK_MSG(qp->dp->tx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
+    iw_access_sgl_release(&sgl);
+    pthread_mutex_unlock(&qp->lock);
+    pthread_mutex_lock(&qp->dp->rx_mutex);         /* as the RX engine takes a receive */
+    CHECK_EQ(iw_access_sgl_resolve(qp, &qp->dp->rx.kc, &sge, 1, DP_ACC_LOCAL_WRITE, &sgl, &bad), 0);
+    CHECK_MSG(qp->dp->rx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
+    iw_access_sgl_release(&sgl);
+    pthread_mutex_unlock(&qp->dp->rx_mutex);
+
+    unsigned nmr = atomic_load(&env.dev.nmr);
+    NTSTATUS st = m.mr->Dispatch->NdkCloseMr(&m.mr->Header, NULL, NULL);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    uint64_t end = ndk_test_now_ms() + 5000;
+    while (!retired_empty() || atomic_load(&env.dev.nmr) != nmr - 1)
+        CHECK_MSG(ndk_test_now_ms() < end, "the closed MR was never freed");
+    pthread_mutex_lock(&qp->dp->rx_mutex);
+    CHECK_MSG(qp->dp->rx.kc.obj == NULL, "the RX side's key cache still names an MR that was freed");
+    pthread_mutex_unlock(&qp->dp->rx_mutex);
+    pthread_mutex_lock(&qp->lock);
+    CHECK_MSG(qp->dp->tx.kc.obj == NULL, "the TX side's key cache still names an MR that was freed");
+    CHECK_MSG(iw_access_sgl_resolve(qp, &qp->dp->tx.kc, &sge, 1, 0, &sgl, &bad) == -EACCES,
+              "token %#x of a closed MR resolved", tok);
+    pthread_mutex_unlock(&qp->lock);
+    IoFreeMdl(m.mdl);
+    free(m.buf);
+    printf("cache-close: the freed MR left no key cache naming it; its token fails\n");
+}
+
+static bool all_zero(const struct dpt_mr *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (m->p[i])
+            return false;
+    return true;
+}
+
+static void cache_e2e(void)
+{
+    struct dpt_mr a, r;
+    NDK_RESULT_EX res;
+
+    dpt_mr_reg(&env, &a, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+    dpt_mr_reg(&env, &r, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
+    NDK_SGE rs = dpt_sge(&r, 0, 256), ss = dpt_sge(&a, 0, 64);
+    dpt_fill(a.p, 64, 7);
+    CHECK_STATUS(iw_post_receive(env.s[1].ndk, (void *)0xB1, &rs, 1), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_send(env.s[0].ndk, (void *)0xA1, &ss, 1, 0), STATUS_SUCCESS);
+    dpt_expect(&env, 0, NdkOperationTypeSend, (void *)0xA1, STATUS_SUCCESS, 0);
+    dpt_expect(&env, 1, NdkOperationTypeReceive, (void *)0xB1, STATUS_SUCCESS, 64);
+    CHECK(dpt_check(r.p, 64, 7));
+    struct iw_obj *ao = iw_stag_find(&env.dev.stags, a.token), *ro = iw_stag_find(&env.dev.stags, r.token);
+    pthread_mutex_lock(&env.s[0].qp->lock);
+    CHECK_MSG(env.s[0].qp->dp->tx.kc.obj == ao, "the Send's post did not fill the TX side's key cache");
+    pthread_mutex_unlock(&env.s[0].qp->lock);
+    pthread_mutex_lock(&env.s[1].qp->dp->rx_mutex);
+    CHECK_MSG(env.s[1].qp->dp->rx.kc.obj == ro, "the receive's take did not fill the RX side's key cache");
+    pthread_mutex_unlock(&env.s[1].qp->dp->rx_mutex);
+
+    memset(r.p, 0, r.len);
+    CHECK_STATUS(a.mr->Dispatch->NdkDeregisterMr(a.mr, NULL, NULL), STATUS_SUCCESS);
+    CHECK_STATUS(iw_post_receive(env.s[1].ndk, (void *)0xB2, &rs, 1), STATUS_SUCCESS);
+    NTSTATUS st = iw_post_send(env.s[0].ndk, (void *)0xA2, &ss, 1, 0);
+    if (st == STATUS_SUCCESS) {
+        dpt_poll(&env, 0, &res, 20000);
+        CHECK(res.RequestContext == (void *)0xA2);
+        CHECK_MSG(res.Status == STATUS_ACCESS_VIOLATION, "a Send from a deregistered MR completed with %#x",
+                  (unsigned)res.Status);
+    } else {
+        CHECK_STATUS(st, STATUS_ACCESS_VIOLATION);
+    }
+    /* The receive is flushed with the connection (or waits): it never gets the bytes. */
+    usleep(100 * 1000);
+    CHECK_MSG(all_zero(&r, r.len), "bytes of a Send from a deregistered MR reached the receiver");
+    CHECK(dpt_mr_guard_ok(&r));
+    atomic_store(&env.s[0].failed, -ECONNRESET);
+    dpt_wait_lost(&env, 0, 5000);
+    dpt_disconnect(&env);
+    dpt_mr_free(&env, &a);
+    dpt_mr_free(&env, &r);
+    printf("cache-e2e: a Send of a deregistered MR's token from a full key cache failed, nothing placed\n");
+}
+
 int main(int argc, char **argv)
 {
     struct dpt_conn_opts o;
 
-    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm");
+    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e");
     dpt_env_init(&env);
     dpt_conn_opts_default(&o);
     dpt_connect(&env, &o);
@@ -274,9 +427,16 @@ int main(int argc, char **argv)
         close_held();
     else if (!strcmp(argv[1], "storm"))
         storm();
+    else if (!strcmp(argv[1], "cache-storm"))
+        atomic_store(&storm_cached, true), storm();
+    else if (!strcmp(argv[1], "cache-close"))
+        cache_close();
+    else if (!strcmp(argv[1], "cache-e2e"))
+        cache_e2e();                               /* disconnects: the connection dies */
     else
         CHECK_MSG(0, "unknown mode %s", argv[1]);
-    dpt_disconnect(&env);
+    if (strcmp(argv[1], "cache-e2e"))
+        dpt_disconnect(&env);
     dpt_env_fini(&env);
     printf("test_dp_lookup %s: OK\n", argv[1]);
     return 0;

@@ -172,16 +172,16 @@ void iw_access_sgl_mem(struct dp_sgl *out, struct iw_obj *mem, uint64_t va, uint
     out->total = len;
 }
 
-/* Flattened: both posts of every message call it, and the key lookup inside (mem.c) is then
- * inlined in the link-time optimised build. */
-__attribute__((flatten)) int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge,
-                                                   unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
+/* The SGEs from i on, each looked up in the STag table (the key cache filled by the lookups
+ * that pass the MR checks); the entries before i are in out already. iw_access_sgl_resolve's
+ * result. Flattened: the lookup inside (mem.c) is then inlined in the link-time optimised build. */
+static __attribute__((flatten, noinline)) int sgl_resolve_from(struct iw_qp *qp, struct iw_mem_cache *kc,
+                                                               const NDK_SGE *sge, uint32_t i, uint32_t nsge,
+                                                               unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
 {
     struct iw_device *dev = qp->obj.dev;
 
-    out->n = 0;                     /* entries past n are never read: no need to clear 16 */
-    out->total = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
+    for (; i < nsge; i++) {
         uint64_t va = (uint64_t)(uintptr_t)sge[i].VirtualAddress;
         uint64_t len = sge[i].Length;
         struct iw_obj *o = NULL;
@@ -201,6 +201,11 @@ __attribute__((flatten)) int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_S
                 goto bad;
             if (o->type != IW_OBJ_MR || iw_obj_ante(o, 0) != &qp->pd->obj)
                 goto bad_put;   /* windows are remote-only; other PDs are not ours (§5.10) */
+            if (kc) {
+                kc->obj = o;
+                kc->stag = sge[i].MemoryRegionToken;
+                kc->v = v;
+            }
             if (!in_bounds(v.base, v.length, va, len) || (v.rights & need) != need)
                 goto bad_put;
         }
@@ -216,6 +221,40 @@ __attribute__((flatten)) int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_S
         *bad_sge = i;
         iw_access_sgl_release(out);
         return -EACCES;
+    }
+    return 0;
+}
+
+/* Both posts of every message come here: the SGEs whose key is the one the engine side last
+ * resolved (its cache, the usual case: a consumer's buffers lie in few MRs) cost a count and a
+ * look at the key's seq; the first that is not goes to the table with the rest. */
+int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge, uint32_t nsge,
+                          unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
+{
+    out->n = 0;                     /* entries past n are never read: no need to clear 16 */
+    out->total = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        uint64_t va = (uint64_t)(uintptr_t)sge[i].VirtualAddress;
+        uint64_t len = sge[i].Length;
+
+        if (len == 0)
+            continue;
+        /* The key as it was when it passed the table's checks: only the range and the rights
+         * asked for are new. */
+        if (!kc || !kc->obj || kc->stag != sge[i].MemoryRegionToken || sge[i].MemoryRegionToken == IW_PRIVILEGED_STAG ||
+            UINT64_MAX - va < len - 1 || !iw_mem_cache_hit(kc))
+            return sgl_resolve_from(qp, kc, sge, i, nsge, need, out, bad_sge);
+        if (!in_bounds(kc->v.base, kc->v.length, va, len) || (kc->v.rights & need) != need) {
+            iw_mem_put(kc->obj);
+            *bad_sge = i;
+            iw_access_sgl_release(out);
+            return -EACCES;
+        }
+        out->e[out->n].mem = kc->obj;
+        out->e[out->n].va = va;
+        out->e[out->n].len = len;
+        out->n++;
+        out->total += len;
     }
     return 0;
 }

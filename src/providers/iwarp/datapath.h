@@ -132,9 +132,10 @@ int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_
  * virtual address, adapter.c), any other token must be a registered MR of the QP's PD with
  * the range inside it and the rights in need (DP_ACC_LOCAL_WRITE for sinks). Returns 0, or
  * -EACCES (local protection error, *bad_sge set); takes references released by
- * iw_access_sgl_release. Any thread; qp->lock may be held. */
-int iw_access_sgl_resolve(struct iw_qp *qp, const NDK_SGE *sge, uint32_t nsge, unsigned need, struct dp_sgl *out,
-                   uint32_t *bad_sge);
+ * iw_access_sgl_release. kc: the engine side's key cache (its lock held), or NULL. Any thread
+ * in one of iw_mem_get's sections; qp->lock may be held. */
+int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge, uint32_t nsge,
+                          unsigned need, struct dp_sgl *out, uint32_t *bad_sge);
 /* An SGL over one private buffer (inline copy). */
 void iw_access_sgl_inline(struct dp_sgl *out, const void *buf, uint64_t len);
 /* An SGL of one memory range inside mem (Read Response source); takes over the reference. */
@@ -275,6 +276,9 @@ struct dp_tx {
      * a short write (observed by the tests). */
     uint32_t lean_max;
     uint64_t lean_done, lean_short;
+    /* The last local key a Send's, Write's or Read's SGL resolved to (qp->lock: every resolve
+     * on this side holds it, and iw_qp_lookups_quiesce empties it under it). */
+    struct iw_mem_cache kc;
 };
 
 /* ---- RX engine (rx.c) ---- */
@@ -334,6 +338,9 @@ struct dp_rx {
     bool ring_armed;          /* iw_rx_ring_take armed the next ring receive: the ring's next
                                * ring_arm needs no lock (progress thread only) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
+    /* The last local key a receive's SGL resolved to (rx_mutex, as the engine's state; emptied
+     * under it by iw_qp_lookups_quiesce). */
+    struct iw_mem_cache kc;
 };
 
 /* The data-path state of a queued SQ slot (wq.c stores it beside the WQE). qp->lock held. */

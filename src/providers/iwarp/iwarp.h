@@ -873,8 +873,9 @@ struct iw_mem_inval {
  * that the data path takes it from the object without asking which of the two it is. */
 struct iw_mem_key {
     /* stag, valid, base_va, length and rights: written under dev->mem_lock, between
-     * iw_mem_write_begin and _end (seq odd meanwhile). */
-    atomic_uint seq;
+     * iw_mem_write_begin and _end (seq odd meanwhile). 64 bits, so that a value a QP's lookup
+     * cache kept (struct iw_mem_cache) can never come round again. */
+    _Atomic(uint64_t) seq;
     uint32_t stag;                    /* an MR's local token = its remote token (siw: lkey == rkey) */
     bool valid;                       /* MR: registered (NdkRegisterMr, or fast-registered); MW: bound */
     unsigned rights;                  /* the access as DP_ACC_* bits (iw_access_rights) */
@@ -947,6 +948,7 @@ NTSTATUS iw_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW
 struct iw_mem_view {
     uint64_t base, length;
     unsigned rights;                  /* DP_ACC_* (datapath.h) */
+    uint64_t seq;                     /* the key's seq they were read at */
 };
 
 /* The DP_ACC_* rights (datapath.h) that access grants: NDK_MR_FLAG_* of a registered MR,
@@ -970,6 +972,31 @@ void iw_mem_write_end(struct iw_obj *o);
  * (any QP's): once the count is down the object may be closed, and that section is what keeps
  * its memory until this returns. Never blocks. */
 void iw_mem_put(struct iw_obj *mem);
+
+/* A data path's last good lookup of a local key (iw_access_sgl_resolve): the MR found, the STag
+ * and what the key said then (v, with the seq it was read at). One per engine side, guarded by
+ * the lock of its section (struct dp_tx / dp_rx). The object stays in memory while it is cached:
+ * iw_qp_lookups_quiesce empties every cache, under that lock, before a retired MR is freed. */
+struct iw_mem_cache {
+    struct iw_obj *obj;               /* NULL: empty */
+    uint32_t stag;
+    struct iw_mem_view v;
+};
+/* Counts a user of c's object (release with iw_mem_put) when nothing its key says has changed
+ * since c was filled: the count, then the key's seq, as iw_mem_get does, so that a writer who
+ * moved seq after c's read either sees the count or is seen here (seq is 64 bits: a value never
+ * returns). false, with c emptied, when it has. c->obj set; the caller holds c's lock. */
+static inline bool iw_mem_cache_hit(struct iw_mem_cache *c)
+{
+    struct iw_mem_key *k = iw_mem_key_of(c->obj);
+
+    atomic_fetch_add(&k->users, 1);
+    if (atomic_load(&k->seq) == c->v.seq)
+        return true;
+    iw_mem_put(c->obj);
+    c->obj = NULL;
+    return false;
+}
 /* An NdkInvalidate of mem has just made its token invalid on qp's SQ: returns true when
  * placements that began before are still running, so that the request's completion must wait
  * for them (qp then completes it through iw_qp_sq_mem_released when the last one ends); false
@@ -982,8 +1009,9 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *mem);
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem);
 /* Returns once every key lookup (iw_mem_get) and every iw_mem_put that was running when it
  * was called has ended: each runs under a QP's qp->lock, its datapath's rx_mutex or tx_owned,
- * and each QP's three are taken and released once (qp.c). Progress thread, no lock held; blocks
- * (yields) while a holder finishes. */
+ * and each QP's three are taken and released once (qp.c), and every QP's key caches (struct
+ * iw_mem_cache) are emptied under theirs. Progress thread, no lock held; blocks (yields) while a
+ * holder finishes. */
 void iw_qp_lookups_quiesce(struct iw_device *dev);
 /* Sets up the device's lists of retired MRs and MWs (mem.c); iw_device_destroy finds them
  * empty, the progress thread having run the last reclaim before it stopped. */

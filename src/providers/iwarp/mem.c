@@ -41,7 +41,7 @@ uint32_t iw_mem_rekey(struct iw_device *dev, uint32_t stag)
 
 void iw_mem_write_begin(struct iw_obj *o)
 {
-    atomic_uint *seq = &iw_mem_key_of(o)->seq;
+    _Atomic(uint64_t) *seq = &iw_mem_key_of(o)->seq;
 
     /* Odd: a lookup that read the fields meanwhile reads them again. Sequentially consistent,
      * so that it comes before this writer's later look at key.users (iw_mem_get's count and
@@ -52,16 +52,16 @@ void iw_mem_write_begin(struct iw_obj *o)
 
 void iw_mem_write_end(struct iw_obj *o)
 {
-    atomic_uint *seq = &iw_mem_key_of(o)->seq;
+    _Atomic(uint64_t) *seq = &iw_mem_key_of(o)->seq;
 
     atomic_store_explicit(seq, atomic_load_explicit(seq, memory_order_relaxed) + 1, memory_order_release);
 }
 
 /* One consistent read of what a lookup checks, between two equal even values of k->seq. */
-static void iw_mem_read(struct iw_mem_key *k, unsigned *s, uint32_t *stag, bool *valid, struct iw_mem_view *v)
+static void iw_mem_read(struct iw_mem_key *k, uint64_t *s, uint32_t *stag, bool *valid, struct iw_mem_view *v)
 {
     for (unsigned spins = 0;; spins++) {
-        unsigned s1 = atomic_load_explicit(&k->seq, memory_order_acquire);
+        uint64_t s1 = atomic_load_explicit(&k->seq, memory_order_acquire);
         if (s1 & 1) {
             if (spins > 64)
                 sched_yield();                    /* a writer holds mem_lock: never for long */
@@ -71,7 +71,7 @@ static void iw_mem_read(struct iw_mem_key *k, unsigned *s, uint32_t *stag, bool 
         *valid = __atomic_load_n(&k->valid, __ATOMIC_RELAXED);
         *v = (struct iw_mem_view){ __atomic_load_n(&k->base_va, __ATOMIC_RELAXED),
                                    __atomic_load_n(&k->length, __ATOMIC_RELAXED),
-                                   __atomic_load_n(&k->rights, __ATOMIC_RELAXED) };
+                                   __atomic_load_n(&k->rights, __ATOMIC_RELAXED), s1 };
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&k->seq, memory_order_relaxed) == s1) {
             *s = s1;
@@ -92,7 +92,7 @@ int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct
     for (;;) {
         struct iw_mem_view v;
         uint32_t ostag;
-        unsigned s;
+        uint64_t s;
         bool valid;
 
         iw_mem_read(k, &s, &ostag, &valid, &v);

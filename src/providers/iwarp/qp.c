@@ -761,9 +761,12 @@ void iw_qp_lookups_quiesce(struct iw_device *dev)
         struct iw_qp *qp = ndk_list_entry(pos, struct iw_qp, dev_link);
         pthread_mutex_lock(&qp->lock);
         struct iw_dp *dp = qp->dp;       /* lives until the QP's destroy, which waits for us */
+        if (dp)
+            dp->tx.kc.obj = NULL;        /* the key caches may name what is to be freed */
         pthread_mutex_unlock(&qp->lock);
         if (dp) {
             pthread_mutex_lock(&dp->rx_mutex);
+            dp->rx.kc.obj = NULL;
             pthread_mutex_unlock(&dp->rx_mutex);
             dp_tx_own_wait(dp);          /* the TX engine's iw_mem_put (tx_lean_complete) */
             dp_tx_own_release(dp);

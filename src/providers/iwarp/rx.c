@@ -192,7 +192,7 @@ static int rx_take_recv(struct iw_qp *qp, struct dp_rx *rx, int *res, uint32_t *
         rx->recv_ctx = w->request_context;
         rx->recv_status = STATUS_SUCCESS;
         rx->recv_pec = 0;
-        *res = iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, bad);
+        *res = iw_access_sgl_resolve(qp, &rx->kc, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &rx->recv_sgl, bad);
         if (qp->srq)
             iw_wq_entry_release(&copy);
         else

@@ -126,7 +126,7 @@ static int tx_sgl_source(struct iw_qp *qp, const struct iw_wqe *w, struct dp_sgl
         iw_access_sgl_inline(sgl, w->inline_buf, w->length);
         return 0;
     }
-    return iw_access_sgl_resolve(qp, w->sge, w->nsge, 0, sgl, bad);
+    return iw_access_sgl_resolve(qp, &qp->dp->tx.kc, w->sge, w->nsge, 0, sgl, bad);
 }
 
 /* Returns 1 when a message was set up in dp->tx, 0 when there is nothing to send now.
@@ -212,7 +212,7 @@ static int tx_pick_one_locked(struct iw_qp *qp, struct iw_dp *dp, bool more)
             iw_qp_sq_retire_locked(qp);
             continue;
         case IW_WR_READ:
-            if (iw_access_sgl_resolve(qp, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
+            if (iw_access_sgl_resolve(qp, &dp->tx.kc, w->sge, w->nsge, DP_ACC_LOCAL_WRITE, &s->sgl, &bad) < 0) {
                 dp->sq_issued++;
                 tx_fail_sqe_locked(qp, dp, slot, STATUS_ACCESS_VIOLATION, IW_PEC(IW_PEC_POSTED, 0, 0, bad));
                 return tx_pick_locked(qp, dp, more);
