@@ -404,7 +404,8 @@ static int post_receive_gated(struct iw_qp *qp, PVOID rctx, CONST NDK_SGE *sgl, 
     return 0;
 }
 
-NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
+/* Flattened (the reap and the push inlined), as rx.c's rx_frame_send is. */
+__attribute__((flatten)) NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST NDK_SGE *sgl, ULONG nsge)
 {
     struct iw_qp *qp = to_iw_qp(q);
     uint64_t length;

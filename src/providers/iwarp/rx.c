@@ -597,8 +597,11 @@ static bool rx_frame_send_ok(const struct dp_rx *rx, const struct iw_fpdu_hdr *h
  * the completion in one go, in the order of the resumable path. A failed check or a bad trailer
  * stays in the deframer, which reports it at the caller's next step. *used: trailer bytes
  * consumed here. Returns 0 or a fatal -errno (rx_on_end). RX engine; takes qp->lock only as
- * rx_on_end does (the receive is the RQ taker's). */
-static int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev, const uint8_t *in,
+ * rx_on_end does (the receive is the RQ taker's). Flattened, as the posts' and the CQ's hot
+ * functions are: every small message comes here, and the calls it makes across files cost
+ * about a tenth of a round trip's instructions when left as calls (docs/performance.md). */
+static __attribute__((flatten)) int rx_frame_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_event *fev,
+                                                  const uint8_t *in,
                          size_t len, size_t *used)
 {
     struct iw_fpdu_event ev;

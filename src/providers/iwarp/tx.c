@@ -906,8 +906,9 @@ bool iw_tx_lean_claim_locked(struct iw_qp *qp, const struct iw_wqe *w, struct dp
 /* The lean message is out whole, or cannot be handed over: its memory references go first,
  * then its completion (§5.10: a consumer that deregisters right after it must not find the
  * region still in use; §5.5.2: none for a successful SILENT_SUCCESS request). tx_owned held,
- * qp->lock not held (takes cq->lock). */
-static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl, NTSTATUS st)
+ * qp->lock not held (takes cq->lock). Flattened (the CQ's push inlined), as rx_frame_send is. */
+static __attribute__((flatten)) void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *sgl,
+                                                      NTSTATUS st)
 {
     NDK_RESULT_EX r = {
         .Status = st,
@@ -938,8 +939,8 @@ static void tx_lean_complete(struct iw_qp *qp, struct iw_wqe *w, struct dp_sgl *
 /* The lean message as one FPDU in buf (cap bytes), the bytes tx_frame would put in a batch
  * for it: its header, its payload copied, pad and CRC. Returns the FPDU's length, 0 when its
  * source needs more pieces than a small message may have (the engine frames it), or -errno.
- * tx_owned held. */
-static int tx_lean_frame(struct iw_qp *qp, struct iw_dp *dp, uint8_t *buf, size_t cap)
+ * tx_owned held. Flattened (the header's encoding inlined), as rx_frame_send is. */
+static __attribute__((flatten)) int tx_lean_frame(struct iw_qp *qp, struct iw_dp *dp, uint8_t *buf, size_t cap)
 {
     struct dp_tx *tx = &dp->tx;
     struct iovec pay[2 * IW_MAX_SGE];              /* an SGE crosses at most one page boundary */
