@@ -149,7 +149,7 @@ static bool tool_cq_gone(ndk_tool_cq *c) { return __atomic_load_n(&c->disconnect
 
 ULONG ndk_tool_cq_wait(ndk_tool_cq *c, NDK_RESULT *res, ULONG max, int timeout_ms, NTSTATUS *st)
 {
-    uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : ndk_sync_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t deadline = 0;       /* from the first empty poll: a busy poller's wait mostly ends at the first */
     unsigned spins = 0;
     ULONG n;
 
@@ -158,6 +158,8 @@ ULONG ndk_tool_cq_wait(ndk_tool_cq *c, NDK_RESULT *res, ULONG max, int timeout_m
         n = c->cq->Dispatch->NdkGetCqResults(c->cq, res, max);
         if (n)
             return n;
+        if (!deadline)
+            deadline = timeout_ms < 0 ? UINT64_MAX : ndk_sync_time_now_ns() + (uint64_t)timeout_ms * 1000000u;
         if (c->poll) {
             if ((++spins & 1023) != 0)
                 continue;
