@@ -85,17 +85,33 @@ capture_start() {
 	now_s; until=$((NOW + 5))
 	while ! grep -q listening /tmp/tcpdump.txt 2>/dev/null; do now_s; [ "$NOW" -ge "$until" ] && break; sleep 0.2; done
 }
+# capture_stop PCAP: stops the capture capture_start began once PCAP has stopped growing (two
+# looks a second apart find one size, 20 s at most). tcpdump writes each packet as it takes it
+# (-U), and packets it has not taken when it is interrupted are lost: on a loaded host a TCG
+# guest's tcpdump can trail the cell by seconds (5 of 404 packets written 0.5 s after a cell,
+# the rest lost).
+capture_stop() {
+	local pcap=$1 prev=-1 size until NOW
+	now_s; until=$((NOW + 20))
+	while :; do
+		size=$(stat -c %s "$pcap" 2>/dev/null || echo 0)
+		[ "$size" = "$prev" ] && break
+		now_s; [ "$NOW" -ge "$until" ] && break
+		prev=$size
+		sleep 1
+	done
+	kill -INT "$CAP_PID" 2>/dev/null; wait "$CAP_PID" 2>/dev/null
+}
 # one cell: run a server and a client under tcpdump.
 #   cell NAME TIMEOUT CAP_PACKETS PORT "server cmd" "client cmd"
 # Sets CELL_SRC, CELL_CRC (exit codes; 124 = timeout) and writes results/NAME.log and the pcap.
 cell() {
-	local name=$1 tmo=$2 cap=$3 port=$4 scmd=$5 ccmd=$6 log=$RES/$1.log pcap=/tmp/cell.pcap sp tp cp i
+	local name=$1 tmo=$2 cap=$3 port=$4 scmd=$5 ccmd=$6 log=$RES/$1.log pcap=/tmp/cell.pcap sp cp i
 	say "cell $name (timeout ${tmo}s, port $port)"
 	: >"$log"
 	local klog0; klog0=$(dmesg | wc -l)
 	rm -f "$pcap"
 	capture_start tcpdump -i lo -s 0 -B 32768 -U -Z root ${cap:+-c $cap} -w "$pcap" "host $IP and tcp port $port"
-	tp=$CAP_PID
 	local until NOW
 	echo "## server: $scmd" >>"$log"
 	timeout -k 5 "$tmo" env "${OURENV[@]}" sh -c "$scmd" >/tmp/cell.server 2>/tmp/cell.server.err &
@@ -138,8 +154,7 @@ cell() {
 	fi
 	wait $sp
 	CELL_SRC=$?
-	sleep 0.5
-	kill -INT $tp 2>/dev/null; wait $tp 2>/dev/null
+	capture_stop "$pcap"
 	# stdout and stderr are kept apart so that rping's unbuffered stderr lines cannot split its
 	# per-iteration stdout lines
 	{ echo "## server exit $CELL_SRC, stderr:"; head -c 4000 /tmp/cell.server.err
@@ -342,7 +357,7 @@ fi
 FF_REPS=${FF_REPS:-10}
 ff_cell() {
 	local name=first-fpdu-veth log=$RES/first-fpdu-veth.log pcap=/tmp/ff.pcap a=198.18.1.1 b=198.18.1.2 port
-	local mode hold i rc res detail tp t0 until NOW mss="" gaps
+	local mode hold i rc res detail t0 until NOW mss="" gaps
 	local -A FAILS=() TOS=()
 	say "cell $name ($FF_REPS connections per mode, non-P2P, veth MTU 1500)"
 	t0=$(cut -d. -f1 /proc/uptime)
@@ -358,7 +373,6 @@ ff_cell() {
 	fi
 	{ ip -n ffsrv -br addr; ip -n ffcli -br addr; rdma link show; } >>"$log" 2>&1
 	capture_start ip netns exec ffcli tcpdump -i ffv1 -s 0 -B 32768 -U -Z root -w "$pcap" "tcp port 17400"
-	tp=$CAP_PID
 	# one persistent siw rping server (-P: a thread per connection) serves every connection, so
 	# each repetition costs only ndkping's start-up under TCG
 	port=17400
@@ -394,8 +408,7 @@ ff_cell() {
 	done
 	kill $sp 2>/dev/null; wait $sp 2>/dev/null
 	{ echo "## siw rping server (persistent) output:"; grep -av 'ping data:' /tmp/ff.server | head -40; } >>"$log"
-	sleep 0.5
-	kill -INT $tp 2>/dev/null; wait $tp 2>/dev/null
+	capture_stop "$pcap"
 	[ -s "$pcap" ] && cp "$pcap" "$PC/$VARIANT-$name.pcap"
 	mss=$(tcpdump -Z root -nr "$pcap" 'tcp[tcpflags] & tcp-syn != 0' 2>&1 | grep -o 'mss [0-9]*' | sort -u | tr '\n' ' '); mss=${mss% }
 	# how long after siw's MPA Reply our first FPDU left, per connection in order (strict ones
