@@ -240,15 +240,14 @@ int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_S
         if (len == 0)
             continue;
         /* The key as it was when it passed the table's checks: only the range and the rights
-         * asked for are new. */
-        if (!kc || !kc->obj || kc->stag != sge[i].MemoryRegionToken || sge[i].MemoryRegionToken == IW_PRIVILEGED_STAG ||
-            UINT64_MAX - va < len - 1 || !iw_mem_cache_hit(kc))
+         * asked for are new. A cache never holds the privileged token (only table lookups fill
+         * it). Anything else, failures included, is the table's to answer. */
+        if (!kc || !kc->obj || kc->stag != sge[i].MemoryRegionToken || UINT64_MAX - va < len - 1 ||
+            !iw_mem_cache_hit(kc))
             return sgl_resolve_from(qp, kc, sge, i, nsge, need, out, bad_sge);
         if (!in_bounds(kc->v.base, kc->v.length, va, len) || (kc->v.rights & need) != need) {
             iw_mem_put(kc->obj);
-            *bad_sge = i;
-            iw_access_sgl_release(out);
-            return -EACCES;
+            return sgl_resolve_from(qp, kc, sge, i, nsge, need, out, bad_sge);
         }
         out->e[out->n].mem = kc->obj;
         out->e[out->n].va = va;
