@@ -84,12 +84,21 @@ static void iw_cq_fire_error_locked(struct iw_cq *cq)
 #define IW_CQ_DEAD 2u
 #define IW_CQ_POS_SHIFT 2
 
+/* iw_cq_pop_begin's wait for another holder: out of line, so that the uncontended take, on
+ * every poll, makes no call (and its caller need not save registers around one). */
+static __attribute__((noinline, cold)) void iw_cq_pop_wait(struct iw_cq *cq)
+{
+    do
+        sched_yield();
+    while (atomic_exchange_explicit(&cq->popping, true, memory_order_acquire));
+}
+
 /* Takes the popping flag (struct iw_cq). Never blocks for long: a holder only copies entries.
  * The exchange also orders the taker's later reads after the holder's release before it. */
-static void iw_cq_pop_begin(struct iw_cq *cq)
+static inline void iw_cq_pop_begin(struct iw_cq *cq)
 {
-    while (atomic_exchange_explicit(&cq->popping, true, memory_order_acquire))
-        sched_yield();
+    if (atomic_exchange_explicit(&cq->popping, true, memory_order_acquire))
+        iw_cq_pop_wait(cq);
 }
 
 static void iw_cq_pop_end(struct iw_cq *cq)
@@ -174,7 +183,16 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
     /* Acquire: the popping thread's reads of the slot we may reuse came before its pops. */
     if (pos - atomic_load_explicit(&cq->pops, memory_order_acquire) >= cq->depth)
         return iw_cq_overrun(cq);
-    cq->ring[pos & cq->mask] = *res;
+    /* Field by field, not as one struct: with the push inlined, the caller's result then need
+     * not be built on its stack first and copied (each field goes straight to the slot). */
+    NDK_RESULT_EX *slot = &cq->ring[pos & cq->mask];
+    slot->Status = res->Status;
+    slot->BytesTransferred = res->BytesTransferred;
+    slot->QPContext = res->QPContext;
+    slot->RequestContext = res->RequestContext;
+    slot->Type = res->Type;
+    slot->ProviderErrorCode = res->ProviderErrorCode;
+    slot->TypeSpecificCompletionOutput = res->TypeSpecificCompletionOutput;
     /* The system view's counters and the mark have one writer at a time: the turn's holder. */
     ndk_sv_add(&cq->obj.sv->u.cq.completions, 1);
     if (res->Status != STATUS_SUCCESS)
@@ -319,13 +337,31 @@ static bool iw_cq_seen_empty(struct iw_cq *cq, uint64_t *pushes)
     return pops == *pushes;
 }
 
+/* The part of iw_cq_get that may run the engines: got entries taken so far, pushes the count
+ * its look read. Out of line and reached by a tail call, so that a poll that returns before it
+ * (a callback's, a full batch) saves no registers for the calls made here. Consumer thread. */
+static __attribute__((noinline)) ULONG iw_cq_get_busy(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain,
+                                                      ULONG n, ULONG got, uint64_t pushes)
+{
+    bool busy = iw_cq_short_poll(cq);
+
+    /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */
+    if (busy || atomic_load_explicit(&cq->polled_qps, memory_order_relaxed)) {
+        iw_poll_cq(cq, busy);
+        /* Most busy polls find nothing: then the CQ's lock is not taken a second time. */
+        if (atomic_load_explicit(&cq->pushes, memory_order_relaxed) != pushes)
+            got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got);
+    }
+    return got;
+}
+
 /* NdkGetCqResults(Ex). A busy-polling consumer runs the engines of the CQ's QPs itself when the
  * CQ runs short (poll.c), the way a busy-polled socket or libfabric's manual progress works: an
  * arriving message then costs no wake-up of the progress thread, which on a machine with few
  * cores would have to preempt the spinning consumer. Consumer thread (or a callback). */
-static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
+static inline __attribute__((always_inline)) ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex,
+                                                             NDK_RESULT *plain, ULONG n)
 {
-    bool busy = false;
     uint64_t pushes;
     ULONG got = 0;
 
@@ -335,15 +371,7 @@ static ULONG iw_cq_get(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, U
     /* A consumer polling from a notification callback is on the progress thread already. */
     if (got == n || cq->obj.dev->no_poll_progress || iw_progress_on_thread(cq->obj.dev))
         return got;
-    busy = iw_cq_short_poll(cq);
-    /* A consumer no longer busy still runs the QPs that are polled: their sockets wait for it. */
-    if (busy || atomic_load_explicit(&cq->polled_qps, memory_order_relaxed)) {
-        iw_poll_cq(cq, busy);
-        /* Most busy polls find nothing: then the CQ's lock is not taken a second time. */
-        if (atomic_load_explicit(&cq->pushes, memory_order_relaxed) != pushes)
-            got += iw_cq_pop(cq, ex ? ex + got : NULL, plain ? plain + got : NULL, n - got);
-    }
-    return got;
+    return iw_cq_get_busy(cq, ex, plain, n, got, pushes);
 }
 
 static ULONG iw_get_cq_results(NDK_CQ *c, NDK_RESULT res[], ULONG n)

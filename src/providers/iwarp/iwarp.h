@@ -389,10 +389,10 @@ struct iw_device {
 
     /* Progress engine (progress.c). Job of wq_lock: the work list. */
     pthread_t thread;
-    /* The progress thread's own pthread_self(), stored by that thread at start and cleared (0: no
-     * glibc thread has that id) before it ends: pthread_create may store `thread` only after the
+    /* The progress thread's iw_thread_self(), stored by that thread at start and cleared (0: no
+     * thread has that value) before it ends: pthread_create may store `thread` only after the
      * new thread runs, so reading `thread` there would race. */
-    _Atomic(pthread_t) progress_self;
+    _Atomic(uintptr_t) progress_self;
     /* The RX engine's and the TX engine's buffers for the progress thread (rx.c, tx.c): other
      * threads use thread-locals, each a __tls_get_addr call in a dlopen'ed provider. Allocated
      * by the progress thread at its first use, only ever touched by it, freed at the destroy. */
@@ -431,13 +431,31 @@ struct iw_device {
     _Atomic uint64_t timer_next;
 };
 
+/* A value no other live thread has: the thread pointer where the compiler reads it (one
+ * instruction; a pthread_self() is a call through the PLT, and a call in a small function makes
+ * it save registers), else pthread_self(). Any thread. */
+static inline uintptr_t iw_thread_self(void)
+{
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_thread_pointer)
+#define IW_THREAD_POINTER 1
+#endif
+#endif
+#ifdef IW_THREAD_POINTER
+    return (uintptr_t)__builtin_thread_pointer();
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
+
 /* TRUE when the caller is dev's progress thread; asked at every CQ poll. Not a thread-local: the
  * provider is dlopen'ed, where reading one costs a __tls_get_addr call, and glibc's static TLS
  * reserve is too small for the initial-exec model (dlopen fails). Relaxed: the progress thread
- * reads its own store; any other thread sees 0 or that thread's id, never its own. Any thread. */
+ * reads its own store; any other thread sees 0 or its own value, never the progress thread's.
+ * Any thread. */
 static inline bool iw_progress_on_thread(const struct iw_device *dev)
 {
-    return pthread_equal(pthread_self(), atomic_load_explicit(&dev->progress_self, memory_order_relaxed));
+    return iw_thread_self() == atomic_load_explicit(&dev->progress_self, memory_order_relaxed);
 }
 
 /* The runtime's view: Initialize / Halt / OID (provider.c, adapter.c). */

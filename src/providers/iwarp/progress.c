@@ -497,7 +497,7 @@ static void *iw_progress_main(void *arg)
 {
     struct iw_device *dev = arg;
 
-    atomic_store_explicit(&dev->progress_self, pthread_self(), memory_order_relaxed);
+    atomic_store_explicit(&dev->progress_self, iw_thread_self(), memory_order_relaxed);
     iw_log_bind_thread(dev);
     if (!dev->no_progress_ring)
         iw_ring_open(dev);
@@ -522,7 +522,7 @@ static void *iw_progress_main(void *arg)
     }
     iw_run_work(dev);
     iw_ring_close(dev);
-    atomic_store_explicit(&dev->progress_self, (pthread_t)0, memory_order_relaxed);
+    atomic_store_explicit(&dev->progress_self, 0, memory_order_relaxed);
     return NULL;
 }
 

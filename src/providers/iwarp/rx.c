@@ -396,6 +396,7 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         rx_fail(dp, tc.layer, tc.etype, tc.ecode);
         return;
     }
+    iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
     NDK_RESULT_EX r = {
         .Status = STATUS_SUCCESS,
         .BytesTransferred = (ULONG)((uint64_t)h->mo + h->payload_len),
@@ -404,7 +405,6 @@ static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu
         .Type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
         .TypeSpecificCompletionOutput = inv ? h->inv_stag : 0,
     };
-    iw_access_sgl_release(&rx->recv_sgl);          /* before the completion is visible (§5.10) */
     iw_cq_push(qp->rcq, &r, se);
     rx->have_recv = false;
     rx_sv_recv_done(qp, STATUS_SUCCESS);
