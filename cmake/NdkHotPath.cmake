@@ -22,7 +22,9 @@ function(ndk_hot_path)
     return()
   endif()
   foreach(t ${ARGN})
-    target_compile_options(${t} PRIVATE -O3)
+    # -fno-plt: a call into libc (a mutex, a system call's wrapper, memcpy) goes through the GOT
+    # directly instead of jumping through the PLT first: one instruction less for each.
+    target_compile_options(${t} PRIVATE -O3 -fno-plt)
     if(NDK_HOT_PATH_IPO)
       set_property(TARGET ${t} PROPERTY INTERPROCEDURAL_OPTIMIZATION ON)
     endif()

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "copy.h"
 #include "crc32c.h"
 
 /* ---------------------------------------------------------------------------------------
@@ -751,7 +752,7 @@ void iw_fpdu_rx_place_copy(struct iw_fpdu_rx *rx, void *dst, const void *src, si
     if (t)
         rx->crc_state = iw_crc32c_copy(dst, src, t, rx->crc_state);
     if (n > t)
-        memcpy((uint8_t *)dst + t, (const uint8_t *)src + t, n - t);
+        iw_copy((uint8_t *)dst + t, (const uint8_t *)src + t, n - t);
 }
 
 void iw_fpdu_rx_place_skip(struct iw_fpdu_rx *rx, const void *src, size_t n)

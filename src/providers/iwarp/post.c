@@ -36,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
+
 #define DP_ALL_OP_FLAGS (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | \
                          NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_LOCAL_WRITE |                          \
                          NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_INLINE | NDK_OP_FLAG_RDMA_READ_SINK |        \
@@ -178,7 +180,9 @@ static NTSTATUS build_sgl_wqe(struct iw_qp *qp, struct iw_wqe *w, enum iw_wr_op 
     if (nsge > max_sge)
         return STATUS_INVALID_PARAMETER;
     w->nsge = nsge;
-    if (nsge)
+    if (nsge == 1)
+        w->sge[0] = sgl[0];                       /* the usual one: no library call */
+    else if (nsge)
         memcpy(w->sge, sgl, nsge * sizeof(NDK_SGE));
     return STATUS_SUCCESS;
 }

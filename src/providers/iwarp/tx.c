@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "crc32c.h"
 
 #define DP_IOV_MAX 1024   /* Linux UIO_MAXIOV */
@@ -957,7 +958,7 @@ static __attribute__((flatten)) int tx_lean_frame(struct iw_qp *qp, struct iw_dp
         return hl;
     uint8_t *p = buf + hl;
     for (int i = 0; i < np; i++) {
-        memcpy(p, pay[i].iov_base, pay[i].iov_len);
+        iw_copy(p, pay[i].iov_base, pay[i].iov_len);
         p += pay[i].iov_len;
     }
     tl = tx_seg_trl(dp, buf, hl, tx->len, pay, np, p, cap - (size_t)(p - buf));
