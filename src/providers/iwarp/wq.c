@@ -274,7 +274,10 @@ static void wq_drop_receive(struct iw_wq *q)
         iw_wq_drop(q);                          /* not what the taker's queue holds: the general way */
         return;
     }
-    memset(d->sge, 0, wq_sge_bytes(d));
+    if (d->nsge == 1)
+        d->sge[0] = (NDK_SGE){ 0 };             /* the usual one: two stores, not a sized memset */
+    else
+        memset(d->sge, 0, wq_sge_bytes(d));
     d->op = 0;
     d->request_context = NULL;
     d->nsge = 0;
