@@ -160,6 +160,11 @@ void iw_mem_put(struct iw_obj *o)
      * inval.qp does, for the close the exchange of close_hold. */
     if (atomic_fetch_sub(&k->users, 1) != 1)
         return;
+    /* A waiter stores its field, then waited, then reads users (all sequentially consistent):
+     * waited read unset, our decrement came before that read of users, which sees it, and the
+     * waiter does not wait; read set, the field stored before it is visible here too. */
+    if (!atomic_load(&k->waited))
+        return;
     if (o->type == IW_OBJ_MR) {
         struct iw_mr *mr = ndk_container_of(o, struct iw_mr, obj);
         if (atomic_load(&mr->dereg_waiting)) {
@@ -200,6 +205,7 @@ static void iw_mem_close_hold(struct iw_obj *o)
 
     iw_obj_get(o);
     atomic_store(&k->close_hold, true);
+    atomic_store(&k->waited, true);
     if (atomic_load(&k->users) == 0 && atomic_exchange(&k->close_hold, false))
         iw_obj_put(o);                                 /* not the last: the consumer's is held */
 }
@@ -223,6 +229,7 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *o)
         iw_obj_put(&qp->obj);                          /* not the last reference: the caller's */
         return prev == qp;                             /* its work completes every one of qp's */
     }
+    atomic_store(&iw_mem_key_of(o)->waited, true);
     if (atomic_load(&iw_mem_key_of(o)->users))
         return true;
     if (atomic_exchange(&inv->qp, NULL) == qp) {
@@ -381,6 +388,7 @@ static NTSTATUS iw_deregister_mr(NDK_MR *m, NDK_FN_REQUEST_COMPLETION cb, PVOID 
     mr->dereg_cb = cb;
     mr->dereg_ctx = ctx;
     atomic_store(&mr->dereg_waiting, true);
+    atomic_store(&mr->key.waited, true);
     if (atomic_load(&mr->key.users) > 0) {
         /* DMA in flight still uses the pages: complete when the data path lets go. */
         iw_obj_get(&mr->obj);
@@ -526,6 +534,7 @@ NTSTATUS iw_create_mr(NDK_PD *p, BOOLEAN fast, NDK_FN_CREATE_COMPLETION cb, PVOI
     mr->fast_register = fast != 0;
     atomic_init(&mr->key.users, 0);
     atomic_init(&mr->key.close_hold, false);
+    atomic_init(&mr->key.waited, false);
     mr->dereg_work.fn = iw_mr_dereg_work;
     ndk_list_init(&mr->dereg_work.link);
     iw_mem_inval_init(&mr->key.inval, &mr->obj);
@@ -616,6 +625,7 @@ NTSTATUS iw_create_mw(NDK_PD *p, NDK_FN_CREATE_COMPLETION cb, PVOID ctx, NDK_MW 
     pthread_mutex_init(&mw->lock, NULL);
     atomic_init(&mw->key.users, 0);
     atomic_init(&mw->key.close_hold, false);
+    atomic_init(&mw->key.waited, false);
     iw_mem_inval_init(&mw->key.inval, &mw->obj);
     iw_obj_set_ante(&mw->obj, 0, &pd->obj);
     /* The window's STag exists from creation but is invalid until a bind (mw->key.valid). */
