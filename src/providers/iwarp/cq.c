@@ -183,8 +183,9 @@ int iw_cq_push(struct iw_cq *cq, const NDK_RESULT_EX *res, bool solicited)
     /* Acquire: the popping thread's reads of the slot we may reuse came before its pops. */
     if (pos - atomic_load_explicit(&cq->pops, memory_order_acquire) >= cq->depth)
         return iw_cq_overrun(cq);
-    /* Field by field, not as one struct: with the push inlined, the caller's result then need
-     * not be built on its stack first and copied (each field goes straight to the slot). */
+    /* Field by field, not as one struct: where the push is inlined and nothing between the
+     * caller's building of its result and the push is a call (tx_lean_complete), each field
+     * then goes straight to the slot instead of through the caller's stack. */
     NDK_RESULT_EX *slot = &cq->ring[pos & cq->mask];
     slot->Status = res->Status;
     slot->BytesTransferred = res->BytesTransferred;
