@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -431,16 +432,16 @@ struct iw_device {
     _Atomic uint64_t timer_next;
 };
 
-/* A value no other live thread has: the thread pointer where the compiler reads it (one
- * instruction; a pthread_self() is a call through the PLT, and a call in a small function makes
- * it save registers), else pthread_self(). Any thread. */
-static inline uintptr_t iw_thread_self(void)
-{
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_thread_pointer)
 #define IW_THREAD_POINTER 1
 #endif
 #endif
+/* A value no other live thread has: the thread pointer where the compiler reads it (one
+ * instruction; a pthread_self() is a call through the PLT, and a call in a small function makes
+ * it save registers), else pthread_self(). Any thread. */
+static inline uintptr_t iw_thread_self(void)
+{
 #ifdef IW_THREAD_POINTER
     return (uintptr_t)__builtin_thread_pointer();
 #else
@@ -818,6 +819,15 @@ void iw_wq_reap(struct iw_wq *q);
 /* Frees a WQE's owned buffers and drops its memory-object references. */
 void iw_wq_entry_release(struct iw_wqe *w);
 void iw_wqe_clear(struct iw_wqe *w);   /* zeroes all but the SGE array (wq.c) */
+/* Copies a request's SGE list into a WQE's: the usual single SGE as one assignment, not a
+ * library call sized at run time (post.c, wq.c). nsge <= the WQE's room. */
+static inline void iw_wqe_copy_sges(NDK_SGE *dst, const NDK_SGE *src, uint32_t nsge)
+{
+    if (nsge == 1)
+        dst[0] = src[0];
+    else if (nsge)
+        memcpy(dst, src, (size_t)nsge * sizeof(NDK_SGE));
+}
 /* The i-th queued entry (0 = oldest) and its ring slot (the index of per-slot side arrays).
  * head < depth and i <= count <= depth, so one subtraction wraps it: a division here (7 per
  * small message's round trip) costs about 3.5 ns in a dependent chain, the subtraction 1

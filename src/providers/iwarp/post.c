@@ -180,10 +180,7 @@ static NTSTATUS build_sgl_wqe(struct iw_qp *qp, struct iw_wqe *w, enum iw_wr_op 
     if (nsge > max_sge)
         return STATUS_INVALID_PARAMETER;
     w->nsge = nsge;
-    if (nsge == 1)
-        w->sge[0] = sgl[0];                       /* the usual one: no library call */
-    else if (nsge)
-        memcpy(w->sge, sgl, nsge * sizeof(NDK_SGE));
+    iw_wqe_copy_sges(w->sge, sgl, nsge);
     return STATUS_SUCCESS;
 }
 

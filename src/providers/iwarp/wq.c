@@ -154,10 +154,7 @@ int iw_wq_push_receive(struct iw_wq *q, void *rctx, const NDK_SGE *sgl, uint32_t
     d->op = IW_WR_RECEIVE;
     d->request_context = rctx;
     d->nsge = nsge;
-    if (nsge == 1)
-        d->sge[0] = sgl[0];                      /* the usual one: no library call */
-    else if (nsge)
-        memcpy(d->sge, sgl, (size_t)nsge * sizeof(NDK_SGE));
+    iw_wqe_copy_sges(d->sge, sgl, nsge);
     d->length = length;
     d->posted_ns = posted_ns;
     wq_commit(q, slot);
