@@ -107,7 +107,7 @@ bool dpt_check(const uint8_t *p, size_t n, uint32_t seed)
 }
 
 /* Tears a side down the way cm.c does: state out of RTS, the socket made abortive, then
- * connection_lost, which stops the engines and closes the socket under rx_mutex (qp.c), so a
+ * connection_lost, which stops the engines and closes the socket under rx_owned (qp.c), so a
  * consumer polling the engines never reads a descriptor being closed; then flush. Harness
  * thread (or the test after it stopped). */
 static void teardown(struct dpt_side *s, int err)

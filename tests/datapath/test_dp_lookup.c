@@ -1,10 +1,10 @@
 /* test_dp_lookup: key lookups without dev->mem_lock and without object references (mem.c)
  * against the close that frees what they find. A lookup reads a slot of the STag table and then
  * looks at the object it found, under a QP's qp->lock (posts, the TX engine's picks), its
- * datapath's rx_mutex (the RX engine) or tx_owned (the TX engine, which drops its uses there);
+ * datapath's rx_owned (the RX engine) or tx_owned (the TX engine, which drops its uses there);
  * a closed MR waits on the device's retired list until the progress thread has seen each QP's
  * three free once (iw_qp_lookups_quiesce), and only then is freed.
- *   qp-lock, rx-mutex, tx-owner: this thread plays a lookup that read the slot just before the
+ *   qp-lock, rx-owner, tx-owner: this thread plays a lookup that read the slot just before the
  *     close. It holds the lock (or the TX engine), the MR is closed (its slot emptied, its
  *     destroy queues the reclaim), and the harness thread, playing the progress thread, must
  *     stop in the walk: the MR stays on the list, readable, until the lock is let go; then it
@@ -23,7 +23,7 @@
  *     TSan checks the sequence count's protocol.
  *   cache-storm: storm's two threads resolve SGLs over the current token as the posts and the RX
  *     engine do (iw_access_sgl_resolve), through the TX side's key cache under qp->lock and the
- *     RX side's under rx_mutex, several times per token, so that most lookups take the cache.
+ *     RX side's under rx_owned, several times per token, so that most lookups take the cache.
  *     The same checks: a resolve that succeeds must never hold a token whose deregistration has
  *     completed (a cache that trusted a key whose seq moved would), and must have seen its
  *     registration whole.
@@ -34,7 +34,7 @@
  *   cache-e2e: a Send from one MR into a receive in another fills both engines' caches with
  *     them; the sender's MR is deregistered; a Send of the same token must then complete with
  *     STATUS_ACCESS_VIOLATION, and nothing reach the receiver's buffer.
- * Usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e */
+ * Usage: test_dp_lookup qp-lock|rx-owner|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e */
 #include "dptest.h"
 
 #include <errno.h>
@@ -51,23 +51,27 @@ static bool retired_empty(void)
     return empty;
 }
 
-enum held { HELD_QP_LOCK, HELD_RX_MUTEX, HELD_TX_OWNER };
-static const char *const held_name[] = { "qp->lock", "rx_mutex", "tx_owned" };
+enum held { HELD_QP_LOCK, HELD_RX_OWNER, HELD_TX_OWNER };
+static const char *const held_name[] = { "qp->lock", "rx_owned", "tx_owned" };
 
 static void held_take(struct iw_qp *qp, enum held h)
 {
     if (h == HELD_TX_OWNER)
         dp_tx_own_wait(qp->dp);
+    else if (h == HELD_RX_OWNER)
+        dp_rx_own_wait(qp->dp);
     else
-        pthread_mutex_lock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
+        pthread_mutex_lock(&qp->lock);
 }
 
 static void held_release(struct iw_qp *qp, enum held h)
 {
     if (h == HELD_TX_OWNER)
         dp_tx_own_release(qp->dp);
+    else if (h == HELD_RX_OWNER)
+        dp_rx_own_release(qp->dp);
     else
-        pthread_mutex_unlock(h == HELD_RX_MUTEX ? &qp->dp->rx_mutex : &qp->lock);
+        pthread_mutex_unlock(&qp->lock);
 }
 
 static void grace(enum held h)
@@ -191,10 +195,9 @@ static atomic_bool storm_cached;                /* cache-storm: resolve through 
 static atomic_ulong storm_hits;                 /* resolves that found the token cached */
 
 /* One resolve of [base, base + len) of tok through side i's key cache, as a post (thread 0: the
- * TX side's, qp->lock) or the RX engine (thread 1: the RX side's, rx_mutex) makes it. */
+ * TX side's, qp->lock) or the RX engine (thread 1: the RX side's, rx_owned) makes it. */
 static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
 {
-    pthread_mutex_t *lock = thread == 0 ? &qp->lock : &qp->dp->rx_mutex;
     struct iw_mem_cache *kc = thread == 0 ? &qp->dp->tx.kc : &qp->dp->rx.kc;
     NDK_SGE sge = { .VirtualAddress = storm_buf + storm_reg[r].off,
                     .Length = (ULONG)storm_reg[r].len,
@@ -202,7 +205,10 @@ static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
     struct dp_sgl sgl;
     uint32_t bad;
 
-    pthread_mutex_lock(lock);
+    if (thread == 0)
+        pthread_mutex_lock(&qp->lock);
+    else
+        dp_rx_own_wait(qp->dp);
     bool cached = kc->obj && kc->stag == tok;
     if (iw_access_sgl_resolve(qp, kc, &sge, 1, DP_ACC_LOCAL_WRITE, &sgl, &bad) == 0) {
         CHECK_EQ(sgl.n, 1u);
@@ -220,7 +226,10 @@ static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
     } else {
         atomic_fetch_add(&storm_missed, 1);
     }
-    pthread_mutex_unlock(lock);
+    if (thread == 0)
+        pthread_mutex_unlock(&qp->lock);
+    else
+        dp_rx_own_release(qp->dp);
 }
 
 static void *storm_lookups(void *arg)
@@ -330,11 +339,11 @@ static void cache_close(void)
     CHECK_MSG(qp->dp->tx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
     iw_access_sgl_release(&sgl);
     pthread_mutex_unlock(&qp->lock);
-    pthread_mutex_lock(&qp->dp->rx_mutex);         /* as the RX engine takes a receive */
+    dp_rx_own_wait(qp->dp);         /* as the RX engine takes a receive */
     CHECK_EQ(iw_access_sgl_resolve(qp, &qp->dp->rx.kc, &sge, 1, DP_ACC_LOCAL_WRITE, &sgl, &bad), 0);
     CHECK_MSG(qp->dp->rx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
     iw_access_sgl_release(&sgl);
-    pthread_mutex_unlock(&qp->dp->rx_mutex);
+    dp_rx_own_release(qp->dp);
 
     unsigned nmr = atomic_load(&env.dev.nmr);
     NTSTATUS st = m.mr->Dispatch->NdkCloseMr(&m.mr->Header, NULL, NULL);
@@ -342,9 +351,9 @@ static void cache_close(void)
     uint64_t end = ndk_test_now_ms() + 5000;
     while (!retired_empty() || atomic_load(&env.dev.nmr) != nmr - 1)
         CHECK_MSG(ndk_test_now_ms() < end, "the closed MR was never freed");
-    pthread_mutex_lock(&qp->dp->rx_mutex);
+    dp_rx_own_wait(qp->dp);
     CHECK_MSG(qp->dp->rx.kc.obj == NULL, "the RX side's key cache still names an MR that was freed");
-    pthread_mutex_unlock(&qp->dp->rx_mutex);
+    dp_rx_own_release(qp->dp);
     pthread_mutex_lock(&qp->lock);
     CHECK_MSG(qp->dp->tx.kc.obj == NULL, "the TX side's key cache still names an MR that was freed");
     CHECK_MSG(iw_access_sgl_resolve(qp, &qp->dp->tx.kc, &sge, 1, 0, &sgl, &bad) == -EACCES,
@@ -381,9 +390,9 @@ static void cache_e2e(void)
     pthread_mutex_lock(&env.s[0].qp->lock);
     CHECK_MSG(env.s[0].qp->dp->tx.kc.obj == ao, "the Send's post did not fill the TX side's key cache");
     pthread_mutex_unlock(&env.s[0].qp->lock);
-    pthread_mutex_lock(&env.s[1].qp->dp->rx_mutex);
+    dp_rx_own_wait(env.s[1].qp->dp);
     CHECK_MSG(env.s[1].qp->dp->rx.kc.obj == ro, "the receive's take did not fill the RX side's key cache");
-    pthread_mutex_unlock(&env.s[1].qp->dp->rx_mutex);
+    dp_rx_own_release(env.s[1].qp->dp);
 
     memset(r.p, 0, r.len);
     CHECK_STATUS(a.mr->Dispatch->NdkDeregisterMr(a.mr, NULL, NULL), STATUS_SUCCESS);
@@ -413,14 +422,14 @@ int main(int argc, char **argv)
 {
     struct dpt_conn_opts o;
 
-    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-mutex|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e");
+    CHECK_MSG(argc == 2, "usage: test_dp_lookup qp-lock|rx-owner|tx-owner|close-held|storm|cache-storm|cache-close|cache-e2e");
     dpt_env_init(&env);
     dpt_conn_opts_default(&o);
     dpt_connect(&env, &o);
     if (!strcmp(argv[1], "qp-lock"))
         grace(HELD_QP_LOCK);
-    else if (!strcmp(argv[1], "rx-mutex"))
-        grace(HELD_RX_MUTEX);
+    else if (!strcmp(argv[1], "rx-owner"))
+        grace(HELD_RX_OWNER);
     else if (!strcmp(argv[1], "tx-owner"))
         grace(HELD_TX_OWNER);
     else if (!strcmp(argv[1], "close-held"))

@@ -35,10 +35,10 @@ static struct seen seen(int side)
     v.mulpdu = dp->tx.mulpdu;
     v.mss_reads = dp->tx.mss_reads;
     dp_tx_own_release(dp);
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     v.fpdus = dp->rx.fr.fpdus;
     v.spec_miss = dp->rx.spec_miss;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return v;
 }
 

@@ -4,7 +4,7 @@
  * the engines, and a steady poller must not hold the detach off.
  *   detach: a poller thread busy-polls the QP's CQ; the test holds qp->lock and a raw peer sends
  *     a Send, so the poller's RX engine stops inside rx.c waiting for qp->lock (it holds
- *     rx_mutex; nobody else reads the socket). A detach started then must not return while the
+ *     rx_owned; nobody else reads the socket). A detach started then must not return while the
  *     poller is in there; once qp->lock is let go the receive completes and the detach returns.
  *     Without the wait the detach returns at once and the test fails.
  *   steady: the poller keeps polling an idle CQ as fast as it can while the test detaches and
@@ -47,14 +47,14 @@ static void *detacher(void *arg)
     return NULL;
 }
 
-/* Whether the poller sits in the RX engine: it holds rx_mutex, and the socket is read empty. */
+/* Whether the poller sits in the RX engine: it holds rx_owned, and the socket is read empty. */
 static bool poller_in_engine(int qfd)
 {
     struct iw_dp *dp = env.s[0].qp->dp;
     int avail = -1;
 
-    if (pthread_mutex_trylock(&dp->rx_mutex) == 0) {
-        pthread_mutex_unlock(&dp->rx_mutex);
+    if (dp_rx_own_try(dp)) {
+        dp_rx_own_release(dp);
         return false;
     }
     CHECK(ioctl(qfd, FIONREAD, &avail) == 0);

@@ -1,6 +1,6 @@
 /* test_dp_rxbulk: a receiver that fell behind reads several segments per call through its
  * staging buffer (rx.c rx_layout, rx->bulk). A raw socket plays the peer and queues a backlog
- * while the QP's RX engine is held off (its rx_mutex): large RDMA Writes in regular and
+ * while the QP's RX engine is held off (its rx_owned): large RDMA Writes in regular and
  * irregular segments, a two-segment Send, small Sends between them, then the rest of the stream
  * after the engine runs again. Every Write must land byte for byte where its segments say,
  * every Send in its receive with its length, and not one byte elsewhere in the region may
@@ -160,9 +160,9 @@ int main(int argc, char **argv)
     uint64_t reads0 = dpt_rx_reads(&env);
     uint64_t bulk0 = dpt_rx_bulk_reads(&env);
     /* The backlog: all the socket takes while the engine cannot read, then the rest. */
-    pthread_mutex_lock(&env.s[0].qp->dp->rx_mutex);
+    dp_rx_own_wait(env.s[0].qp->dp);
     size_t early = send_now(fd, s.p, s.len);
-    pthread_mutex_unlock(&env.s[0].qp->dp->rx_mutex);
+    dp_rx_own_release(env.s[0].qp->dp);
     dpt_raw_send(fd, s.p + early, s.len - early);
 
     dpt_expect(&env, 0, NdkOperationTypeReceive, (void *)0x100, STATUS_SUCCESS, S1_LEN);

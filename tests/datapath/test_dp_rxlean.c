@@ -48,9 +48,9 @@ static void put_send(uint8_t *buf, size_t cap, size_t *at, uint32_t msn, size_t 
 static uint64_t rx_count(bool sends)
 {
     struct iw_dp *dp = env.s[0].qp->dp;
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     uint64_t n = sends ? dp->rx.frame_sends : dp->rx.fr.frames;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return n;
 }
 

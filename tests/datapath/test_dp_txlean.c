@@ -97,8 +97,8 @@ static void quiesce_a(void)
 {
     struct iw_dp *dp = env.s[0].qp->dp;
 
-    pthread_mutex_lock(&dp->rx_mutex);
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
+    dp_rx_own_release(dp);
     dp_tx_own_wait(dp);
     dp_tx_own_release(dp);
 }
@@ -106,12 +106,12 @@ static void quiesce_a(void)
 /* B's RX engine paused (the harness thread waits for it), so A's socket fills up. */
 static void pause_b(void)
 {
-    pthread_mutex_lock(&env.s[1].qp->dp->rx_mutex);
+    dp_rx_own_wait(env.s[1].qp->dp);
 }
 
 static void resume_b(void)
 {
-    pthread_mutex_unlock(&env.s[1].qp->dp->rx_mutex);
+    dp_rx_own_release(env.s[1].qp->dp);
 }
 
 static void *ctx(uint32_t base, uint32_t i)

@@ -12,10 +12,16 @@
  *                 runs the QPs' engines under it (a CQ's one QP: inside the poll's read side
  *                 instead, which a detach waits out), and iw_qp_stop takes the QP off the list
  *                 first.
- *   dp->rx_mutex  job: ownership of the RX engine (deframer, current receive / write target).
+ *   dp->rx_owned  job: ownership of the RX engine (deframer, current receive / write target).
  *                 Held by the progress thread or a polling consumer while it reads the socket
  *                 with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never taken by TX or
- *                 posting.
+ *                 posting. A word, not a mutex (a compare-exchange to take it and an exchange
+ *                 to give it back, where glibc's trylock and unlock took the same two atomics
+ *                 and some 55 instructions more): a polling consumer only tries it
+ *                 (dp_rx_own_try); the progress thread's reads, the ring's hand-offs and the
+ *                 stop and set-up paths wait for it asleep (dp_rx_own_wait, a futex), as they
+ *                 did on the mutex: a waiter that yielded instead took the CPU from a
+ *                 busy-polling owner on the same core (7112719).
  *   dp->tx_owned  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 A flag, not a mutex: every kicker (posting threads, RX, progress thread) only
  *                 tries it (dp_tx_own_try: one compare-exchange, where a mutex's trylock and
@@ -30,7 +36,7 @@
  *   srq->lock -> cq->lock -> dev->mem_lock (core, taken inside iw_srq_take / iw_cq_push /
  *                 iw_mem_put when it wakes a deregistration; key lookups take none) ;
  *                 mr->lock / mw->lock are taken with qp->lock held and before dev->mem_lock.
- *   Every key lookup (iw_mem_get) and every drop of its count (iw_mem_put) runs under rx_mutex,
+ *   Every key lookup (iw_mem_get) and every drop of its count (iw_mem_put) runs under rx_owned,
  *                 qp->lock or tx_owned: the walk that frees closed MRs and MWs
  *                 (iw_qp_lookups_quiesce) relies on it, the lookups taking no reference.
  * No consumer callback is ever called from the data path: completions go through iw_cq_push,
@@ -124,7 +130,7 @@ struct dp_sgl {
  * DP_ACC_REMOTE_WRITE or DP_ACC_REMOTE_READ. rdmap: report with RDMAP layer codes (Read
  * Request source, RFC 5040 §7.2) instead of DDP tagged codes (RFC 5041 §7.2). On success *mem
  * holds a reference (release with iw_mem_put). Returns 0 or -EACCES with *tc filled.
- * RX engine (rx_mutex held); takes no lock but dev->mem_lock to wake a deregistration. */
+ * RX engine (rx_owned held); takes no lock but dev->mem_lock to wake a deregistration. */
 int iw_access_check_remote(struct iw_qp *qp, uint32_t stag, uint64_t to, uint64_t len, unsigned need, bool rdmap,
                     struct iw_obj **mem, struct dp_term_code *tc);
 
@@ -338,7 +344,7 @@ struct dp_rx {
     bool ring_armed;          /* iw_rx_ring_take armed the next ring receive: the ring's next
                                * ring_arm needs no lock (progress thread only) */
     uint64_t frame_sends;     /* whole Sends completed in one qp->lock section (rx_frame_send) */
-    /* The last local key a receive's SGL resolved to (rx_mutex, as the engine's state; emptied
+    /* The last local key a receive's SGL resolved to (rx_owned, as the engine's state; emptied
      * under it by iw_qp_lookups_quiesce). */
     struct iw_mem_cache kc;
 };
@@ -382,7 +388,7 @@ struct iw_dp {
     bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
     bool lent;                /* reads lent to the progress thread's ring, not in epoll (qp.c;
                                * written on the progress thread under qp->lock) */
-    pthread_mutex_t rx_mutex;
+    atomic_uint rx_owned;     /* the RX engine's owner, enum dp_rx_own (the lock order above) */
     atomic_bool tx_owned;     /* the TX engine's owner (the lock order above; dp_tx_own_*) */
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */
     atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
@@ -391,7 +397,7 @@ struct iw_dp {
     int fd;                   /* the connection's socket (qp->fd, taken over from the CM) */
     struct iw_wire *wire;     /* its tap (wire.h) or NULL: every socket call branches on it */
     bool crc;
-    /* written with rx_mutex, tx_owned and qp->lock held, so any one of them reads it: */
+    /* written with rx_owned, tx_owned and qp->lock held, so any one of them reads it: */
     bool stopped;             /* iw_qp_stop ran: engines never run again */
     /* below: protected by qp->lock */
     bool discard;             /* NdkFlush on a live connection: RX reads and drops what arrives */
@@ -409,7 +415,7 @@ struct iw_dp {
     bool rresp_last_out;      /* the head Read Response's last FPDUs are going to the socket */
     bool term_pending, term_sent;
     struct iw_fpdu_term term;
-    /* engine-private state, owned by rx_mutex and tx_owned */
+    /* engine-private state, owned by rx_owned and tx_owned */
     struct dp_tx tx;
     struct dp_rx rx;
 };
@@ -438,6 +444,39 @@ static inline void dp_tx_own_release(struct iw_dp *dp)
     atomic_store_explicit(&dp->tx_owned, false, memory_order_release);
 }
 
+/* dp->rx_owned's values. WAITED: owned, and someone may sleep on the word; every waiter that
+ * takes it takes it so, in case another still sleeps ("Futexes Are Tricky", mutex 3). */
+enum dp_rx_own { DP_RX_FREE, DP_RX_OWNED, DP_RX_WAITED };
+
+/* Takes the RX engine if nobody owns it; acquire as dp_tx_own_try. Any thread, never waits. */
+static inline bool dp_rx_own_try(struct iw_dp *dp)
+{
+    unsigned f = DP_RX_FREE;
+
+    return atomic_compare_exchange_strong_explicit(&dp->rx_owned, &f, DP_RX_OWNED, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+/* The waits and the wake of the RX engine's owner word (rx.c). */
+void iw_rx_own_sleep(struct iw_dp *dp);
+void iw_rx_own_wake(struct iw_dp *dp);
+
+/* Takes it, sleeping until the owner gives it back: a thread that must run the engine (the
+ * progress thread's reads) or stop it, with no lock held that an owner takes (the lock order). */
+static inline void dp_rx_own_wait(struct iw_dp *dp)
+{
+    if (!dp_rx_own_try(dp))
+        iw_rx_own_sleep(dp);
+}
+
+/* Gives it back, waking one sleeper if any may be there. The word is read no more after the
+ * exchange (the waker's futex call only names its address): the next owner may free it. */
+static inline void dp_rx_own_release(struct iw_dp *dp)
+{
+    if (atomic_exchange_explicit(&dp->rx_owned, DP_RX_FREE, memory_order_release) == DP_RX_WAITED)
+        iw_rx_own_wake(dp);
+}
+
 /* ---- the QP's life cycle and the state the engines report to (qp.c) ---- */
 /* Completes finished SQ entries from the head, in posting order (§5.6). qp->lock held. */
 void iw_qp_sq_retire_locked(struct iw_qp *qp);
@@ -445,7 +484,7 @@ void iw_qp_sq_retire_locked(struct iw_qp *qp);
 void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err);
 /* Stops both engines for good and completes what only the engines hold (the receive being
  * filled, SQ entries with a recorded error); the rest is flushed by iw_qp_flush_locked.
- * Any thread except inside the engines; no lock held (takes rx_mutex, tx_owned, qp->lock). */
+ * Any thread except inside the engines; no lock held (takes rx_owned, tx_owned, qp->lock). */
 void iw_qp_stop(struct iw_qp *qp);
 
 /* ---- TX engine (tx.c) ---- */
@@ -487,10 +526,10 @@ int iw_rx_run(struct iw_qp *qp);
 /* Last look at the socket when the connection is lost: FPDUs already received (typically the
  * peer's Terminate, which names the request it refused) are still processed, so a connection
  * that dies right after a Terminate reports the reason instead of CANCELLED. Progress thread,
- * no lock held (takes rx_mutex). Returns the engine's result (ignored by the caller). */
+ * no lock held (takes rx_owned). Returns the engine's result (ignored by the caller). */
 int iw_rx_drain(struct iw_qp *qp);
 /* Reads and drops what the socket holds (a flushed QP whose connection is still up): 0 when it
- * would block, -ESHUTDOWN at the peer's FIN, else -errno. rx_mutex held. */
+ * would block, -ESHUTDOWN at the peer's FIN, else -errno. rx_owned held. */
 int iw_rx_discard_locked(struct iw_dp *dp);
 /* The progress thread's ring (iw_progress_lend) and the RX engine. ring_arm: whether a ring
  * receive may be queued now (the engine runs, or discards, and no consumer polls the socket),

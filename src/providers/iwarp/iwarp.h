@@ -26,7 +26,7 @@
  *   - Close completions always run on the progress thread (never inside the consumer's call), so
  *     a consumer holding its own lock around NdkCloseXxx cannot deadlock against itself.
  *   - Lock order (outermost first): dev->qps_lock (the walk of iw_qp_lookups_quiesce) ->
- *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_mutex / dp->tx_owned
+ *     cq->qps_lock (consumer-driven progress) -> the data path's dp->rx_owned / dp->tx_owned
  *     (datapath.h) -> dev->lock (CM) -> qp->lock -> qp->rq_gate -> srq->lock -> cq->lock ->
  *     dev->mem_lock -> dev->wq_lock. The adapter instance's and the
  *     instance list's locks (src/common/ndk_prov_adapter.h) and dev->timer_lock are leaves.
@@ -992,7 +992,7 @@ unsigned iw_access_rights(ULONG access, bool fast, bool window);
  * held, which keeps it (its close and deregistration pend until the count is dropped): release
  * it with iw_mem_put. With view, also what it covers at that moment. -ENOENT when the STag is
  * not valid (wrong key, free index, deregistered, closed). Takes no lock and no reference: the
- * caller holds a QP's qp->lock, its datapath's rx_mutex or its TX engine (tx_owned), which is
+ * caller holds a QP's qp->lock, its datapath's rx_owned or its TX engine (tx_owned), which is
  * what keeps an object it may find alive (iw_qp_lookups_quiesce). */
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view);
 /* A writer of what iw_mem_get reads without a lock (struct iw_mem_key, key.seq): the fields
@@ -1040,7 +1040,7 @@ bool iw_mem_inval_wait(struct iw_qp *qp, struct iw_obj *mem);
  * called by mem.c). Progress thread; takes qp->lock. */
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem);
 /* Returns once every key lookup (iw_mem_get) and every iw_mem_put that was running when it
- * was called has ended: each runs under a QP's qp->lock, its datapath's rx_mutex or tx_owned,
+ * was called has ended: each runs under a QP's qp->lock, its datapath's rx_owned or tx_owned,
  * and each QP's three are taken and released once (qp.c), and every QP's key caches (struct
  * iw_mem_cache) are emptied under theirs. Progress thread, no lock held; blocks (yields) while a
  * holder finishes. */
@@ -1127,7 +1127,7 @@ struct iw_qp {
      * under qp->lock, but for the TX lean path's completion (tx_owned, with the SQ empty and
      * only its poster able to post, so no other completer runs) and the RQ's posted count and
      * oldest age (rq_gate); bytes_out / ops_out: the TX engine (tx_owned); bytes_in / ops_in:
-     * the RX engine (rx_mutex). */
+     * the RX engine (rx_owned). */
     struct ndk_sv_qp *svq;
     /* Consumer-driven progress: the connection's socket is serviced by a polling consumer, not
      * by the progress thread (set through iw_qp_set_polled; poll_on is authoritative). */

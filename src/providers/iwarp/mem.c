@@ -82,7 +82,7 @@ static void iw_mem_read(struct iw_mem_key *k, uint64_t *s, uint32_t *stag, bool 
 
 int iw_mem_get(struct iw_device *dev, uint32_t stag, struct iw_obj **out, struct iw_mem_view *view)
 {
-    /* The object a slot gives stays in memory while the caller holds its QP lock (or rx_mutex,
+    /* The object a slot gives stays in memory while the caller holds its QP lock (or rx_owned,
      * or tx_owned), even if it is closed and its references are gone (iw_mem_retire). */
     struct iw_obj *o = iw_stag_find(&dev->stags, stag);
 
@@ -267,7 +267,7 @@ void iw_mem_sv_describe_locked(struct iw_obj *o)
 /* A lookup may have read an object's slot just before its close emptied it, and then look at the
  * object under its QP lock (iw_mem_get); the last iw_mem_put may still read it after its count
  * let the close complete. So a destroyed MR or MW waits on a list until the progress thread has
- * seen every QP's lock, rx_mutex and TX engine free once (iw_qp_lookups_quiesce). The type's
+ * seen every QP's lock, rx_owned and TX engine free once (iw_qp_lookups_quiesce). The type's
  * destroy, any thread that may run it (the progress thread, or the consumer's close), no lock
  * held. */
 static void iw_mem_retire(struct iw_device *dev, struct ndk_list *list, struct ndk_list *link)

@@ -550,7 +550,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
             iw_cm_connection_failed(qp, -ENOMEM);
             return;
         }
-        pthread_mutex_init(&dp->rx_mutex, NULL);
+        atomic_init(&dp->rx_owned, DP_RX_FREE);
         atomic_init(&dp->tx_owned, false);
         dp->qp = qp;
         dp->fd = -1;
@@ -594,13 +594,13 @@ void iw_qp_connection_established(struct iw_qp *qp)
         pthread_mutex_lock(&qp->lock);
         qp->dp = dp;                      /* under the lock for iw_qp_lookups_quiesce */
         pthread_mutex_unlock(&qp->lock);
-        pthread_mutex_lock(&dp->rx_mutex);
+        dp_rx_own_wait(dp);
         dp_tx_own_wait(dp);
         pthread_mutex_lock(&qp->lock);
         dp->stopped = true;
         pthread_mutex_unlock(&qp->lock);
         dp_tx_own_release(dp);
-        pthread_mutex_unlock(&dp->rx_mutex);
+        dp_rx_own_release(dp);
         iw_cm_connection_failed(qp, -ENOMEM);
         return;
     }
@@ -645,9 +645,9 @@ void iw_qp_stop(struct iw_qp *qp)
         return;
     /* First off the CQs' lists: waits for a polling consumer inside the engines, and no poller
      * can find the QP afterwards (cq->qps_lock and the poll's read side come before the
-     * engines' mutex and owner flag in the lock order). */
+     * engines' owner flags in the lock order). */
     iw_poll_detach(qp);
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     dp_tx_own_wait(dp);
     pthread_mutex_lock(&qp->lock);
     if (!dp->stopped) {
@@ -694,7 +694,7 @@ void iw_qp_stop(struct iw_qp *qp)
     }
     pthread_mutex_unlock(&qp->lock);
     dp_tx_own_release(dp);
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
 }
 
 bool iw_qp_flushed_live_locked(struct iw_qp *qp)
@@ -710,7 +710,7 @@ static void iw_qp_sock_close(struct iw_qp *qp)
     int fd;
 
     if (dp)
-        pthread_mutex_lock(&dp->rx_mutex);
+        dp_rx_own_wait(dp);
     pthread_mutex_lock(&qp->lock);
     fd = qp->fd;
     qp->fd = -1;
@@ -720,7 +720,7 @@ static void iw_qp_sock_close(struct iw_qp *qp)
     }
     pthread_mutex_unlock(&qp->lock);
     if (dp)
-        pthread_mutex_unlock(&dp->rx_mutex);
+        dp_rx_own_release(dp);
     if (fd >= 0)
         close(fd);
 }
@@ -765,9 +765,9 @@ void iw_qp_lookups_quiesce(struct iw_device *dev)
             dp->tx.kc.obj = NULL;        /* the key caches may name what is to be freed */
         pthread_mutex_unlock(&qp->lock);
         if (dp) {
-            pthread_mutex_lock(&dp->rx_mutex);
+            dp_rx_own_wait(dp);
             dp->rx.kc.obj = NULL;
-            pthread_mutex_unlock(&dp->rx_mutex);
+            dp_rx_own_release(dp);
             dp_tx_own_wait(dp);          /* the TX engine's iw_mem_put (tx_lean_complete) */
             dp_tx_own_release(dp);
         }
@@ -788,7 +788,6 @@ static void iw_qp_engines_free(struct iw_qp *qp)
     iw_wire_put(dp->wire);
     free(dp->orq);
     free(dp->irq);
-    pthread_mutex_destroy(&dp->rx_mutex);
     free(dp);
     qp->dp = NULL;
 }
@@ -805,7 +804,7 @@ static void iw_qp_ndk_flush(NDK_QP *q)
 
     iw_qp_stop(qp);
     if (qp->dp)
-        pthread_mutex_lock(&qp->dp->rx_mutex);
+        dp_rx_own_wait(qp->dp);
     pthread_mutex_lock(&qp->lock);
     terminating = qp->state == IW_QP_TERMINATE;
     /* A live connection stays up: ULPs (SMB Direct) flush, then NdkDisconnect, and expect the
@@ -815,7 +814,7 @@ static void iw_qp_ndk_flush(NDK_QP *q)
     iw_qp_flush_locked(qp);
     pthread_mutex_unlock(&qp->lock);
     if (qp->dp)
-        pthread_mutex_unlock(&qp->dp->rx_mutex);
+        dp_rx_own_release(qp->dp);
     if (terminating)
         iw_cm_connection_failed(qp, -ECANCELED);   /* a Terminate already ends the connection */
 }

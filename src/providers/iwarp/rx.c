@@ -14,7 +14,7 @@
  * (IW_FPDU_RX_CALLER_CRC): either way each payload byte passes through the CRC once.
  *
  * Context: the progress thread, or a consumer busy-polling a CQ of the QP (poll.c), holding
- * dp->rx_mutex; qp->lock is taken briefly for state shared with TX and posting (ORQ, IRQ, SQE
+ * dp->rx_owned; qp->lock is taken briefly for state shared with TX and posting (ORQ, IRQ, SQE
  * states). Receives are taken from the RQ without it (the RQ's taker, struct iw_wq). Never
  * blocks: the socket is read with MSG_DONTWAIT semantics (non-blocking fd) and a bounded number
  * of reads per call (epoll is level-triggered, so the rest comes on the next call).
@@ -26,9 +26,11 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *const dp_rx_state_name[DP_RX_STATE_COUNT] = {
@@ -48,7 +50,7 @@ static void rx_goto(struct iw_qp *qp, struct iw_dp *dp, enum dp_rx_state to)
 
 /* Runs the TX engine from RX (a Read Response, the Terminate, a freed ORD slot). A socket
  * error is kept for iw_rx_run to return: reporting it to the CM from here would run
- * the CM with rx_mutex held. */
+ * the CM with rx_owned held. */
 static void rx_kick_tx(struct iw_qp *qp, struct iw_dp *dp)
 {
     int err = iw_tx_run(qp);
@@ -378,7 +380,7 @@ static inline void rx_sv_recv_done(struct iw_qp *qp, NTSTATUS st)
 
 /* Completes the receive at the end of its message. RX engine, no lock needed: the receive was
  * taken from the RQ without it, and a flush comes only after the stop, which waits for the
- * engine (rx_mutex). */
+ * engine (rx_owned). */
 static void rx_end_send(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_hdr *h)
 {
     struct dp_rx *rx = &dp->rx;
@@ -734,7 +736,7 @@ struct iw_rx_bufs {
 static __thread struct iw_rx_bufs rx_bufs_tls;
 _Static_assert(3 + IW_MPA_CRC_SIZE + IW_FPDU_UNTAGGED_HDR_LEN <= DP_RX_TAIL_LEN, "a tail holds pad, CRC, header");
 
-/* Feeds what the last read left in the staging buffer. RX engine (rx_mutex held). */
+/* Feeds what the last read left in the staging buffer. RX engine (rx_owned held). */
 static int rx_consume_stage(struct iw_qp *qp, struct iw_dp *dp)
 {
     struct dp_rx *rx = &dp->rx;
@@ -1010,7 +1012,7 @@ static ssize_t rx_read(const struct iw_dp *dp, int fd, struct rx_layout *l)
     return n;
 }
 
-/* Reads the socket and runs what came through the deframer (rx_engine). rx_mutex held. */
+/* Reads the socket and runs what came through the deframer (rx_engine). rx_owned held. */
 static int rx_engine_reads(struct iw_qp *qp, struct iw_dp *dp, struct iw_rx_bufs *b)
 {
     struct dp_rx *rx = &dp->rx;
@@ -1089,7 +1091,7 @@ void iw_rx_bufs_free(struct iw_device *dev)
 }
 
 /* Reads the socket and runs what came through the deframer; every byte read is fed before it
- * returns (st_off == st_len), so the bulk buffer goes with the call. rx_mutex held; never
+ * returns (st_off == st_len), so the bulk buffer goes with the call. rx_owned held; never
  * blocks. */
 static int rx_engine(struct iw_qp *qp, struct iw_dp *dp)
 {
@@ -1123,6 +1125,21 @@ int iw_rx_discard_locked(struct iw_dp *dp)
     return 0;
 }
 
+/* Marks the word WAITED and sleeps while another thread owns it; returns owning it (WAITED,
+ * so that its release wakes the next sleeper). A wake-up that finds it owned again, or a futex
+ * call that returns at once (the word changed, a signal), only loops. Blocks; no lock held. */
+void iw_rx_own_sleep(struct iw_dp *dp)
+{
+    while (atomic_exchange_explicit(&dp->rx_owned, DP_RX_WAITED, memory_order_acquire) != DP_RX_FREE)
+        syscall(SYS_futex, &dp->rx_owned, FUTEX_WAIT_PRIVATE, DP_RX_WAITED, NULL, NULL, 0);
+}
+
+/* Any thread, just after it gave the word back; never blocks. */
+void iw_rx_own_wake(struct iw_dp *dp)
+{
+    syscall(SYS_futex, &dp->rx_owned, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 int iw_rx_run(struct iw_qp *qp)
 {
     struct iw_dp *dp = qp->dp;
@@ -1131,22 +1148,22 @@ int iw_rx_run(struct iw_qp *qp)
 
     if (!dp)
         return -ENOTCONN;
-    pthread_mutex_lock(&dp->rx_mutex);
-    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
+    dp_rx_own_wait(dp);
+    stopped = dp->stopped;                        /* rx_owned suffices (datapath.h) */
     if (stopped && dp->discard && dp->fd >= 0)
         err = iw_rx_discard_locked(dp);   /* flushed, connection up: nothing is placed (§5.11.6) */
     else
         err = stopped || dp->fd < 0 ? -ECONNABORTED : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return err;
 }
 
 /* Whether the ring may queue a receive now: the engine runs (or discards), the connection is
  * not tapped (wire.h: it reads through its tap only), and no consumer polls the socket. poll_on
  * is read without qp->lock: a consumer that starts polling just after finds the socket lent and
- * queues its taking back (iw_qp_set_polled), as when it starts just after an arm. rx_mutex held. */
+ * queues its taking back (iw_qp_set_polled), as when it starts just after an arm. rx_owned held. */
 static bool rx_ring_may_arm(struct iw_qp *qp, struct iw_dp *dp)
 {
     return !__atomic_load_n(&qp->poll_on, __ATOMIC_RELAXED) && dp->fd >= 0 && !dp->wire &&
@@ -1158,10 +1175,10 @@ bool iw_rx_ring_arm(struct iw_qp *qp)
     struct iw_dp *dp = qp->dp;
     bool ok;
 
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     ok = rx_ring_may_arm(qp, dp);
     dp->rx.ring_owned = ok;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return ok;
 }
 
@@ -1172,9 +1189,9 @@ void iw_rx_ring_disown(struct iw_qp *qp)
     if (!dp->rx.ring_armed)
         return;
     dp->rx.ring_armed = false;
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     dp->rx.ring_owned = false;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
 }
 
 int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, bool rearm)
@@ -1183,7 +1200,7 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, b
     struct dp_rx *rx = &dp->rx;
     int err;
 
-    pthread_mutex_lock(&dp->rx_mutex);
+    dp_rx_own_wait(dp);
     rx->ring_owned = false;
     if (res == -ECANCELED || res == -EINTR || res == -EAGAIN)
         err = 0;
@@ -1211,10 +1228,10 @@ int iw_rx_ring_take(struct iw_qp *qp, const uint8_t *buf, int res, size_t cap, b
     }
     if (!err && rx->tx_err)
         err = rx->tx_err;
-    /* The next receive's arm, while rx_mutex is held anyway (iw_rx_ring_arm would take it again). */
+    /* The next receive's arm, while rx_owned is held anyway (iw_rx_ring_arm would take it again). */
     rx->ring_armed = rearm && !err && rx_ring_may_arm(qp, dp);
     rx->ring_owned = rx->ring_armed;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return err;
 }
 
@@ -1224,13 +1241,13 @@ int iw_rx_poll(struct iw_qp *qp)
     bool stopped;
     int err;
 
-    if (pthread_mutex_trylock(&dp->rx_mutex) != 0)
+    if (!dp_rx_own_try(dp))
         return 0;                                 /* the owner reads the socket right now */
-    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
+    stopped = dp->stopped;                        /* rx_owned suffices (datapath.h) */
     err = stopped || dp->fd < 0 ? 0 : rx_engine(qp, dp);
     if (!err && dp->rx.tx_err)
         err = dp->rx.tx_err;
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return err;
 }
 
@@ -1242,13 +1259,13 @@ int iw_rx_drain(struct iw_qp *qp)
 
     if (!dp)
         return 0;
-    pthread_mutex_lock(&dp->rx_mutex);
-    stopped = dp->stopped;                        /* rx_mutex suffices (datapath.h) */
+    dp_rx_own_wait(dp);
+    stopped = dp->stopped;                        /* rx_owned suffices (datapath.h) */
     if (!stopped && dp->fd >= 0 && dp->rx.state == DP_RX_RUN)
         err = rx_engine(qp, dp);
     else if (stopped && dp->discard && dp->fd >= 0)
         err = iw_rx_discard_locked(dp);   /* unread bytes would turn our FIN into a reset */
-    pthread_mutex_unlock(&dp->rx_mutex);
+    dp_rx_own_release(dp);
     return err;
 }
 

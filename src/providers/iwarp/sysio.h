@@ -5,7 +5,7 @@
  * glibc's recv, send, recvmsg, sendmsg and epoll_wait are cancellation points: each one turns
  * asynchronous cancellation on and off around its system call, some 30 of the 60 instructions
  * it costs (two to seven such calls make a small message's round trip, docs/performance.md).
- * The engines make these calls holding rx_mutex or tx_owned, where a consumer thread cancelled
+ * The engines make these calls holding rx_owned or tx_owned, where a consumer thread cancelled
  * inside one would leave the engine locked for good, so they must not be cancellation points
  * in the first place; and nothing in an NDK consumer is ever cancelled (kernel code has no such
  * thing).
