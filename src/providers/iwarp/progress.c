@@ -508,9 +508,13 @@ static void *iw_progress_main(void *arg)
         /* After the work: the timers that fell due during the wait run now, and the work and the
          * handlers of the last pass may have set deadlines (arming a timer does not wake this
          * thread for its own), so the wait is computed from the timers as they are now. One
-         * clock read per pass: work a timer queues makes the next wait a look (timeout 0). */
-        uint64_t now = iw_now_ms();
-        uint64_t next = iw_run_timers(dev, now);
+         * clock read per pass, none while no timer is armed (between a connection's messages):
+         * work a timer queues makes the next wait a look (timeout 0). */
+        uint64_t now = 0, next = atomic_load_explicit(&dev->timer_next, memory_order_relaxed);
+        if (next) {
+            now = iw_now_ms();
+            next = iw_run_timers(dev, now);
+        }
         if (iw_work_pending(dev))
             timeout = 0;
         else if (next)
