@@ -88,8 +88,11 @@ static int sgl_total(const NDK_SGE *sgl, ULONG nsge, uint64_t *total)
 
     if (nsge && !sgl)
         return -EINVAL;
-    for (ULONG i = 0; i < nsge; i++)
-        t += sgl[i].Length;
+    if (nsge == 1)
+        t = sgl[0].Length;                        /* the usual one, without the unrolled loop */
+    else
+        for (ULONG i = 0; i < nsge; i++)
+            t += sgl[i].Length;
     if (t > IW_MAX_TRANSFER)
         return -EINVAL;
     *total = t;
