@@ -225,11 +225,12 @@ static __attribute__((flatten, noinline)) int sgl_resolve_from(struct iw_qp *qp,
     return 0;
 }
 
-/* Both posts of every message come here: the SGEs whose key is the one the engine side last
- * resolved (its cache, the usual case: a consumer's buffers lie in few MRs) cost a count and a
- * look at the key's seq; the first that is not goes to the table with the rest. */
-int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge, uint32_t nsge,
-                          unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
+/* The SGEs whose key is the one the engine side last resolved (its cache, the usual case: a
+ * consumer's buffers lie in few MRs) cost a count and a look at the key's seq; the first that is
+ * not goes to the table with the rest. iw_access_sgl_resolve's general way. */
+static __attribute__((noinline)) int sgl_resolve_all(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge,
+                                                     uint32_t nsge, unsigned need, struct dp_sgl *out,
+                                                     uint32_t *bad_sge)
 {
     out->n = 0;                     /* entries past n are never read: no need to clear 16 */
     out->total = 0;
@@ -256,6 +257,46 @@ int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_S
         out->total += len;
     }
     return 0;
+}
+
+/* A single SGE counted in its cached key whose seq then had moved: the count goes, the cache is
+ * emptied (as iw_mem_cache_hit does), and the general way asks the table. Same arguments as
+ * iw_access_sgl_resolve, so that both calls to it are tail calls. */
+static __attribute__((noinline)) int sgl_resolve_stale(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge,
+                                                       uint32_t nsge, unsigned need, struct dp_sgl *out,
+                                                       uint32_t *bad_sge)
+{
+    iw_mem_put(kc->obj);
+    kc->obj = NULL;
+    return sgl_resolve_all(qp, kc, sge, nsge, need, out, bad_sge);
+}
+
+/* Both posts of every message come here. The usual request, one SGE inside the cached key with
+ * the rights asked for, is taken here without a call (so without saving registers for one):
+ * the checks on the cached view first, then the count and the look at seq that make the view
+ * current (iw_mem_cache_hit's order). Anything else goes the general way. */
+int iw_access_sgl_resolve(struct iw_qp *qp, struct iw_mem_cache *kc, const NDK_SGE *sge, uint32_t nsge,
+                          unsigned need, struct dp_sgl *out, uint32_t *bad_sge)
+{
+    if (nsge == 1 && kc && kc->obj && kc->stag == sge[0].MemoryRegionToken) {
+        uint64_t va = (uint64_t)(uintptr_t)sge[0].VirtualAddress;
+        uint64_t len = sge[0].Length;
+
+        if (len && UINT64_MAX - va >= len - 1 && in_bounds(kc->v.base, kc->v.length, va, len) &&
+            (kc->v.rights & need) == need) {
+            struct iw_mem_key *k = iw_mem_key_of(kc->obj);
+            atomic_fetch_add(&k->users, 1);
+            if (atomic_load(&k->seq) != kc->v.seq)
+                return sgl_resolve_stale(qp, kc, sge, nsge, need, out, bad_sge);
+            out->e[0].mem = kc->obj;
+            out->e[0].va = va;
+            out->e[0].len = len;
+            out->n = 1;
+            out->total = len;
+            return 0;
+        }
+    }
+    return sgl_resolve_all(qp, kc, sge, nsge, need, out, bad_sge);
 }
 
 /* Maps [va, va + len) of one SGE to iovecs. mem NULL: the label is the host address. */
