@@ -266,7 +266,7 @@ static VOID iw_arm_cq(NDK_CQ *c, ULONG type)
 }
 
 /* Takes up to n entries. The consumer's thread (§5.4), or a callback; takes no lock but the
- * popping flag. Inlined in both of iw_cq_get's calls: every message's completions come here. */
+ * popping flag. Inlined in iw_cq_get_some: every message's completions come here. */
 static inline __attribute__((always_inline)) ULONG iw_cq_pop(struct iw_cq *cq, NDK_RESULT_EX *ex, NDK_RESULT *plain, ULONG n)
 {
     ULONG got = 0;
@@ -356,6 +356,33 @@ static __attribute__((noinline)) ULONG iw_cq_get_busy(struct iw_cq *cq, NDK_RESU
     return got;
 }
 
+/* The part of iw_cq_get for a ring with entries: pops, then runs the engines if the batch came
+ * back short. Out of line (one copy per result type, iw_cq_get_some_plain and _ex) and reached
+ * by a tail call, so that the registers the pop needs are saved only when there is something to
+ * pop, not on every empty poll. Consumer thread. */
+static inline __attribute__((always_inline)) ULONG iw_cq_get_some(struct iw_cq *cq, NDK_RESULT_EX *ex,
+                                                                  NDK_RESULT *plain, ULONG n, uint64_t pushes)
+{
+    ULONG got = iw_cq_pop(cq, ex, plain, n);
+
+    /* A consumer polling from a notification callback is on the progress thread already. */
+    if (got == n || cq->obj.dev->no_poll_progress || iw_progress_on_thread(cq->obj.dev))
+        return got;
+    return iw_cq_get_busy(cq, ex, plain, n, got, pushes);
+}
+
+static __attribute__((noinline)) ULONG iw_cq_get_some_plain(struct iw_cq *cq, NDK_RESULT *plain, ULONG n,
+                                                            uint64_t pushes)
+{
+    return iw_cq_get_some(cq, NULL, plain, n, pushes);
+}
+
+static __attribute__((noinline)) ULONG iw_cq_get_some_ex(struct iw_cq *cq, NDK_RESULT_EX *ex, ULONG n,
+                                                         uint64_t pushes)
+{
+    return iw_cq_get_some(cq, ex, NULL, n, pushes);
+}
+
 /* NdkGetCqResults(Ex). A busy-polling consumer runs the engines of the CQ's QPs itself when the
  * CQ runs short (poll.c), the way a busy-polled socket or libfabric's manual progress works: an
  * arriving message then costs no wake-up of the progress thread, which on a machine with few
@@ -364,15 +391,13 @@ static inline __attribute__((always_inline)) ULONG iw_cq_get(struct iw_cq *cq, N
                                                              NDK_RESULT *plain, ULONG n)
 {
     uint64_t pushes;
-    ULONG got = 0;
 
     /* An empty ring is seen without the lock: most busy polls find nothing. */
     if (!iw_cq_seen_empty(cq, &pushes))
-        got = iw_cq_pop(cq, ex, plain, n);
-    /* A consumer polling from a notification callback is on the progress thread already. */
-    if (got == n || cq->obj.dev->no_poll_progress || iw_progress_on_thread(cq->obj.dev))
-        return got;
-    return iw_cq_get_busy(cq, ex, plain, n, got, pushes);
+        return ex ? iw_cq_get_some_ex(cq, ex, n, pushes) : iw_cq_get_some_plain(cq, plain, n, pushes);
+    if (cq->obj.dev->no_poll_progress || iw_progress_on_thread(cq->obj.dev))
+        return 0;
+    return iw_cq_get_busy(cq, ex, plain, n, 0, pushes);
 }
 
 static ULONG iw_get_cq_results(NDK_CQ *c, NDK_RESULT res[], ULONG n)
