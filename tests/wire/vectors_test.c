@@ -308,12 +308,37 @@ static void test_sizing(void)
     CHECK_EQ(iw_fpdu_hdr_len(&term), 20 + 4 + 2 + 14);
 }
 
+/* The small Send's header writer (iw_fpdu_put_send_hdr, tx.c's lean path) writes what the
+ * general one writes for a whole Send in one segment: every Send opcode, payloads from 0 to
+ * 300 bytes, MSNs and invalidated STags with every byte set (a field at the wrong offset, in the
+ * wrong order, or an STag left in a plain Send, shows). */
+static void test_send_hdr(void)
+{
+    static const uint8_t ops[] = { IW_OP_SEND, IW_OP_SEND_SE, IW_OP_SEND_INV, IW_OP_SEND_SE_INV };
+    static const uint32_t vals[] = { 0, 1, 0x01020304u, 0xfedcba98u, 0xffffffffu };
+
+    for (size_t o = 0; o < sizeof ops; o++)
+        for (size_t len = 0; len <= 300; len += len < 20 ? 1 : 37)
+            for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+                struct iw_fpdu_hdr h = { .opcode = ops[o], .last = true, .msn = vals[v],
+                                         .inv_stag = ~vals[v] };
+                uint8_t want[IW_FPDU_MAX_BUFFERED], got[IW_FPDU_MAX_BUFFERED];
+                memset(got, 0xa5, sizeof got);
+                int wl = iw_fpdu_put_hdr(&h, len, want, sizeof want);
+                int gl = iw_fpdu_put_send_hdr(ops[o], h.inv_stag, h.msn, len, got);
+                CHECK_EQ(gl, IW_FPDU_UNTAGGED_HDR_LEN);
+                hexdiff("small Send header", got, (size_t)gl, want, (size_t)wl);
+                CHECK_EQ(got[gl], 0xa5);                 /* nothing written past it */
+            }
+}
+
 int main(void)
 {
     test_mpa_examples();
     test_fpdu_examples();
     test_siw_terms();
     test_sizing();
+    test_send_hdr();
     printf("vectors: OK\n");
     return 0;
 }

@@ -204,6 +204,20 @@ int iw_fpdu_put_seg_hdr(const struct iw_fpdu_hdr *h, bool last, uint64_t off, si
     return put_hdr(h, last, h->to + off, (uint32_t)off, payload_len, buf, cap);
 }
 
+int iw_fpdu_put_send_hdr(uint8_t op, uint32_t inv_stag, uint32_t msn, size_t payload_len, void *buf)
+{
+    uint8_t *b = buf;
+
+    iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)(IW_FPDU_UNTAGGED_HDR_LEN - IW_MPA_LEN_SIZE + payload_len));
+    b[IW_OFF_DDP_CTRL] = (uint8_t)(IW_DDP_CTRL_L | IW_DDP_VERSION);
+    b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
+    iw_put_be32(b + IW_OFF_INV_STAG, op_has_inv_stag(op) ? inv_stag : 0);
+    iw_put_be32(b + IW_OFF_QN, IW_QN_SEND);
+    iw_put_be32(b + IW_OFF_MSN, msn);
+    iw_put_be32(b + IW_OFF_MO, 0);
+    return IW_FPDU_UNTAGGED_HDR_LEN;
+}
+
 int iw_fpdu_put_trailer(uint32_t ulpdu_len, bool crc, uint32_t crc_state, void *buf, size_t cap)
 {
     uint8_t *b = buf;

@@ -126,6 +126,13 @@ int iw_fpdu_put_hdr(const struct iw_fpdu_hdr *h, size_t payload_len, void *buf, 
 int iw_fpdu_put_seg_hdr(const struct iw_fpdu_hdr *h, bool last, uint64_t off, size_t payload_len, void *buf,
                         size_t cap);
 
+/* iw_fpdu_put_hdr's bytes for a whole Send in one segment (L set, MO 0): op one of the four
+ * Send opcodes, inv_stag written for the two with Invalidate, payload_len small enough that the
+ * ULPDU fits (the caller's small message), buf at least IW_FPDU_UNTAGGED_HDR_LEN bytes. None of
+ * iw_fpdu_put_hdr's checks or its look at the other opcodes: a small Send's post writes its
+ * header here (tx.c's lean path). Returns IW_FPDU_UNTAGGED_HDR_LEN. */
+int iw_fpdu_put_send_hdr(uint8_t op, uint32_t inv_stag, uint32_t msn, size_t payload_len, void *buf);
+
 /* Writes PAD and the CRC field after a ULPDU of ulpdu_len bytes. crc_state is the running CRC
  * (iw_crc32c_update) over the MPA length, header and payload; the pad is folded in here. With crc
  * false the field is zero, as RFC 5044 §4 asks when CRC was not negotiated. Returns the

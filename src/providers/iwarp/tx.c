@@ -953,7 +953,12 @@ static __attribute__((flatten)) int tx_lean_frame(struct iw_qp *qp, struct iw_dp
         if (mapped < tx->len)
             return 0;
     }
-    hl = tx_seg_hdr(qp, tx, tx->len, buf, cap);
+    /* A Send is one segment here (lean_max, iw_tx_lean_claim_locked): its header needs none of
+     * the general writer's checks. */
+    if (tx->h.opcode != IW_OP_WRITE && cap >= IW_FPDU_UNTAGGED_HDR_LEN)
+        hl = iw_fpdu_put_send_hdr(tx->h.opcode, tx->h.inv_stag, tx->h.msn, tx->len, buf);
+    else
+        hl = tx_seg_hdr(qp, tx, tx->len, buf, cap);
     if (hl < 0)
         return hl;
     uint8_t *p = buf + hl;
