@@ -148,6 +148,21 @@ static void put_term_body(const struct iw_fpdu_term *t, uint8_t *p)
         memcpy(p, t->rdmap_hdr, IW_READ_REQ_LEN);
 }
 
+/* The MPA length and the untagged DDP and RDMAP header fields (RFC 5041 §5.1, RFC 5040 §4.3):
+ * what iw_fpdu_put_hdr and iw_fpdu_put_send_hdr share. inv_stag is written for the two Send with
+ * Invalidate opcodes only. */
+static inline __attribute__((always_inline)) void put_untagged(uint8_t *b, uint8_t op, bool last, uint32_t inv_stag,
+                                                               uint32_t qn, uint32_t msn, uint32_t mo, uint32_t ulpdu)
+{
+    iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)ulpdu);
+    b[IW_OFF_DDP_CTRL] = (uint8_t)((last ? IW_DDP_CTRL_L : 0) | IW_DDP_VERSION);
+    b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
+    iw_put_be32(b + IW_OFF_INV_STAG, op_has_inv_stag(op) ? inv_stag : 0);
+    iw_put_be32(b + IW_OFF_QN, qn);
+    iw_put_be32(b + IW_OFF_MSN, msn);
+    iw_put_be32(b + IW_OFF_MO, mo);
+}
+
 /* iw_fpdu_put_hdr with h's L bit, TO and MO given apart: a message's segments share one
  * template. */
 static inline __attribute__((always_inline)) int put_hdr(const struct iw_fpdu_hdr *h, bool seg_last, uint64_t to,
@@ -166,20 +181,17 @@ static inline __attribute__((always_inline)) int put_hdr(const struct iw_fpdu_hd
     if (cap < (size_t)hl)
         return -ENOSPC;
 
-    bool tagged = op_tagged(op);
     bool last = seg_last || op_single(op);
-    iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)(hl - IW_MPA_LEN_SIZE + payload_len));
-    b[IW_OFF_DDP_CTRL] = (uint8_t)((tagged ? IW_DDP_CTRL_T : 0) | (last ? IW_DDP_CTRL_L : 0) | IW_DDP_VERSION);
-    b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
-    if (tagged) {
+    if (op_tagged(op)) {
+        iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)(hl - IW_MPA_LEN_SIZE + payload_len));
+        b[IW_OFF_DDP_CTRL] = (uint8_t)(IW_DDP_CTRL_T | (last ? IW_DDP_CTRL_L : 0) | IW_DDP_VERSION);
+        b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
         iw_put_be32(b + IW_OFF_STAG, h->stag);
         iw_put_be64(b + IW_OFF_TO, to);
         return hl;
     }
-    iw_put_be32(b + IW_OFF_INV_STAG, op_has_inv_stag(op) ? h->inv_stag : 0);
-    iw_put_be32(b + IW_OFF_QN, op_qn(op));
-    iw_put_be32(b + IW_OFF_MSN, h->msn);
-    iw_put_be32(b + IW_OFF_MO, op_single(op) ? 0 : mo);
+    put_untagged(b, op, last, h->inv_stag, op_qn(op), h->msn, op_single(op) ? 0 : mo,
+                 (uint32_t)(hl - IW_MPA_LEN_SIZE + payload_len));
     if (op == IW_OP_READ_REQ) {
         uint8_t *r = b + IW_OFF_READ_REQ;
         iw_put_be32(r + IW_RR_OFF_SINK_STAG, h->rr.sink_stag);
@@ -206,15 +218,8 @@ int iw_fpdu_put_seg_hdr(const struct iw_fpdu_hdr *h, bool last, uint64_t off, si
 
 int iw_fpdu_put_send_hdr(uint8_t op, uint32_t inv_stag, uint32_t msn, size_t payload_len, void *buf)
 {
-    uint8_t *b = buf;
-
-    iw_put_be16(b + IW_OFF_MPA_LEN, (uint16_t)(IW_FPDU_UNTAGGED_HDR_LEN - IW_MPA_LEN_SIZE + payload_len));
-    b[IW_OFF_DDP_CTRL] = (uint8_t)(IW_DDP_CTRL_L | IW_DDP_VERSION);
-    b[IW_OFF_RDMAP_CTRL] = (uint8_t)(IW_RDMAP_VERSION << IW_RDMAP_CTRL_RV_SHIFT | op);
-    iw_put_be32(b + IW_OFF_INV_STAG, op_has_inv_stag(op) ? inv_stag : 0);
-    iw_put_be32(b + IW_OFF_QN, IW_QN_SEND);
-    iw_put_be32(b + IW_OFF_MSN, msn);
-    iw_put_be32(b + IW_OFF_MO, 0);
+    put_untagged(buf, op, true, inv_stag, IW_QN_SEND, msn, 0,
+                 (uint32_t)(IW_FPDU_UNTAGGED_HDR_LEN - IW_MPA_LEN_SIZE + payload_len));
     return IW_FPDU_UNTAGGED_HDR_LEN;
 }
 

@@ -219,13 +219,17 @@ bool iw_progress_timer_cancel(struct iw_device *dev, struct iw_timer *t)
     return armed;
 }
 
-/* Fires the due timers, each with no lock held; returns the next deadline (0 = none).
- * Progress thread only. */
-static uint64_t iw_run_timers(struct iw_device *dev, uint64_t now)
+/* Fires the due timers, each with no lock held; returns the next deadline (0 = none) and in
+ * *now the time it read, which it reads only when a timer is armed (between a connection's
+ * messages none is). Progress thread only. */
+static uint64_t iw_run_timers(struct iw_device *dev, uint64_t *now_out)
 {
-    uint64_t next = atomic_load_explicit(&dev->timer_next, memory_order_relaxed);
+    uint64_t next = atomic_load_explicit(&dev->timer_next, memory_order_relaxed), now;
 
-    if (next == 0 || next > now)
+    if (next == 0)
+        return 0;                                  /* no timer: no clock read, no lock */
+    now = *now_out = iw_now_ms();
+    if (next > now)
         return next;                               /* nothing due: no lock */
     pthread_mutex_lock(&dev->timer_lock);
     while (dev->timer_count && dev->timer_heap[0]->deadline_ms <= now) {
@@ -507,14 +511,10 @@ static void *iw_progress_main(void *arg)
         iw_run_work(dev);
         /* After the work: the timers that fell due during the wait run now, and the work and the
          * handlers of the last pass may have set deadlines (arming a timer does not wake this
-         * thread for its own), so the wait is computed from the timers as they are now. One
-         * clock read per pass, none while no timer is armed (between a connection's messages):
-         * work a timer queues makes the next wait a look (timeout 0). */
-        uint64_t now = 0, next = atomic_load_explicit(&dev->timer_next, memory_order_relaxed);
-        if (next) {
-            now = iw_now_ms();
-            next = iw_run_timers(dev, now);
-        }
+         * thread for its own), so the wait is computed from the timers as they are now. At most
+         * one clock read per pass: work a timer queues makes the next wait a look (timeout 0). */
+        uint64_t now = 0;
+        uint64_t next = iw_run_timers(dev, &now);
         if (iw_work_pending(dev))
             timeout = 0;
         else if (next)
