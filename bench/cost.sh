@@ -28,6 +28,8 @@
 # - mutex lock/unlock pairs per 8 B round trip: bench/lockcount.c, an LD_PRELOAD shim counting
 #   pthread_mutex_lock/trylock/unlock per thread (pairs = unlocks), native speed; busy-polled,
 #   the calls to pthread_mutex_unlock in the instruction runs, fitted as the instructions are.
+#   Both add the iwarp provider's own lock (lock.h: qp->lock, the RX engine's owner), inlined
+#   where no shim sees it: the executions of its give's exchange in the callgrind runs.
 # - atomic read-modify-writes per 8 B round trip: from the same callgrind runs, each
 #   instruction's executions (--dump-instr=yes) joined to objdump's disassembly: LOCK-prefixed
 #   instructions and xchg with memory, the mutexes' own included.
@@ -307,6 +309,31 @@ ins_atomics() {
     END { printf "%d\n", t }' - "$counts"
 }
 
+# ins_lock_gives TAG: executions of iw_lock_give in raw/TAG.ins (callgrind only): the iwarp
+# provider's own sleeping lock (qp->lock and the RX engine's owner, lock.h) is inlined, so no
+# call shows it and no LD_PRELOAD sees it. Its give is one exchange with memory; the exchanges
+# whose innermost inlined function is iw_lock_give (addr2line -f -i over the object's debug
+# information) are counted from ins_atomics's per-address counts (raw/TAG.addr).
+ins_lock_gives() {
+  local counts=$raw/$1.addr p c
+  [ -s "$counts" ] || ins_atomics "$1" >/dev/null || return 1
+  mkdir -p "$raw/lockgive"
+  awk '{ print $1 }' "$counts" | sort -u | while read -r p; do
+    [ -f "$p" ] || continue
+    c=$raw/lockgive/$(printf '%s' "$p" | tr '/' '_')
+    [ -e "$c" ] && continue
+    objdump -d --no-show-raw-insn "$p" 2>/dev/null | awk -F'\t' '
+      NF >= 2 && $1 ~ /^ *[0-9a-f]+:$/ && $2 ~ /^xchg/ && $2 ~ /\(/ { a = $1; gsub(/[ :]/, "", a); print "0x" a }' |
+      addr2line -f -i -a -e "$p" 2>/dev/null | awk -v p="$p" '
+      function hex(s,    i, c, v) { v = 0; s = tolower(s); for (i = 3; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }; return v }
+      # -a prints the address, then function and place pairs from the innermost inlined one out.
+      /^0x/ { a = $1; first = 1; next }
+      first { first = 0; if ($1 == "iw_lock_give") printf "%s %d\n", p, hex(a) }' >"$c"
+  done
+  cat "$raw/lockgive/"* 2>/dev/null | awk 'NR == FNR { L[$1 SUBSEP $2] = 1; next } (($1 SUBSEP $2) in L) { t += $3 }
+    END { printf "%d\n", t }' - "$counts"
+}
+
 # instr_run TAG SIDE: one run of the commands in srv/cli with SIDE measured; prints the count.
 instr_run() {
   local tag=$1 side=$2 sw='' cw='' only=''
@@ -434,6 +461,10 @@ if [ "$have_instr" = 1 ]; then
     if [ "$instr_tool" = callgrind ] && [ -n "$v" ]; then
       a1=$(ins_atomics "ins.lat-notify.send.8.$side.n") && a2=$(ins_atomics "ins.lat-notify.send.8.$side.2n") &&
         v=$(awk -v a="$a1" -v b="$a2" -v n="$n_rt" 'BEGIN { printf "%.1f\n", (b - a) / n }') || v=''
+      # The provider's own lock's pairs per round trip, for the mutex row below.
+      if g1=$(ins_lock_gives "ins.lat-notify.send.8.$side.n") && g2=$(ins_lock_gives "ins.lat-notify.send.8.$side.2n"); then
+        awk -v a="$g1" -v b="$g2" -v n="$n_rt" 'BEGIN { printf "%.2f\n", (b - a) / n }' >"$raw/iwlock.notify.$side"
+      fi
       peer=''
       if [ -e "$raw/ins.block.sock.$side.2.ins" ] && m1=$(sock_msgs "$raw/ins.block.sock.$side.1.out") &&
         m2=$(sock_msgs "$raw/ins.block.sock.$side.2.out") && [ -n "$m1" ] && [ -n "$m2" ] && [ "$m2" -gt "$m1" ]; then
@@ -480,14 +511,17 @@ if [ "$have_instr" = 1 ]; then
         if [ "$who" = ours ]; then v=$x; else peer=$x; fi
       done
       row "atomic read-modify-writes per 8 B Send round trip, busy-polled" "$side" "operations" "$v" "$peer" "sockperf" "" "$atomic_method; the instruction row's four runs, fitted over the polls where its fit held, else the mean difference"
-      # Mutex pairs of the same runs: calls to pthread_mutex_unlock, fitted the same way; the
-      # LD_PRELOAD count below runs at full speed, where the empty polls' pairs come on top.
+      # Mutex pairs of the same runs: calls to pthread_mutex_unlock and the provider's own
+      # lock's gives, fitted the same way; the LD_PRELOAD count below runs at full speed, where
+      # the empty polls' pairs come on top.
       v=''
       fd=$raw/ins.poll.ours.$side.fit
       if [ -s "$fd" ] && [ "$(wc -l <"$fd")" = 4 ]; then
         k=0
         while read -r m p _; do
-          k=$((k + 1)); read -r u _ <<<"$(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"; echo "$m $p $u"
+          k=$((k + 1)); read -r u _ <<<"$(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"
+          g=$(ins_lock_gives "ins.poll.ours.$side.$k") || g=0
+          echo "$m $p $((u + g))"
         done <"$fd" >"$fd.mutex"
         f=$(fitted "$fd.mutex" "$fd" 2)
         case "$f" in raw*) echo "empty polls included" >"$raw/mutex.poll.$side.how" ;; esac
@@ -641,6 +675,19 @@ for mode in $modes; do
     [ "$mode" = lat-poll ] && [ "$side" = client ] && target="<= 4"
     ml="busy-polled"; [ "$mode" = lat-notify ] && ml="notifications"
     note="bench/lockcount.c (LD_PRELOAD): pthread_mutex_unlock calls of all threads, n=$n and $((n * 2)); per-thread counts in raw/cost/lc.*; sockperf takes no mutex on its path"
+    # The iwarp provider's own lock (lock.h) is inlined, where no LD_PRELOAD sees it: its pairs
+    # come from the notification instruction runs (ins_lock_gives) and are added.
+    g=''
+    if [ "$mode" = lat-notify ]; then
+      g=$(cat "$raw/iwlock.notify.$side" 2>/dev/null || true)
+      if [ -n "$v" ] && [ -n "$g" ]; then
+        note="$note; plus the provider's own lock (qp->lock and the RX engine's owner, lock.h): $g pairs, its gives in the notification instruction row's callgrind runs, progress_ring=0"
+        v=$(awk -v a="$v" -v b="$g" 'BEGIN { printf "%.2f\n", a + b }')
+      else
+        note="$note; the provider's own lock (lock.h) not counted: no callgrind runs"
+        v=''
+      fi
+    fi
     if [ "$mode" = lat-poll ]; then
       # Busy-polled, the count at full speed holds the pairs of the empty polls, as many as the
       # wait takes: the row shows the callgrind runs' pairs fitted over the polls when there.
@@ -648,7 +695,7 @@ for mode in $modes; do
       if [ -n "$f" ]; then
         how="fitted the same way over the CQ polls (the empty polls' pairs taken out)"
         [ -e "$raw/mutex.poll.$side.how" ] && how="the mean difference, empty polls included (the fit did not hold)"
-        note="calls to pthread_mutex_unlock in the busy-polled instruction row's four callgrind runs, $how; bench/lockcount.c at full speed, empty polls included: ${v:-not measured}; sockperf takes no mutex on its path"
+        note="calls to pthread_mutex_unlock and gives of the provider's own lock (lock.h) in the busy-polled instruction row's four callgrind runs, $how; bench/lockcount.c at full speed, empty polls included: ${v:-not measured}; sockperf takes no mutex on its path"
         v=$f
       else
         note="$note; empty polls included (as many as the wait takes)"

@@ -87,10 +87,10 @@ void iw_cm_connection_failed(struct iw_qp *qp, int err)
 static bool side_want_out(struct dpt_side *s)
 {
     bool on = false;
-    pthread_mutex_lock(&s->qp->lock);
+    iw_lock_take(&s->qp->lock);
     if (s->qp->dp)
         on = s->qp->dp->want_out;
-    pthread_mutex_unlock(&s->qp->lock);
+    iw_lock_give(&s->qp->lock);
     return on;
 }
 
@@ -116,20 +116,20 @@ static void teardown(struct dpt_side *s, int err)
     int fd;
 
     atomic_store(&s->live, false);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_set_error_locked(qp, err);
     if (qp->state != IW_QP_ERROR)
         iw_qp_modify_locked(qp, IW_QP_ERROR);
     fd = qp->fd;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (fd >= 0) {                   /* only this thread closes it */
         struct linger lg = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     }
     iw_qp_connection_lost(qp, err);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     atomic_store(&s->lost, 1);
 }
 
@@ -317,7 +317,7 @@ static void establish(struct dpt_env *e, int i, int fd, const struct dpt_conn_op
     struct iw_qp *qp = s->qp;
 
     s->fd = fd;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     qp->fd = fd;
     qp->params.crc = o->crc;
     qp->params.mpa_rev = 2;
@@ -327,7 +327,7 @@ static void establish(struct dpt_env *e, int i, int fd, const struct dpt_conn_op
     qp->params.mulpdu = iw_fpdu_mulpdu(qp->params.mss, false);
     CHECK(iw_qp_modify_locked(qp, IW_QP_CONNECTING) == 0);
     CHECK(iw_qp_modify_locked(qp, IW_QP_RTS) == 0);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     iw_qp_connection_established(qp);
     atomic_store(&s->live, true);
 }

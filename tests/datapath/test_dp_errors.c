@@ -159,13 +159,13 @@ static void early_flush_test(void)
     while (!blocked) {
         CHECK_MSG(ndk_test_now_ms() < end, "the TX engine never waited for room");
         usleep(1000);
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         blocked = qp->dp->want_out && qp->dp->sq_issued > 0;
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
     }
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     CHECK_EQ(iw_qp_modify_locked(qp, IW_QP_ERROR), 0);   /* cm.c iw_conn_close_locked */
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     NDK_SGE rb = dpt_sge(&ma, 0, 10);
     CHECK_STATUS(iw_post_receive(env.s[0].ndk, (void *)0xC1, &rb, 1), STATUS_SUCCESS);
     atomic_store(&env.s[0].failed, -ECONNRESET);      /* the harness tears down as the CM would */

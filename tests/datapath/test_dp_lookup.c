@@ -61,7 +61,7 @@ static void held_take(struct iw_qp *qp, enum held h)
     else if (h == HELD_RX_OWNER)
         dp_rx_own_wait(qp->dp);
     else
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
 }
 
 static void held_release(struct iw_qp *qp, enum held h)
@@ -71,7 +71,7 @@ static void held_release(struct iw_qp *qp, enum held h)
     else if (h == HELD_RX_OWNER)
         dp_rx_own_release(qp->dp);
     else
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
 }
 
 static void grace(enum held h)
@@ -140,24 +140,24 @@ static void close_held(void)
 
     dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE);
     unsigned nmr = atomic_load(&env.dev.nmr);
-    pthread_mutex_lock(&qp->lock);                 /* as a post resolves its SGL */
+    iw_lock_take(&qp->lock);                 /* as a post resolves its SGL */
     CHECK_EQ(iw_mem_get(&env.dev, m.token, &o, &v), 0);
-    pthread_mutex_unlock(&qp->lock);               /* the use goes on, as the request's */
+    iw_lock_give(&qp->lock);               /* the use goes on, as the request's */
 
     NTSTATUS st = m.mr->Dispatch->NdkCloseMr(&m.mr->Header, close_cb, NULL);
     CHECK_MSG(st == STATUS_PENDING, "the close of an MR in use returned %#x", (unsigned)st);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     struct iw_obj *o2;
     CHECK_MSG(iw_mem_get(&env.dev, m.token, &o2, NULL) == -ENOENT, "the closed MR's token still resolves");
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     usleep(200 * 1000);
     CHECK_MSG(atomic_load(&closed) == 0, "the close completed while the MR was in use");
     CHECK_MSG(atomic_load(&env.dev.nmr) == nmr && retired_empty(), "the MR was destroyed while in use");
     CHECK_EQ(o->type, IW_OBJ_MR);
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_mem_put(o);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     uint64_t end = ndk_test_now_ms() + 5000;
     while (atomic_load(&closed) == 0)
         CHECK_MSG(ndk_test_now_ms() < end, "the close never completed after the use ended");
@@ -206,7 +206,7 @@ static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
     uint32_t bad;
 
     if (thread == 0)
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
     else
         dp_rx_own_wait(qp->dp);
     bool cached = kc->obj && kc->stag == tok;
@@ -227,7 +227,7 @@ static void storm_resolve(struct iw_qp *qp, int thread, uint32_t tok, int r)
         atomic_fetch_add(&storm_missed, 1);
     }
     if (thread == 0)
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
     else
         dp_rx_own_release(qp->dp);
 }
@@ -248,7 +248,7 @@ static void *storm_lookups(void *arg)
         uint64_t cur = atomic_load(&storm_cur);
         uint32_t tok = (uint32_t)(cur >> 32);
         int r = (int)(cur & 1);
-        pthread_mutex_lock(&qp->lock);             /* as the TX engine looks keys up */
+        iw_lock_take(&qp->lock);             /* as the TX engine looks keys up */
         if (iw_mem_get(&env.dev, tok, &o, &v) == 0) {
             CHECK(o->type == IW_OBJ_MR);
             CHECK_MSG(v.base == (uint64_t)(uintptr_t)(storm_buf + storm_reg[r].off) && v.length == storm_reg[r].len,
@@ -262,7 +262,7 @@ static void *storm_lookups(void *arg)
         } else {
             atomic_fetch_add(&storm_missed, 1);
         }
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
     }
     return NULL;
 }
@@ -334,11 +334,11 @@ static void cache_close(void)
     dpt_mr_reg(&env, &m, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE);
     uint32_t tok = m.token;
     NDK_SGE sge = dpt_sge(&m, 0, 64);
-    pthread_mutex_lock(&qp->lock);                 /* as a post resolves its SGL */
+    iw_lock_take(&qp->lock);                 /* as a post resolves its SGL */
     CHECK_EQ(iw_access_sgl_resolve(qp, &qp->dp->tx.kc, &sge, 1, 0, &sgl, &bad), 0);
     CHECK_MSG(qp->dp->tx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
     iw_access_sgl_release(&sgl);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     dp_rx_own_wait(qp->dp);         /* as the RX engine takes a receive */
     CHECK_EQ(iw_access_sgl_resolve(qp, &qp->dp->rx.kc, &sge, 1, DP_ACC_LOCAL_WRITE, &sgl, &bad), 0);
     CHECK_MSG(qp->dp->rx.kc.obj == sgl.e[0].mem, "the resolve did not fill the key cache");
@@ -354,11 +354,11 @@ static void cache_close(void)
     dp_rx_own_wait(qp->dp);
     CHECK_MSG(qp->dp->rx.kc.obj == NULL, "the RX side's key cache still names an MR that was freed");
     dp_rx_own_release(qp->dp);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     CHECK_MSG(qp->dp->tx.kc.obj == NULL, "the TX side's key cache still names an MR that was freed");
     CHECK_MSG(iw_access_sgl_resolve(qp, &qp->dp->tx.kc, &sge, 1, 0, &sgl, &bad) == -EACCES,
               "token %#x of a closed MR resolved", tok);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     IoFreeMdl(m.mdl);
     free(m.buf);
     printf("cache-close: the freed MR left no key cache naming it; its token fails\n");
@@ -387,9 +387,9 @@ static void cache_e2e(void)
     dpt_expect(&env, 1, NdkOperationTypeReceive, (void *)0xB1, STATUS_SUCCESS, 64);
     CHECK(dpt_check(r.p, 64, 7));
     struct iw_obj *ao = iw_stag_find(&env.dev.stags, a.token), *ro = iw_stag_find(&env.dev.stags, r.token);
-    pthread_mutex_lock(&env.s[0].qp->lock);
+    iw_lock_take(&env.s[0].qp->lock);
     CHECK_MSG(env.s[0].qp->dp->tx.kc.obj == ao, "the Send's post did not fill the TX side's key cache");
-    pthread_mutex_unlock(&env.s[0].qp->lock);
+    iw_lock_give(&env.s[0].qp->lock);
     dp_rx_own_wait(env.s[1].qp->dp);
     CHECK_MSG(env.s[1].qp->dp->rx.kc.obj == ro, "the receive's take did not fill the RX side's key cache");
     dp_rx_own_release(env.s[1].qp->dp);

@@ -79,7 +79,7 @@ static void case_detach(int peer)
     wait_polled();
     CHECK_MSG(atomic_load(&to_iw_cq(env.s[0].cq)->poll_one) != NULL, "a CQ with one QP has no QP published for its polls");
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     uint8_t frame[256];
     struct iw_fpdu_hdr h;
     memset(&h, 0, sizeof h);
@@ -104,7 +104,7 @@ static void case_detach(int peer)
     usleep(200 * 1000);
     CHECK_MSG(!atomic_load(&detached), "the detach returned while a poller was running the QP's RX engine");
     CHECK_EQ(atomic_load(&got), 0);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 
     CHECK(pthread_join(dt, NULL) == 0);
     CHECK(atomic_load(&detached));

@@ -69,9 +69,9 @@ static void expect_sent(void *ctx)
 
 static bool lent(struct iw_qp *qp)
 {
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     bool l = qp->dp->lent;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return l;
 }
 

@@ -1,10 +1,11 @@
-/* test_dp_rxown: the RX engine's owner word (dp->rx_owned, datapath.h) and its sleeping waiters.
+/* test_dp_rxown: the provider's sleeping lock (lock.h), as the RX engine's owner (dp->rx_owned,
+ * datapath.h) uses it; qp->lock is the same lock.
  *   sleep  this thread owns the engine while three others must take it (dp_rx_own_wait, as the
  *          progress thread's reads and the stop do). Each must go to sleep, not spin or yield:
- *          the word must say WAITED and each waiter's task state must be S (sleeping) while
+ *          the word must say IW_LOCK_WAITED and each waiter's task state must be S (sleeping) while
  *          the owner holds on; a waiter that yielded stays runnable (R) and never marks the word.
  *          Then the owner lets go, and every waiter must get the engine in turn: a release that
- *          wakes nobody, or a woken waiter that takes the word as OWNED and so hides the others
+ *          wakes nobody, or a woken waiter that takes the word as HELD and so hides the others
  *          still asleep, leaves a thread asleep for good (the test's join times out).
  *   storm  four threads take and give back the engine 200,000 times each, by try (as a polling
  *          consumer) and by wait, and count under it with plain stores: the count must come out
@@ -62,7 +63,7 @@ static void run_sleep(void)
     pthread_t t[WAITERS];
 
     dp_rx_own_wait(&dp);
-    CHECK_EQ(atomic_load(&dp.rx_owned), (unsigned)DP_RX_OWNED);
+    CHECK_EQ(atomic_load(&dp.rx_owned.w), (unsigned)IW_LOCK_HELD);
     for (int i = 0; i < WAITERS; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, waiter, (void *)(intptr_t)i), 0);
     /* Every waiter asleep on the word, which says so. */
@@ -73,10 +74,10 @@ static void run_sleep(void)
             int tid = atomic_load(&tids[i]);
             asleep += tid && task_state(tid) == 'S';
         }
-        if (asleep == WAITERS && atomic_load(&dp.rx_owned) == DP_RX_WAITED)
+        if (asleep == WAITERS && atomic_load(&dp.rx_owned.w) == IW_LOCK_WAITED)
             break;
         CHECK_MSG(ndk_test_now_ms() < end, "after 10 s %d of %d waiters asleep, the word %u (WAITED is %u)", asleep,
-                  WAITERS, atomic_load(&dp.rx_owned), (unsigned)DP_RX_WAITED);
+                  WAITERS, atomic_load(&dp.rx_owned.w), (unsigned)IW_LOCK_WAITED);
         usleep(1000);
     }
     CHECK_EQ(atomic_load(&taken), 0);
@@ -85,7 +86,7 @@ static void run_sleep(void)
         CHECK_EQ(pthread_join(t[i], NULL), 0);
     CHECK_EQ(atomic_load(&taken), WAITERS);
     CHECK_EQ(count, (uint64_t)WAITERS);
-    CHECK_EQ(atomic_load(&dp.rx_owned), (unsigned)DP_RX_FREE);
+    CHECK_EQ(atomic_load(&dp.rx_owned.w), (unsigned)IW_LOCK_FREE);
     CHECK(dp_rx_own_try(&dp));
     dp_rx_own_release(&dp);
     printf("sleep: %d waiters slept while the engine was owned, and each took it once it was let go\n", WAITERS);
@@ -123,7 +124,7 @@ static void run_storm(void)
     for (int i = 0; i < STORM_THREADS; i++)
         CHECK_EQ(pthread_join(t[i], NULL), 0);
     CHECK_EQ(count, (uint64_t)STORM_THREADS * STORM_ROUNDS);
-    CHECK_EQ(atomic_load(&dp.rx_owned), (unsigned)DP_RX_FREE);
+    CHECK_EQ(atomic_load(&dp.rx_owned.w), (unsigned)IW_LOCK_FREE);
     printf("storm: %d x %d acquisitions counted exactly (%lu tries found it owned)\n", STORM_THREADS, STORM_ROUNDS,
            (unsigned long)atomic_load(&tries_failed));
 }
@@ -131,7 +132,7 @@ static void run_storm(void)
 int main(int argc, char **argv)
 {
     CHECK_MSG(argc == 2, "usage: test_dp_rxown sleep|storm");
-    atomic_init(&dp.rx_owned, DP_RX_FREE);
+    iw_lock_init(&dp.rx_owned);
     if (!strcmp(argv[1], "sleep"))
         run_sleep();
     else if (!strcmp(argv[1], "storm"))

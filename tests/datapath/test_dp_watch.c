@@ -29,9 +29,9 @@ static void busy_poll_until_polled(void)
         CHECK_MSG(ndk_test_now_ms() < end, "busy polls never made the QP polled");
         for (int i = 0; i < 64; i++)
             CHECK_EQ(env.s[0].cq->Dispatch->NdkGetCqResultsEx(env.s[0].cq, &r, 1), 0);
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         on = qp->poll_on;
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
     }
 }
 
@@ -39,9 +39,9 @@ static uint32_t watched(void)
 {
     struct iw_qp *qp = env.s[0].qp;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     uint32_t ev = qp->dp->poll.events;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return ev;
 }
 

@@ -339,10 +339,10 @@ static void drain_out(struct run *r)
         FZ_CHECK(!r->out_after_term, "the QP sent an FPDU after its Terminate");
     }
     bool want = false;
-    pthread_mutex_lock(&r->qp->lock);
+    iw_lock_take(&r->qp->lock);
     if (r->qp->dp)
         want = r->qp->dp->want_out && !r->qp->dp->stopped;
-    pthread_mutex_unlock(&r->qp->lock);
+    iw_lock_give(&r->qp->lock);
     if (want)
         check_err(iw_tx_run(r->qp), "the TX engine");
 }
@@ -544,7 +544,7 @@ static void connect_qp(struct run *r, uint8_t ird)
     r->qpfd = sv[0];
     r->fd = sv[1];
     struct iw_qp *qp = r->qp;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     qp->fd = sv[0];
     qp->params.crc = r->crc;
     qp->params.mpa_rev = 2;
@@ -554,7 +554,7 @@ static void connect_qp(struct run *r, uint8_t ird)
     qp->params.mulpdu = iw_fpdu_mulpdu(qp->params.mss, false);
     FZ_CHECK(iw_qp_modify_locked(qp, IW_QP_CONNECTING) == 0 && iw_qp_modify_locked(qp, IW_QP_RTS) == 0,
              "QP to RTS");
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     iw_qp_connection_established(qp);
     FZ_CHECK(!g_cm_failed, "the data path did not come up: %d", g_cm_failed);
 }
@@ -564,16 +564,16 @@ static void teardown(struct run *r, int err)
 {
     struct iw_qp *qp = r->qp;
     drain_out(r);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_set_error_locked(qp, err);
     if (qp->state != IW_QP_ERROR)
         iw_qp_modify_locked(qp, IW_QP_ERROR);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     iw_qp_connection_lost(qp, err);
     check_err(g_cm_failed, "the TX engine");
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     drain_out(r);
     poll_cq(r);
     /* A receive still in the SRQ belongs to the SRQ, not to the QP: the QP's flush leaves it. */

@@ -166,9 +166,9 @@ static void iw_out_run(struct iw_cm_out *out)
         iw_qp_connection_lost(out->lost, out->lost_err);
     }
     if (out->flush) {
-        pthread_mutex_lock(&out->flush->lock);
+        iw_lock_take(&out->flush->lock);
         iw_qp_flush_locked(out->flush);
-        pthread_mutex_unlock(&out->flush->lock);
+        iw_lock_give(&out->flush->lock);
     }
     if (out->established)
         iw_qp_connection_established(out->established);
@@ -326,7 +326,7 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
     iw_cm_timer_clear_locked(c);
 
     if (qp) {
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         if (qp->conn == c) {
             bool flushed_live = iw_qp_flushed_live_locked(qp);
             if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING || qp->state == IW_QP_TERMINATE ||
@@ -341,7 +341,7 @@ static void iw_conn_close_locked(struct iw_connector *c, struct iw_cm_out *out, 
                 qp->conn = NULL;
             }
         }
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         /* §3.6: a peer's graceful disconnect is indicated without flushing; everything else
          * (errors, local disconnect, close) flushes (§5.11.6). */
         if (out->lost && (err != -ESHUTDOWN || c->local_disconnect))
@@ -419,14 +419,14 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     int mss = 0;
     socklen_t len = sizeof mss;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->state != IW_QP_CONNECTING || qp->conn != c) {
         /* the consumer flushed the QP during the handshake */
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         iw_conn_fail_locked(c, out, -ECANCELED);
         return;
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (iw_cm_set_state(c, IW_CM_ESTABLISHED) < 0)
         return;
     c->established_once = true;
@@ -442,7 +442,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
         out->puts++;                     /* the epoll registration's reference */
     }
     c->sock_handed = true;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     qp->fd = c->poll.fd;
     if (c->wire) {
         iw_wire_get(c->wire);
@@ -462,7 +462,7 @@ static void iw_conn_establish_locked(struct iw_connector *c, struct iw_cm_out *o
     uint32_t hold_ms = c->p2p ? 0 : c->active ? dev->prov->cfg.first_fpdu_hold_ms : dev->prov->cfg.first_fpdu_grace_ms;
     qp->params.tx_wait_first_rx = !c->p2p && (!c->active || hold_ms);
     iw_qp_modify_locked(qp, IW_QP_RTS);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (hold_ms)
         iw_cm_timer_set_locked(c, hold_ms);
     out->established = qp;
@@ -815,9 +815,9 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
             return;
         }
         iw_conn_recv(c, sink, len);
-        pthread_mutex_lock(&c->qp->lock);
+        iw_lock_take(&c->qp->lock);
         c->qp->params.rtr_read_sent = true;
-        pthread_mutex_unlock(&c->qp->lock);
+        iw_lock_give(&c->qp->lock);
         iw_conn_establish_locked(c, out);
         return;
     }
@@ -847,9 +847,9 @@ static void iw_conn_on_rtr(struct iw_connector *c, struct iw_cm_out *out)
                 iw_conn_fail_locked(c, out, -EIO);
                 return;
             }
-            pthread_mutex_lock(&c->qp->lock);
+            iw_lock_take(&c->qp->lock);
             c->qp->params.rtr_read_consumed = true;
-            pthread_mutex_unlock(&c->qp->lock);
+            iw_lock_give(&c->qp->lock);
         }
     } else if (!whole && !h.payload_len) {
         return;                        /* a zero-length FPDU still arriving */
@@ -1064,11 +1064,11 @@ static struct iw_connector *iw_cm_conn_of_qp(struct iw_qp *qp)
 {
     struct iw_connector *c;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     c = qp->conn;
     if (c && !iw_obj_tryget(&c->obj))
         c = NULL;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return c;
 }
 

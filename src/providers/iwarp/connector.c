@@ -40,10 +40,10 @@ static void iw_conn_destroy(struct iw_obj *o)
         iw_ep_put(dev, c->ep);     /* §5.11.5: -1 when the connector is closed */
     pthread_mutex_unlock(&dev->lock);
     if (c->qp) {
-        pthread_mutex_lock(&c->qp->lock);
+        iw_lock_take(&c->qp->lock);
         if (c->qp->conn == c)
             c->qp->conn = NULL;
-        pthread_mutex_unlock(&c->qp->lock);
+        iw_lock_give(&c->qp->lock);
     }
     if (c->poll.fd >= 0)           /* never registered (failed before connect) */
         close(c->poll.fd);
@@ -104,14 +104,14 @@ static int iw_conn_attach_qp(struct iw_connector *c, NDK_QP *q)
     qp = to_iw_qp(q);
     if (qp->obj.adapter != c->obj.adapter)
         return -EINVAL;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->conn || qp->state != IW_QP_IDLE)
         err = -EINVAL;
     else {
         qp->conn = c;
         iw_qp_modify_locked(qp, IW_QP_CONNECTING);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (err)
         return err;
     c->qp = qp;
@@ -125,12 +125,12 @@ static void iw_conn_detach_qp(struct iw_connector *c)
 
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->conn == c) {
         qp->conn = NULL;
         iw_qp_modify_locked(qp, IW_QP_IDLE);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 }
 
 /* Common tail of NdkConnect / NdkConnectWithSharedEndpoint: fd is bound; start connect().
@@ -601,10 +601,10 @@ static NTSTATUS iw_disconnect(NDK_CONNECTOR *nc, NDK_FN_REQUEST_COMPLETION cb, P
         st = STATUS_INVALID_DEVICE_REQUEST;
     } else if (c->state == IW_CM_ESTABLISHED) {
         c->local_disconnect = true;
-        pthread_mutex_lock(&c->qp->lock);
+        iw_lock_take(&c->qp->lock);
         if (c->qp->state == IW_QP_RTS)
             iw_qp_modify_locked(c->qp, IW_QP_CLOSING);   /* no new TX from here on */
-        pthread_mutex_unlock(&c->qp->lock);
+        iw_lock_give(&c->qp->lock);
         iw_cm_req_store(c, &c->disconnect_cb, &c->disconnect_ctx, cb, ctx);
         iw_cm_queue_locked(c, IW_CM_ACT_DISCONNECT);
     } else if (c->state == IW_CM_CLOSED && c->established_once && c->peer_gone) {
@@ -624,9 +624,9 @@ static NTSTATUS iw_disconnect(NDK_CONNECTOR *nc, NDK_FN_REQUEST_COMPLETION cb, P
     if (flush) {
         /* CLOSED, but the progress thread may not have stopped the engines yet. */
         iw_qp_dma_stop(flush);
-        pthread_mutex_lock(&flush->lock);
+        iw_lock_take(&flush->lock);
         iw_qp_flush_locked(flush);
-        pthread_mutex_unlock(&flush->lock);
+        iw_lock_give(&flush->lock);
     }
     return st;
 }

@@ -15,13 +15,11 @@
  *   dp->rx_owned  job: ownership of the RX engine (deframer, current receive / write target).
  *                 Held by the progress thread or a polling consumer while it reads the socket
  *                 with MSG_DONTWAIT (never blocks), and by iw_qp_stop. Never taken by TX or
- *                 posting. A word, not a mutex (a compare-exchange to take it and an exchange
- *                 to give it back, where glibc's trylock and unlock took the same two atomics
- *                 and some 55 instructions more): a polling consumer only tries it
+ *                 posting. An iw_lock (lock.h): a polling consumer only tries it
  *                 (dp_rx_own_try); the progress thread's reads, the ring's hand-offs and the
- *                 stop and set-up paths wait for it asleep (dp_rx_own_wait, a futex), as they
- *                 did on the mutex: a waiter that yielded instead took the CPU from a
- *                 busy-polling owner on the same core (7112719).
+ *                 stop and set-up paths wait for it asleep (dp_rx_own_wait), as on a mutex: a
+ *                 waiter that yielded instead took the CPU from a busy-polling owner on the
+ *                 same core (7112719).
  *   dp->tx_owned  job: ownership of the TX engine (current message, FPDU batch, socket writes).
  *                 A flag, not a mutex: every kicker (posting threads, RX, progress thread) only
  *                 tries it (dp_tx_own_try: one compare-exchange, where a mutex's trylock and
@@ -388,7 +386,7 @@ struct iw_dp {
     bool want_out;            /* the TX engine waits for room (EPOLLOUT) */
     bool lent;                /* reads lent to the progress thread's ring, not in epoll (qp.c;
                                * written on the progress thread under qp->lock) */
-    atomic_uint rx_owned;     /* the RX engine's owner, enum dp_rx_own (the lock order above) */
+    struct iw_lock rx_owned;  /* the RX engine's owner (the lock order above) */
     atomic_bool tx_owned;     /* the TX engine's owner (the lock order above; dp_tx_own_*) */
     atomic_bool tx_pending;   /* someone asked the TX engine to run (see iw_tx_kick) */
     atomic_bool tx_blocked;   /* the TX engine waits for room in the socket (a poller retries) */
@@ -444,38 +442,12 @@ static inline void dp_tx_own_release(struct iw_dp *dp)
     atomic_store_explicit(&dp->tx_owned, false, memory_order_release);
 }
 
-/* dp->rx_owned's values. WAITED: owned, and someone may sleep on the word; every waiter that
- * takes it takes it so, in case another still sleeps ("Futexes Are Tricky", mutex 3). */
-enum dp_rx_own { DP_RX_FREE, DP_RX_OWNED, DP_RX_WAITED };
-
-/* Takes the RX engine if nobody owns it; acquire as dp_tx_own_try. Any thread, never waits. */
-static inline bool dp_rx_own_try(struct iw_dp *dp)
-{
-    unsigned f = DP_RX_FREE;
-
-    return atomic_compare_exchange_strong_explicit(&dp->rx_owned, &f, DP_RX_OWNED, memory_order_acquire,
-                                                   memory_order_relaxed);
-}
-
-/* The waits and the wake of the RX engine's owner word (rx.c). */
-void iw_rx_own_sleep(struct iw_dp *dp);
-void iw_rx_own_wake(struct iw_dp *dp);
-
-/* Takes it, sleeping until the owner gives it back: a thread that must run the engine (the
- * progress thread's reads) or stop it, with no lock held that an owner takes (the lock order). */
-static inline void dp_rx_own_wait(struct iw_dp *dp)
-{
-    if (!dp_rx_own_try(dp))
-        iw_rx_own_sleep(dp);
-}
-
-/* Gives it back, waking one sleeper if any may be there. The word is read no more after the
- * exchange (the waker's futex call only names its address): the next owner may free it. */
-static inline void dp_rx_own_release(struct iw_dp *dp)
-{
-    if (atomic_exchange_explicit(&dp->rx_owned, DP_RX_FREE, memory_order_release) == DP_RX_WAITED)
-        iw_rx_own_wake(dp);
-}
+/* The RX engine's owner (dp->rx_owned, an iw_lock): a polling consumer only tries it; the
+ * progress thread's reads, the ring's hand-offs and the stop and set-up paths wait for it
+ * asleep, with no lock held that an owner takes (the lock order). Any thread. */
+static inline bool dp_rx_own_try(struct iw_dp *dp) { return iw_lock_try(&dp->rx_owned); }
+static inline void dp_rx_own_wait(struct iw_dp *dp) { iw_lock_take(&dp->rx_owned); }
+static inline void dp_rx_own_release(struct iw_dp *dp) { iw_lock_give(&dp->rx_owned); }
 
 /* ---- the QP's life cycle and the state the engines report to (qp.c) ---- */
 /* Completes finished SQ entries from the head, in posting order (§5.6). qp->lock held. */

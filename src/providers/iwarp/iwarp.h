@@ -65,6 +65,7 @@
 #include <ndisndk.h>
 #include <ndk/provider.h>
 
+#include "lock.h"
 #include "stag.h"
 
 #include "ndk_list.h"
@@ -1097,8 +1098,8 @@ struct iw_qp {
      * posts take rq_gate instead, below, and the RX engine takes its receives without either,
      * struct iw_wq's taker). The data path may split TX/RX progress under its own finer locks,
      * but the state transition and the fd detach always happen under this lock, so a holder
-     * that sees RTS may use fd. */
-    pthread_mutex_t lock;
+     * that sees RTS may use fd. An iw_lock (lock.h): every post takes it. */
+    struct iw_lock lock;
     enum iw_qp_state state;           /* written with lock and rq_gate held */
     /* The RQ's posting gate. A receive's post takes it instead of lock: §5.4 keeps posts to one
      * queue to one at a time, so only those who change the RQ or the state under lock contend

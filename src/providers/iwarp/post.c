@@ -51,12 +51,12 @@ static NTSTATUS post_fail(struct iw_qp *qp, NTSTATUS st)
 {
     bool kick = false;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->dp && qp->dp->deferred) {
         qp->dp->deferred = false;
         kick = true;
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (kick)
         iw_tx_kick(qp);
     return st;
@@ -69,9 +69,9 @@ static bool post_connected(struct iw_qp *qp)
 {
     bool ok;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     ok = qp->state == IW_QP_RTS && qp->dp && !qp->dp->stopped;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return ok;
 }
 
@@ -110,7 +110,7 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
     bool kick = false, lean = false;
     struct dp_sgl sgl;                        /* the lean path's source (n entries written) */
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->state != IW_QP_RTS || !qp->dp || qp->dp->stopped) {
         st = STATUS_CONNECTION_INVALID;
     } else if (w->op == IW_WR_READ && qp->dp->ord == 0) {
@@ -136,7 +136,7 @@ static NTSTATUS post_sq(struct iw_qp *qp, struct iw_wqe *w, void (*pre)(struct i
             kick = true;
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (st != STATUS_SUCCESS) {
         iw_wq_entry_release(w);
         return post_fail(qp, st);
@@ -432,20 +432,20 @@ __attribute__((flatten)) NTSTATUS iw_post_receive(NDK_QP *q, PVOID rctx, CONST N
         iw_qp_rq_gate_release(qp);
         if (err || !error)
             return err ? STATUS_INSUFFICIENT_RESOURCES : STATUS_SUCCESS;
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         if (qp->state == IW_QP_ERROR)
             iw_qp_flush_locked(qp);
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         return STATUS_SUCCESS;
     }
     /* A transition, flush or hand-over holds the gate (with qp->lock), or a consumer posts to
      * this queue from two threads at once against §5.4: wait for it as every post once did. */
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_rq_gate_wait(qp);
     err = post_receive_gated(qp, rctx, sgl, nsge, length, now);
     iw_qp_rq_gate_release(qp);
     if (!err && qp->state == IW_QP_ERROR)
         iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return err ? STATUS_INSUFFICIENT_RESOURCES : STATUS_SUCCESS;
 }

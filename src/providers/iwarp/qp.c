@@ -196,13 +196,13 @@ static void iw_qp_sq_wait_mem_done_locked(struct iw_qp *qp, struct iw_obj *mem)
 
 void iw_qp_sq_mem_released(struct iw_qp *qp, struct iw_obj *mem)
 {
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     /* Nothing waits when the QP stopped meanwhile: the stop settled or flushed the entry. */
     if (qp->dp) {
         iw_qp_sq_wait_mem_done_locked(qp, mem);
         iw_qp_sq_retire_locked(qp);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 }
 
 void iw_qp_terminate_locked(struct iw_qp *qp, const struct iw_fpdu_term *t, int err)
@@ -311,10 +311,10 @@ static int iw_qp_unlend(struct iw_qp *qp)
     iw_rx_ring_disown(qp);               /* a take armed a receive the ring never queued */
     if (dev->ring_qp == qp)
         dev->ring_qp = NULL;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     dp->lent = false;
     iw_qp_update_events_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return err;
 }
 
@@ -346,13 +346,13 @@ static void iw_qp_lend(struct iw_qp *qp)
     }
     if (iw_progress_lend(dev, &dp->poll) < 0)
         return;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     ok = !qp->poll_on && atomic_load_explicit(&dp->watching, memory_order_relaxed);
     if (ok) {
         dp->lent = true;
         iw_qp_update_events_locked(qp);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (!ok) {
         (void)iw_progress_reclaim(dev, &dp->poll);   /* nothing queued yet */
         return;
@@ -410,14 +410,14 @@ static void iw_qp_unwatch(struct iw_qp *qp)
     bool put;
 
     (void)iw_qp_unlend(qp);              /* the connection ends: what it finds no longer counts */
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_poll_off_locked(qp);           /* not back into the set it is about to leave */
     put = atomic_load_explicit(&dp->watching, memory_order_relaxed);
     if (put) {
         iw_progress_del(qp->obj.dev, &dp->poll);
         atomic_store_explicit(&dp->watching, false, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (put)
         iw_obj_put(&qp->obj);            /* the registration's reference */
 }
@@ -454,10 +454,10 @@ void iw_qp_want_writable(struct iw_qp *qp, bool on)
 {
     struct iw_dp *dp = qp->dp;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     dp->want_out = on;
     iw_qp_update_events_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 }
 
 void iw_qp_set_polled(struct iw_qp *qp, bool on)
@@ -466,7 +466,7 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
 
     /* The QP's flag follows the request even when polling cannot start (not connected): it only
      * spares pollers this call; poll_on says whether the socket really left the progress thread. */
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     atomic_store_explicit(&qp->polled, on, memory_order_relaxed);
     if (!on) {
         iw_qp_unpoll_locked(qp);
@@ -486,7 +486,7 @@ void iw_qp_set_polled(struct iw_qp *qp, bool on)
                 iw_obj_put(&qp->obj);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 }
 
 /* The expiry check's interval doubles while the consumer keeps polling, up to this many
@@ -506,7 +506,7 @@ static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
     struct iw_qp *qp = ndk_container_of(t, struct iw_qp, poll_timer);
     struct iw_device *dev = qp->obj.dev;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (qp->poll_on) {
         unsigned seq = atomic_load_explicit(&qp->poll_seq, memory_order_relaxed);
         uint64_t idle = dev->poll_idle_ms, max = (uint64_t)IW_POLL_CHECK_MAX * idle;
@@ -532,7 +532,7 @@ static void iw_qp_poll_expired(struct iw_timer *t, uint64_t now)
             iw_qp_unpoll_locked(qp);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     iw_obj_put(&qp->obj);                /* the fired arming's reference */
 }
 
@@ -550,7 +550,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
             iw_cm_connection_failed(qp, -ENOMEM);
             return;
         }
-        atomic_init(&dp->rx_owned, DP_RX_FREE);
+        iw_lock_init(&dp->rx_owned);
         atomic_init(&dp->tx_owned, false);
         dp->qp = qp;
         dp->fd = -1;
@@ -560,7 +560,7 @@ void iw_qp_connection_established(struct iw_qp *qp)
         dp->poll.ring_done = iw_qp_ring_done;
         iw_poll_init(qp, dp);
     }
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     fd = qp->fd;
     dp->crc = qp->params.crc;
     if (qp->wire && !dp->wire) {         /* the tap goes with the socket; framing starts here */
@@ -585,20 +585,20 @@ void iw_qp_connection_established(struct iw_qp *qp)
         iw_wq_take_reset(&qp->rq);       /* the receives posted so far are the RX engine's to take */
         iw_qp_rq_gate_release(qp);
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 
     /* The socket is ours now (the CM handed it over): closed in iw_qp_connection_lost once the
      * engines stopped, so no engine races its close. No new descriptor is needed here, so a
      * process out of descriptors never loses a connection at establishment. */
     if (fd < 0 || nomem) {
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         qp->dp = dp;                      /* under the lock for iw_qp_lookups_quiesce */
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         dp_rx_own_wait(dp);
         dp_tx_own_wait(dp);
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         dp->stopped = true;
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         dp_tx_own_release(dp);
         dp_rx_own_release(dp);
         iw_cm_connection_failed(qp, -ENOMEM);
@@ -606,12 +606,12 @@ void iw_qp_connection_established(struct iw_qp *qp)
     }
     dp->fd = fd;
     dp->poll.fd = fd;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     qp->dp = dp;                         /* under the lock for iw_qp_lookups_quiesce */
     iw_obj_get(&qp->obj);                /* the registration's reference */
     bool watching = iw_progress_add(qp->obj.dev, &dp->poll, iw_qp_events_locked(qp)) == 0;
     atomic_store_explicit(&dp->watching, watching, memory_order_relaxed);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (!watching) {
         iw_obj_put(&qp->obj);
         iw_cm_connection_failed(qp, -ENOMEM);
@@ -627,10 +627,10 @@ void iw_qp_release_first_fpdu(struct iw_qp *qp)
 {
     bool held;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     held = qp->params.tx_wait_first_rx;
     qp->params.tx_wait_first_rx = false;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (held) {
         iw_dbg("QP[%u] no FPDU from the peer within the first-FPDU hold; transmitting", qp->obj.id);
         iw_tx_kick(qp);
@@ -649,7 +649,7 @@ void iw_qp_stop(struct iw_qp *qp)
     iw_poll_detach(qp);
     dp_rx_own_wait(dp);
     dp_tx_own_wait(dp);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (!dp->stopped) {
         dp->stopped = true;
         iw_tx_stop_locked(qp, dp);
@@ -692,7 +692,7 @@ void iw_qp_stop(struct iw_qp *qp)
             iw_qp_flush_locked(qp);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     dp_tx_own_release(dp);
     dp_rx_own_release(dp);
 }
@@ -711,14 +711,14 @@ static void iw_qp_sock_close(struct iw_qp *qp)
 
     if (dp)
         dp_rx_own_wait(dp);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     fd = qp->fd;
     qp->fd = -1;
     if (dp) {
         dp->fd = -1;
         dp->poll.fd = -1;
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (dp)
         dp_rx_own_release(dp);
     if (fd >= 0)
@@ -759,11 +759,11 @@ void iw_qp_lookups_quiesce(struct iw_device *dev)
     pthread_mutex_lock(&dev->qps_lock);
     ndk_list_for_each(pos, &dev->qps) {
         struct iw_qp *qp = ndk_list_entry(pos, struct iw_qp, dev_link);
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         struct iw_dp *dp = qp->dp;       /* lives until the QP's destroy, which waits for us */
         if (dp)
             dp->tx.kc.obj = NULL;        /* the key caches may name what is to be freed */
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         if (dp) {
             dp_rx_own_wait(dp);
             dp->rx.kc.obj = NULL;
@@ -805,14 +805,14 @@ static void iw_qp_ndk_flush(NDK_QP *q)
     iw_qp_stop(qp);
     if (qp->dp)
         dp_rx_own_wait(qp->dp);
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     terminating = qp->state == IW_QP_TERMINATE;
     /* A live connection stays up: ULPs (SMB Direct) flush, then NdkDisconnect, and expect the
      * graceful exchange of §5.11.6. Until then what the peer sends is read and dropped. */
     if (qp->dp && (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING))
         qp->dp->discard = true;
     iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (qp->dp)
         dp_rx_own_release(qp->dp);
     if (terminating)
@@ -832,9 +832,9 @@ static void iw_qp_quiesce(struct iw_obj *o)
     struct iw_qp *qp = ndk_container_of(o, struct iw_qp, obj);
 
     iw_qp_stop(qp);                      /* nothing may run them now; the flush needs them stopped */
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_flush_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
 }
 
 static void iw_qp_destroy(struct iw_obj *o)
@@ -854,7 +854,6 @@ static void iw_qp_destroy(struct iw_obj *o)
     iw_wq_free(&qp->sq);
     iw_wq_free(&qp->rq);
     atomic_fetch_sub(&o->dev->nqp, 1);
-    pthread_mutex_destroy(&qp->lock);
     free(qp);
 }
 
@@ -905,7 +904,7 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     iw_obj_init(&qp->obj, &iw_qp_ops, IW_OBJ_QP, pd->obj.adapter, &qp->ndk.Header, &iw_qp_dispatch);
-    pthread_mutex_init(&qp->lock, NULL);
+    iw_lock_init(&qp->lock);
     qp->state = IW_QP_IDLE;
     atomic_init(&qp->rq_gate, false);
     qp->qp_context = qpctx;
@@ -935,9 +934,9 @@ static NTSTATUS iw_qp_create_common(struct iw_pd *pd, NDK_CQ *rcq, NDK_CQ *icq, 
         r->u.qp.rq_depth = srq ? 0 : rq_depth;
         ndk_sv_end(r);
     }
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_sv_describe_locked(qp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     pthread_mutex_lock(&dev->qps_lock);
     ndk_list_add_tail(&dev->qps, &qp->dev_link);
     pthread_mutex_unlock(&dev->qps_lock);

@@ -26,11 +26,9 @@
 #include "wire.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *const dp_rx_state_name[DP_RX_STATE_COUNT] = {
@@ -103,9 +101,9 @@ static void rx_hdr_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
 {
     struct dp_orq_ent *o;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (!dp->orq_count) {
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         /* A Response nobody asked for (RFC 5040 §7.2: unexpected opcode). */
         rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_OPCODE);
         return;
@@ -113,18 +111,18 @@ static void rx_hdr_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
     o = &dp->orq[dp->orq_head];
     /* RFC 5040 §4.4: aimed at the oldest Read's sink STag and TO, adding up to its size. */
     if (h->stag != o->sink_stag) {
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_INV_STAG);
         return;
     }
     if (h->to != o->sink_to + o->got || (uint64_t)o->got + h->payload_len > o->size) {
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
         return;
     }
     dp->rx.rsgl = &iw_dp_sqe(qp, o->slot)->sgl;
     dp->rx.tgt_base = o->got;
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (h->payload_len)
         dp->rx.tgt = DP_RXT_RRESP;
 }
@@ -135,11 +133,11 @@ static void rx_hdr_read_req(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     struct iw_obj *mem = NULL;
     bool full;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     /* RFC 5040 §5.3: at most IRD outstanding; a response whose last bytes are going out no
      * longer counts (DP_IRQ_SLOTS). */
     full = dp->irq_count >= dp->ird + (dp->rresp_last_out ? 1u : 0u);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (full) {
         /* More Read Requests in flight than our IRD: what siw answers (RFC 5040 §4.8). */
         rx_fail(dp, IW_TERM_LAYER_RDMAP, IW_TERM_ETYPE_RDMAP_REMOTE_OP, IW_TERM_RDMAP_CATA_STREAM);
@@ -312,9 +310,9 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
     struct dp_term_code tc;
     bool short_resp = false;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (!dp->orq_count) {
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         return;
     }
     o = &dp->orq[dp->orq_head];
@@ -341,7 +339,7 @@ static void rx_end_read_resp(struct iw_qp *qp, struct iw_dp *dp, const struct iw
             iw_qp_sq_retire_locked(qp);
         }
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (short_resp)
         rx_fail(dp, IW_TERM_LAYER_DDP, IW_TERM_ETYPE_DDP_TAGGED, IW_TERM_DDP_T_BASE_BOUNDS);
 }
@@ -432,7 +430,7 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     tc.etype = c->etype;
     tc.ecode = c->ecode;
 
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     iw_qp_set_error_locked(qp, -ECONNRESET);
     /* The oldest outstanding request is the one the peer refused (a Read still waiting, or the
      * request behind a Write already completed on transmit): it completes with the peer's
@@ -450,7 +448,7 @@ static int rx_end_terminate(struct iw_qp *qp, struct iw_dp *dp, const struct iw_
     dp->term_sent = true;
     if (qp->state == IW_QP_RTS || qp->state == IW_QP_CLOSING)
         iw_qp_modify_locked(qp, IW_QP_TERMINATE);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     rx_goto(qp, dp, DP_RX_TERMINATED);
     return -ECONNRESET;
 }
@@ -466,12 +464,12 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
     if (!rx->first_done) {
         bool kick = false;
         rx->first_done = true;
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         if (qp->params.tx_wait_first_rx) {
             qp->params.tx_wait_first_rx = false;
             kick = true;
         }
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         if (kick)
             rx_kick_tx(qp, dp);
     }
@@ -492,12 +490,12 @@ static int rx_on_end(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_ev
         break;
     case IW_OP_READ_REQ:
         if (rx->rr_pending) {
-            pthread_mutex_lock(&qp->lock);
+            iw_lock_take(&qp->lock);
             dp->irq[iw_dp_ring_index(dp->irq_head, dp->irq_count, dp->irq_slots)] = rx->rr;
             dp->irq_count++;
             rx->rr_pending = false;
             memset(&rx->rr, 0, sizeof rx->rr);
-            pthread_mutex_unlock(&qp->lock);
+            iw_lock_give(&qp->lock);
             rx_kick_tx(qp, dp);
         }
         break;
@@ -532,7 +530,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
     iw_access_sgl_release(&rx->wsgl);
     iw_access_sgl_release(&rx->rr.src);
     rx->rr_pending = false;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (rx->have_recv) {
         if (rx->recv_status == STATUS_SUCCESS) {
             rx->recv_status = st;
@@ -557,7 +555,7 @@ static int rx_error(struct iw_qp *qp, struct iw_dp *dp, const struct iw_fpdu_rx_
         s->pec = IW_PEC(IW_PEC_LOCAL, tc.layer, tc.etype, tc.ecode);
     }
     iw_qp_terminate_locked(qp, &e->term, e->err ? e->err : -EBADMSG);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     rx_goto(qp, dp, DP_RX_FAILED);
     rx_kick_tx(qp, dp);                           /* the Terminate goes out now if it can */
     return -EBADMSG;
@@ -805,13 +803,13 @@ static uint64_t rx_rresp_left(struct iw_qp *qp, struct iw_dp *dp, const struct i
 
     if (h->opcode != IW_OP_READ_RESP || h->last || dp->rx.tgt != DP_RXT_RRESP || dp->rx.spec_miss >= DP_RX_SPEC_MISS_MAX)
         return 0;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     if (dp->orq_count) {
         const struct dp_orq_ent *o = &dp->orq[dp->orq_head];
         if ((uint64_t)o->got + h->payload_len < o->size)
             left = o->size - o->got - h->payload_len;
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     return left;
 }
 
@@ -1123,21 +1121,6 @@ int iw_rx_discard_locked(struct iw_dp *dp)
             return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno == EINTR ? 0 : -errno;
     }
     return 0;
-}
-
-/* Marks the word WAITED and sleeps while another thread owns it; returns owning it (WAITED,
- * so that its release wakes the next sleeper). A wake-up that finds it owned again, or a futex
- * call that returns at once (the word changed, a signal), only loops. Blocks; no lock held. */
-void iw_rx_own_sleep(struct iw_dp *dp)
-{
-    while (atomic_exchange_explicit(&dp->rx_owned, DP_RX_WAITED, memory_order_acquire) != DP_RX_FREE)
-        syscall(SYS_futex, &dp->rx_owned, FUTEX_WAIT_PRIVATE, DP_RX_WAITED, NULL, NULL, 0);
-}
-
-/* Any thread, just after it gave the word back; never blocks. */
-void iw_rx_own_wake(struct iw_dp *dp)
-{
-    syscall(SYS_futex, &dp->rx_owned, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 int iw_rx_run(struct iw_qp *qp)

@@ -541,12 +541,12 @@ static int tx_build(struct iw_qp *qp, struct iw_dp *dp)
             more = false;
         if (!rresp && !more)
             break;
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         if (rresp)
             dp->rresp_last_out = true;
         if (more)
             picked = tx_pick_locked(qp, dp, true);
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
         if (!picked)
             break;
     }
@@ -569,7 +569,7 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
     if (b->mdone >= b->nmsg || b->m[b->mdone].iov_end > tx->iovpos)
         return;
     drop.n = 0;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     while (b->mdone < b->nmsg && b->m[b->mdone].iov_end <= tx->iovpos) {
         const struct dp_tx_bmsg *m = &b->m[b->mdone++];
         struct dp_sqe *s;
@@ -611,7 +611,7 @@ static void tx_retire(struct iw_qp *qp, struct iw_dp *dp)
         iw_qp_sq_retire_locked(qp);
     if (tx->iovpos == tx->iovcnt && tx->state != DP_TX_DEAD)
         tx->prepick = (int8_t)tx_idle_pick_locked(qp, dp);
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     iw_access_sgl_release(&drop);
 }
 
@@ -767,9 +767,9 @@ static int tx_engine(struct iw_qp *qp, struct iw_dp *dp)
             int picked = tx->prepick;
             tx->prepick = -1;
             if (picked < 0) {
-                pthread_mutex_lock(&qp->lock);
+                iw_lock_take(&qp->lock);
                 picked = tx_idle_pick_locked(qp, dp);
-                pthread_mutex_unlock(&qp->lock);
+                iw_lock_give(&qp->lock);
             }
             if (!picked) {
                 if (tx->want_out) {
@@ -926,9 +926,9 @@ static __attribute__((flatten)) void tx_lean_complete(struct iw_qp *qp, struct i
         ndk_sv_add(&qp->svq->bytes_out, sgl->total);
         ndk_sv_add(&qp->svq->ops_out, 1);
     } else {
-        pthread_mutex_lock(&qp->lock);
+        iw_lock_take(&qp->lock);
         ndk_sv_add(&qp->svq->errors, 1);
-        pthread_mutex_unlock(&qp->lock);
+        iw_lock_give(&qp->lock);
     }
     iw_access_sgl_release(sgl);
     if (w->inline_buf)
@@ -986,7 +986,7 @@ static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w
     int nf = 0, framed;
 
     tx->lean_short++;
-    pthread_mutex_lock(&qp->lock);
+    iw_lock_take(&qp->lock);
     /* Cannot fail: post_sq reserved the slot under qp->lock, and an empty SQ has nothing to pop
      * while only this thread posts (§5.4). */
     w->posted_ns = iw_sv_now();                    /* queued after all: outstanding */
@@ -999,7 +999,7 @@ static int tx_lean_handover(struct iw_qp *qp, struct iw_dp *dp, struct iw_wqe *w
         s->state = DP_SQE_ACTIVE;
         dp->sq_issued++;
     }
-    pthread_mutex_unlock(&qp->lock);
+    iw_lock_give(&qp->lock);
     if (!s) {
         iw_err("QP[%u] no SQ slot for a message partly written", qp->obj.id);
         tx_lean_complete(qp, w, sgl, STATUS_INSUFFICIENT_RESOURCES);
