@@ -374,7 +374,7 @@ fit() {
       D = S * (Sxx * Syy - Sxy * Sxy) - Sx * (Sx * Syy - Sxy * Sy) + Sy * (Sx * Sxy - Sxx * Sy)
       if (D == 0) exit 1
       Da = S * (Sxz * Syy - Syz * Sxy) - Sz * (Sx * Syy - Sxy * Sy) + Sy * (Sx * Syz - Sxz * Sy)
-      Db = S * (Sxx * Syz - Sxy * Sxz) - Sx * (Sx * Syz - Sxy * Sz) + Sz * (Sx * Sxy - Sxx * Sy)
+      Db = S * (Sxx * Syz - Sxy * Sxz) - Sx * (Sx * Syz - Sxz * Sy) + Sz * (Sx * Sxy - Sxx * Sy)
       a = Da / D; b = Db / D
       # An empty poll cannot cost more than the mean poll (4th column: the inclusive cost of the
       # polls, where given); a fit that says so has not separated them.
