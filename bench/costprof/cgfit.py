@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # cgfit.py N:RUN.cg ...: busy-polled runs (n, 2n, n, 2n): each function's self instructions fitted as
-# start-up + a * round trips + b * polls (polls: calls to iw_cq_get), least squares; a is the round
+# start-up + a * round trips + b * polls (polls: calls to iw_get_cq_results, the consumer's NdkGetCqResults), least squares; a is the round
 # trip without its empty polls, b one empty poll. Atomic RMWs the same way (cgatomics.py).
 import os, sys, collections
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -9,7 +9,7 @@ import cgatomics as at
 runs = []
 for a in sys.argv[1:]:
     n, p = a.split(':'); s, ic, nc, ob, fo = cg.load(p)
-    polls = sum(v for (f, c), v in nc.items() if c == 'iw_cq_get')
+    polls = sum(v for (f, c), v in nc.items() if c == 'iw_get_cq_results')
     lk = sum(v for (f, c), v in nc.items() if c.startswith('pthread_mutex_unlock'))
     c = at.counts(p); atom = collections.Counter()
     for (ob, ad), v in c.items():
