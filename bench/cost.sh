@@ -311,20 +311,19 @@ ins_atomics() {
 
 # ins_lock_gives TAG: executions of iw_lock_give in raw/TAG.ins (callgrind only): the iwarp
 # provider's own sleeping lock (qp->lock and the RX engine's owner, lock.h) is inlined, so no
-# call shows it and no LD_PRELOAD sees it. Its give is one exchange with memory; the exchanges
-# whose innermost inlined function is iw_lock_give (addr2line -f -i over the object's debug
-# information) are counted from ins_atomics's per-address counts (raw/TAG.addr).
+# call shows it and no LD_PRELOAD sees it. Of the atomic instructions ins_atomics found
+# (raw/locked), the ones whose innermost inlined function is iw_lock_give (its exchange;
+# addr2line -f -i over the object's debug information) are counted from its per-address counts.
 ins_lock_gives() {
-  local counts=$raw/$1.addr p c
+  local counts=$raw/$1.addr f c obj
   [ -s "$counts" ] || ins_atomics "$1" >/dev/null || return 1
   mkdir -p "$raw/lockgive"
-  awk '{ print $1 }' "$counts" | sort -u | while read -r p; do
-    [ -f "$p" ] || continue
-    c=$raw/lockgive/$(printf '%s' "$p" | tr '/' '_')
+  for f in "$raw/locked/"*; do
+    [ -s "$f" ] || continue
+    c=$raw/lockgive/${f##*/}
     [ -e "$c" ] && continue
-    objdump -d --no-show-raw-insn "$p" 2>/dev/null | awk -F'\t' '
-      NF >= 2 && $1 ~ /^ *[0-9a-f]+:$/ && $2 ~ /^xchg/ && $2 ~ /\(/ { a = $1; gsub(/[ :]/, "", a); print "0x" a }' |
-      addr2line -f -i -a -e "$p" 2>/dev/null | awk -v p="$p" '
+    obj=$(awk '{ print $1; exit }' "$f")
+    awk '{ printf "0x%x\n", $2 }' "$f" | addr2line -f -i -a -e "$obj" 2>/dev/null | awk -v p="$obj" '
       function hex(s,    i, c, v) { v = 0; s = tolower(s); for (i = 3; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }; return v }
       # -a prints the address, then function and place pairs from the innermost inlined one out.
       /^0x/ { a = $1; first = 1; next }
@@ -520,13 +519,15 @@ if [ "$have_instr" = 1 ]; then
         k=0
         while read -r m p _; do
           k=$((k + 1)); read -r u _ <<<"$(ins_calls "ins.poll.ours.$side.$k" '^pthread_mutex_unlock')"
-          g=$(ins_lock_gives "ins.poll.ours.$side.$k") || g=0
+          g=$(ins_lock_gives "ins.poll.ours.$side.$k") || break    # no count without the lock's
           echo "$m $p $((u + g))"
         done <"$fd" >"$fd.mutex"
-        f=$(fitted "$fd.mutex" "$fd" 2)
-        case "$f" in raw*) echo "empty polls included" >"$raw/mutex.poll.$side.how" ;; esac
-        f=${f#raw }
-        read -r v b _ <<<"$f"
+        if [ "$(wc -l <"$fd.mutex")" = 4 ]; then
+          f=$(fitted "$fd.mutex" "$fd" 2)
+          case "$f" in raw*) echo "empty polls included" >"$raw/mutex.poll.$side.how" ;; esac
+          f=${f#raw }
+          read -r v b _ <<<"$f"
+        fi
       fi
       echo "$v" >"$raw/mutex.poll.$side.fitted"
     fi
